@@ -1,0 +1,179 @@
+//! Node agents talking to the controller: registration, heartbeats, job ends.
+
+use drover_proto::{
+    HeartbeatRequest, HeartbeatResponse, JobEndedRequest, JobState, RegisterRequest, RegisterResponse,
+};
+
+use crate::ctld::{now, Ctld};
+use crate::end::EndReport;
+
+impl Ctld {
+    /// Seconds between agent heartbeats: a third of SlurmdTimeout, 1..=30.
+    pub fn heartbeat_interval(&self) -> u32 {
+        (self.cfg.slurmd_timeout / 3).clamp(1, 30) as u32
+    }
+
+    /// Jobs an agent reports that the controller does not have running there.
+    fn strays(&self, node: &str, reported: &[u32]) -> Vec<u32> {
+        reported
+            .iter()
+            .copied()
+            .filter(|id| {
+                !self.jobs.get(id).is_some_and(|j| {
+                    matches!(j.state(), JobState::Running | JobState::Completing | JobState::Suspended)
+                        && j.rt().alloc.iter().any(|a| a.node == node)
+                })
+            })
+            .collect()
+    }
+
+    pub fn register(&mut self, req: RegisterRequest) -> RegisterResponse {
+        let t = now();
+        let mut errors = Vec::new();
+        let mut kill = Vec::new();
+        let mut relaunch = Vec::new();
+        let mut lost = Vec::new();
+        for reg in &req.nodes {
+            let Some(i) = self.cluster.node_idx(&reg.name) else {
+                errors.push(format!("node {} is not in the controller's configuration", reg.name));
+                continue;
+            };
+            let reported: Vec<u32> = req
+                .jobs
+                .iter()
+                .filter(|j| j.node == reg.name)
+                .map(|j| j.job_id)
+                .collect();
+            kill.extend(self.strays(&reg.name, &reported));
+            let rts = self.cfg.return_to_service;
+            let n = &mut self.cluster.nodes[i];
+            n.registered = true;
+            n.responding = true;
+            n.last_seen = t;
+            n.agent_start_time = req.agent_start_time;
+            n.boot_time = reg.boot_time;
+            n.os = reg.os.clone();
+            n.version = req.version.clone();
+            if n.down && n.down_not_responding && rts >= 1 {
+                n.down = false;
+                n.down_not_responding = false;
+                n.reason.clear();
+                n.reason_time = 0;
+                tracing::info!("node {} is back (ReturnToService={rts})", reg.name);
+            }
+            if reg.cpus < n.conf.cpus || reg.real_memory < n.conf.real_memory {
+                let why = if reg.cpus < n.conf.cpus {
+                    "Low socket*core*thread count"
+                } else {
+                    "Low RealMemory"
+                };
+                if !n.drain {
+                    tracing::warn!(
+                        "node {}: {why} (has {} CPUs / {} MB, configured {} / {})",
+                        reg.name,
+                        reg.cpus,
+                        reg.real_memory,
+                        n.conf.cpus,
+                        n.conf.real_memory
+                    );
+                    n.drain = true;
+                    n.reason = why.into();
+                    n.reason_time = t;
+                }
+            }
+            // Jobs we believe run there but the agent does not know.
+            let ours: Vec<u32> = n.jobs.iter().copied().collect();
+            for id in ours {
+                if reported.contains(&id) {
+                    continue;
+                }
+                let Some(j) = self.jobs.get(&id) else { continue };
+                if j.rt().batch_host != reg.name {
+                    continue;
+                }
+                if j.rt().launched {
+                    lost.push((id, reg.name.clone()));
+                } else {
+                    relaunch.push(id);
+                }
+            }
+            tracing::info!("node {} registered", reg.name);
+        }
+        for (id, node) in lost {
+            self.job_ended(
+                id,
+                &node,
+                EndReport {
+                    node_fail: true,
+                    failure: format!("job vanished from node {node}"),
+                    ..Default::default()
+                },
+            );
+        }
+        for id in relaunch {
+            self.send_launch(id);
+        }
+        self.sched_needed = true;
+        RegisterResponse {
+            kill_jobs: kill,
+            heartbeat_interval: self.heartbeat_interval(),
+            errors,
+        }
+    }
+
+    pub fn heartbeat(&mut self, req: HeartbeatRequest) -> HeartbeatResponse {
+        let t = now();
+        let mut reregister = false;
+        let mut kill = Vec::new();
+        for (k, name) in req.nodes.iter().enumerate() {
+            let Some(i) = self.cluster.node_idx(name) else { continue };
+            if !self.cluster.nodes[i].registered || self.cluster.nodes[i].down {
+                reregister = true;
+                continue;
+            }
+            let reported: Vec<u32> = req
+                .jobs
+                .iter()
+                .filter(|j| &j.node == name && j.running)
+                .map(|j| j.job_id)
+                .collect();
+            kill.extend(self.strays(name, &reported));
+            let n = &mut self.cluster.nodes[i];
+            n.last_seen = t;
+            n.responding = true;
+            if let Some(l) = req.cpu_load.get(k) {
+                n.cpu_load = *l;
+            }
+            if let Some(m) = req.free_memory.get(k) {
+                n.free_mem = *m;
+            }
+        }
+        kill.sort_unstable();
+        kill.dedup();
+        HeartbeatResponse {
+            kill_jobs: kill,
+            reregister,
+        }
+    }
+
+    pub fn agent_job_ended(&mut self, req: JobEndedRequest) {
+        if let Some(i) = self.cluster.node_idx(&req.node) {
+            self.cluster.nodes[i].last_seen = now();
+        }
+        self.job_ended(
+            req.job_id,
+            &req.node,
+            EndReport {
+                exit_code: req.exit_code,
+                exit_signal: req.exit_signal,
+                oom: req.oom,
+                timeout: req.timeout,
+                cpu_time_usec: req.cpu_time_usec,
+                max_rss_kb: req.max_rss_kb,
+                failure: req.failure,
+                launch_failed: req.launch_failed || req.prolog_failed,
+                node_fail: false,
+            },
+        );
+    }
+}

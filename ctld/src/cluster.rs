@@ -1,0 +1,326 @@
+//! Nodes and partitions as the controller tracks them: configuration plus
+//! live state (registration, heartbeats, drain/down, allocations).
+
+use std::collections::{BTreeSet, HashMap};
+
+use drover_conf::slurmconf::{Config, NodeConf, PartitionConf};
+
+use crate::sched::{GresDev, NodeSnap, PartSnap};
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub conf: NodeConf,
+    pub gres: Vec<GresDev>,
+    pub partitions: Vec<String>,
+    // Live state.
+    pub registered: bool,
+    pub responding: bool,
+    /// Unix seconds of the last message from the agent (or controller start).
+    pub last_seen: i64,
+    pub drain: bool,
+    /// DOWN: set by an admin or after SlurmdTimeout without word from the agent.
+    pub down: bool,
+    /// Down because it stopped answering (ReturnToService may revive it).
+    pub down_not_responding: bool,
+    pub reason: String,
+    pub reason_uid: u32,
+    pub reason_time: i64,
+    pub alloc_cpus: Vec<bool>,
+    pub alloc_mem: u64,
+    pub jobs: BTreeSet<u32>,
+    pub agent_start_time: i64,
+    pub boot_time: i64,
+    pub last_busy: i64,
+    pub cpu_load: u32,
+    pub free_mem: u64,
+    pub os: String,
+    pub version: String,
+}
+
+impl Node {
+    pub fn new(conf: NodeConf, partitions: Vec<String>, now: i64) -> Node {
+        let mut gres = Vec::new();
+        for g in &conf.gres {
+            let already = gres.iter().filter(|d: &&GresDev| d.name == g.name).count() as u32;
+            for k in 0..g.count.min(4096) as u32 {
+                gres.push(GresDev {
+                    name: g.name.clone(),
+                    r#type: g.r#type.clone().unwrap_or_default(),
+                    index: already + k,
+                    free: true,
+                });
+            }
+        }
+        let state = conf.state.to_ascii_uppercase();
+        let (drain, down) = (state.starts_with("DRAIN"), state == "DOWN" || state == "FAIL");
+        Node {
+            alloc_cpus: vec![false; conf.cpus as usize],
+            reason: conf.reason.clone().unwrap_or_default(),
+            conf,
+            gres,
+            partitions,
+            registered: false,
+            responding: false,
+            last_seen: now,
+            drain,
+            down,
+            down_not_responding: false,
+            reason_uid: 0,
+            reason_time: if drain || down { now } else { 0 },
+            alloc_mem: 0,
+            jobs: BTreeSet::new(),
+            agent_start_time: 0,
+            boot_time: 0,
+            last_busy: now,
+            cpu_load: 0,
+            free_mem: 0,
+            os: String::new(),
+            version: String::new(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.conf.name
+    }
+
+    pub fn future(&self) -> bool {
+        self.conf.state.eq_ignore_ascii_case("FUTURE")
+    }
+
+    /// May new work start here?
+    pub fn usable(&self) -> bool {
+        self.registered && self.responding && !self.drain && !self.down && !self.future()
+    }
+
+    pub fn cpus_alloc(&self) -> u32 {
+        self.alloc_cpus.iter().filter(|a| **a).count() as u32
+    }
+
+    /// Base state name as sinfo/scontrol use it.
+    pub fn state_name(&self) -> &'static str {
+        let used = self.cpus_alloc();
+        if self.future() {
+            "FUTURE"
+        } else if self.down {
+            "DOWN"
+        } else if self.drain {
+            if self.jobs.is_empty() {
+                "DRAINED"
+            } else {
+                "DRAINING"
+            }
+        } else if !self.registered {
+            "UNKNOWN"
+        } else if used == 0 && self.jobs.is_empty() {
+            "IDLE"
+        } else if used >= self.conf.cpus {
+            "ALLOCATED"
+        } else {
+            "MIXED"
+        }
+    }
+
+    pub fn snap(&self) -> NodeSnap {
+        NodeSnap {
+            usable: self.usable(),
+            cpus: self.conf.cpus,
+            free_cpus: self
+                .alloc_cpus
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| !**a)
+                .map(|(i, _)| i as u32)
+                .collect(),
+            real_memory: self.conf.real_memory,
+            free_memory: self.conf.real_memory.saturating_sub(self.alloc_mem),
+            gres: self.gres.clone(),
+            features: self.conf.features.clone(),
+            weight: self.conf.weight,
+            jobs: self.jobs.len() as u32,
+        }
+    }
+
+    /// "gpu:a100:4" as configured.
+    pub fn gres_text(&self) -> String {
+        self.conf
+            .gres
+            .iter()
+            .map(|g| match &g.r#type {
+                Some(t) => format!("{}:{}:{}", g.name, t, g.count),
+                None => format!("{}:{}", g.name, g.count),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// "gpu:a100:1(IDX:0)" for devices in use.
+    pub fn gres_used_text(&self) -> String {
+        let mut out = Vec::new();
+        let mut names: Vec<(&str, &str)> = self
+            .gres
+            .iter()
+            .map(|d| (d.name.as_str(), d.r#type.as_str()))
+            .collect();
+        names.dedup();
+        for (name, ty) in names {
+            let used: Vec<u32> = self
+                .gres
+                .iter()
+                .filter(|d| d.name == name && d.r#type == ty && !d.free)
+                .map(|d| d.index)
+                .collect();
+            let idx = if used.is_empty() {
+                "N/A".to_string()
+            } else {
+                crate::array::ranges(&used)
+            };
+            if ty.is_empty() {
+                out.push(format!("{name}:{}(IDX:{idx})", used.len()));
+            } else {
+                out.push(format!("{name}:{ty}:{}(IDX:{idx})", used.len()));
+            }
+        }
+        out.join(",")
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Partition {
+    pub conf: PartitionConf,
+    pub nodes: Vec<usize>,
+    /// AllowGroups resolved to gids (None = ALL).
+    pub allow_gids: Option<Vec<u32>>,
+}
+
+impl Partition {
+    pub fn up(&self) -> bool {
+        self.conf.state.eq_ignore_ascii_case("UP")
+    }
+}
+
+/// Nodes and partitions, indexed.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    pub nodes: Vec<Node>,
+    pub by_name: HashMap<String, usize>,
+    pub parts: Vec<Partition>,
+    pub default_part: Option<usize>,
+}
+
+impl Cluster {
+    pub fn from_config(cfg: &Config, now: i64) -> Cluster {
+        let mut nodes = Vec::with_capacity(cfg.nodes.len());
+        let mut by_name = HashMap::new();
+        for n in &cfg.nodes {
+            let parts: Vec<String> = cfg
+                .partitions
+                .iter()
+                .filter(|p| p.nodes.iter().any(|x| x == &n.name))
+                .map(|p| p.name.clone())
+                .collect();
+            by_name.insert(n.name.clone(), nodes.len());
+            nodes.push(Node::new(n.clone(), parts, now));
+        }
+        let parts: Vec<Partition> = cfg
+            .partitions
+            .iter()
+            .map(|p| Partition {
+                nodes: p.nodes.iter().filter_map(|n| by_name.get(n).copied()).collect(),
+                allow_gids: p.allow_groups.as_ref().map(|gs| {
+                    gs.iter()
+                        .filter_map(|g| crate::users::group_gid(g))
+                        .collect()
+                }),
+                conf: p.clone(),
+            })
+            .collect();
+        let default_part = cfg
+            .partitions
+            .iter()
+            .rposition(|p| p.default)
+            .or(if parts.len() == 1 { Some(0) } else { None });
+        Cluster {
+            nodes,
+            by_name,
+            parts,
+            default_part,
+        }
+    }
+
+    pub fn node_idx(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    pub fn part_idx(&self, name: &str) -> Option<usize> {
+        self.parts.iter().position(|p| p.conf.name == name)
+    }
+
+    pub fn snapshot(&self) -> (Vec<NodeSnap>, Vec<PartSnap>) {
+        let nodes = self.nodes.iter().map(Node::snap).collect();
+        let parts = self
+            .parts
+            .iter()
+            .map(|p| PartSnap {
+                nodes: p.nodes.clone(),
+                up: p.up(),
+                priority_tier: p.conf.priority_tier,
+            })
+            .collect();
+        (nodes, parts)
+    }
+
+    /// Take a running job's resources out of its nodes.
+    pub fn allocate(&mut self, job_id: u32, allocs: &[drover_proto::NodeAlloc]) {
+        for a in allocs {
+            let Some(&i) = self.by_name.get(&a.node) else { continue };
+            let n = &mut self.nodes[i];
+            for &c in &a.cpu_ids {
+                if let Some(slot) = n.alloc_cpus.get_mut(c as usize) {
+                    *slot = true;
+                }
+            }
+            n.alloc_mem += a.mem_mb;
+            for g in &a.gres {
+                for &idx in &g.indices {
+                    if let Some(d) = n
+                        .gres
+                        .iter_mut()
+                        .find(|d| d.name == g.name && d.index == idx)
+                    {
+                        d.free = false;
+                    }
+                }
+            }
+            n.jobs.insert(job_id);
+        }
+    }
+
+    /// Give a finished job's resources back.
+    pub fn release(&mut self, job_id: u32, allocs: &[drover_proto::NodeAlloc], now: i64) {
+        for a in allocs {
+            let Some(&i) = self.by_name.get(&a.node) else { continue };
+            let n = &mut self.nodes[i];
+            if !n.jobs.remove(&job_id) {
+                continue;
+            }
+            for &c in &a.cpu_ids {
+                if let Some(slot) = n.alloc_cpus.get_mut(c as usize) {
+                    *slot = false;
+                }
+            }
+            n.alloc_mem = n.alloc_mem.saturating_sub(a.mem_mb);
+            for g in &a.gres {
+                for &idx in &g.indices {
+                    if let Some(d) = n
+                        .gres
+                        .iter_mut()
+                        .find(|d| d.name == g.name && d.index == idx)
+                    {
+                        d.free = true;
+                    }
+                }
+            }
+            n.last_busy = now;
+        }
+    }
+}

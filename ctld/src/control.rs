@@ -1,0 +1,297 @@
+//! Client requests on existing jobs: listing, cancelling, signalling, waiting.
+
+use drover_proto::auth::Identity;
+use drover_proto::{
+    CancelRequest, CancelResponse, GetJobsRequest, GetJobsResponse, JobFilter, JobInfo, JobResult,
+    JobState,
+};
+use tonic::Status;
+
+use crate::ctld::{now, Ctld, Reply};
+use crate::jobinfo::state_selected;
+use crate::submit::msg;
+
+/// A job id as a user typed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selector {
+    /// `12`: the job, or every task of array 12.
+    Job(u32),
+    /// `12_3`, `12_[1-3,7]`
+    Tasks(u32, Vec<u32>),
+}
+
+pub fn parse_selector(s: &str) -> Option<Selector> {
+    let s = s.trim();
+    match s.split_once('_') {
+        None => s.parse().ok().map(Selector::Job),
+        Some((a, t)) => {
+            let a = a.parse().ok()?;
+            let t = t.trim_start_matches('[').trim_end_matches(']');
+            let tasks = crate::array::parse_ranges(t);
+            (!tasks.is_empty()).then_some(Selector::Tasks(a, tasks))
+        }
+    }
+}
+
+impl Ctld {
+    /// Job ids a selector names (split-off tasks and meta records).
+    pub fn select_ids(&self, sel: &Selector) -> Vec<u32> {
+        match sel {
+            Selector::Job(id) => {
+                let mut v: Vec<u32> = self.array_tasks.get(id).cloned().unwrap_or_default();
+                if self.jobs.contains_key(id) && !v.contains(id) {
+                    v.push(*id);
+                }
+                v.sort_unstable();
+                v
+            }
+            Selector::Tasks(a, tasks) => {
+                let mut v: Vec<u32> = self
+                    .array_tasks
+                    .get(a)
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .filter(|id| {
+                        self.jobs
+                            .get(id)
+                            .is_some_and(|j| tasks.contains(&j.rt().array_task_id))
+                    })
+                    .collect();
+                if let Some(m) = self.jobs.get(a) {
+                    if m.is_meta() && m.pending_tasks.iter().any(|t| tasks.contains(t)) {
+                        v.push(*a);
+                    }
+                }
+                v
+            }
+        }
+    }
+
+    fn filter_matches(&self, f: &JobFilter, id: u32) -> bool {
+        let Some(j) = self.jobs.get(&id) else { return false };
+        let states: Vec<JobState> = f.states.iter().filter_map(|s| JobState::try_from(*s).ok()).collect();
+        if !state_selected(j.state(), &states, f.all_states) {
+            return false;
+        }
+        if !f.user_ids.is_empty() && !f.user_ids.contains(&j.rec.uid) {
+            return false;
+        }
+        let spec = j.spec();
+        let part = if j.rt().partition.is_empty() {
+            spec.partition.as_str()
+        } else {
+            j.rt().partition.as_str()
+        };
+        if !f.partitions.is_empty() && !f.partitions.iter().any(|p| part.split(',').any(|x| x == p)) {
+            return false;
+        }
+        if !f.names.is_empty() && !f.names.iter().any(|n| *n == spec.name) {
+            return false;
+        }
+        if !f.accounts.is_empty() && !f.accounts.iter().any(|a| *a == spec.account) {
+            return false;
+        }
+        if !f.qos.is_empty() && !f.qos.iter().any(|q| *q == spec.qos) {
+            return false;
+        }
+        if !f.nodes.is_empty() && !j.rt().alloc.iter().any(|a| f.nodes.contains(&a.node)) {
+            return false;
+        }
+        true
+    }
+
+    /// Jobs matching a filter, by id; errors for ids that name nothing.
+    fn matching(&self, f: &JobFilter) -> Result<Vec<(String, Vec<u32>)>, Status> {
+        if f.job_ids.is_empty() {
+            let ids: Vec<u32> = self
+                .jobs
+                .keys()
+                .copied()
+                .filter(|id| self.filter_matches(f, *id))
+                .collect();
+            return Ok(vec![(String::new(), ids)]);
+        }
+        let mut out = Vec::new();
+        for text in &f.job_ids {
+            let sel = parse_selector(text).ok_or_else(|| Status::invalid_argument(msg::INVALID_JOB))?;
+            let ids = self.select_ids(&sel);
+            out.push((text.clone(), ids));
+        }
+        Ok(out)
+    }
+
+    pub fn get_jobs(&mut self, req: GetJobsRequest) -> Result<GetJobsResponse, Status> {
+        let f = req.filter.unwrap_or_default();
+        let groups = self.matching(&f)?;
+        if !f.job_ids.is_empty() && groups.iter().all(|(_, ids)| ids.is_empty()) {
+            return Err(Status::not_found(msg::INVALID_JOB));
+        }
+        let mut ids: Vec<u32> = groups.into_iter().flat_map(|(_, v)| v).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let explicit = !f.job_ids.is_empty();
+        let mut jobs = Vec::with_capacity(ids.len());
+        for id in ids {
+            if explicit && !self.filter_matches(&JobFilter { all_states: true, ..f.clone() }, id) {
+                continue;
+            }
+            if explicit && !f.all_states && !f.states.is_empty() && !self.filter_matches(&f, id) {
+                continue;
+            }
+            let Some(job) = self.jobs.get(&id) else { continue };
+            let job = job.clone();
+            jobs.push(self.job_info(&job));
+        }
+        Ok(GetJobsResponse { jobs, now: now() })
+    }
+
+    fn may_touch(&self, who: &Identity, id: u32) -> bool {
+        self.is_admin(who) || self.jobs.get(&id).is_some_and(|j| j.rec.uid == who.uid)
+    }
+
+    pub fn cancel(&mut self, who: Identity, req: CancelRequest) -> Result<CancelResponse, Status> {
+        let f = req.filter.clone().unwrap_or_default();
+        let mut results = Vec::new();
+        if f.job_ids.is_empty() {
+            // Filter-only cancel: only jobs the caller may touch.
+            let (_, ids) = self.matching(&f)?.into_iter().next().unwrap_or_default();
+            for id in ids {
+                if !self.may_touch(&who, id) {
+                    continue;
+                }
+                let r = self.cancel_one(&who, id, None, &req);
+                results.push(result(&id.to_string(), r));
+            }
+            return Ok(CancelResponse { results });
+        }
+        for text in &f.job_ids {
+            let Some(sel) = parse_selector(text) else {
+                results.push(result(text, Err(msg::INVALID_JOB)));
+                continue;
+            };
+            let ids = self.select_ids(&sel);
+            if ids.is_empty() {
+                results.push(result(text, Err(msg::INVALID_JOB)));
+                continue;
+            }
+            let tasks = match &sel {
+                Selector::Tasks(_, t) => Some(t.clone()),
+                Selector::Job(_) => None,
+            };
+            let mut outcome = Ok(());
+            for id in ids {
+                if !self.may_touch(&who, id) {
+                    outcome = Err(msg::ACCESS);
+                    continue;
+                }
+                if let Err(e) = self.cancel_one(&who, id, tasks.as_deref(), &req) {
+                    outcome = Err(e);
+                }
+            }
+            results.push(result(text, outcome));
+        }
+        Ok(CancelResponse { results })
+    }
+
+    /// Cancel or signal one job record; `tasks` limits an array meta record.
+    fn cancel_one(&mut self, who: &Identity, id: u32, tasks: Option<&[u32]>, req: &CancelRequest) -> Result<(), &'static str> {
+        let Some(job) = self.jobs.get(&id) else { return Err(msg::INVALID_JOB) };
+        let state = job.state();
+        if job.is_meta() {
+            if req.signal != 0 && req.signal != libc::SIGKILL as u32 {
+                return Err(msg::PENDING);
+            }
+            let pending: Vec<u32> = match tasks {
+                Some(t) => job.pending_tasks.iter().copied().filter(|x| t.contains(x)).collect(),
+                None => job.pending_tasks.clone(),
+            };
+            if tasks.is_none() {
+                self.cancel_pending(id, who.uid, "None");
+                return Ok(());
+            }
+            for t in pending {
+                if let Some(nid) = self.split_task(id, t) {
+                    self.cancel_pending(nid, who.uid, "None");
+                }
+            }
+            return Ok(());
+        }
+        match state {
+            JobState::Pending => {
+                if req.signal != 0 && req.signal != libc::SIGKILL as u32 {
+                    return Err(msg::PENDING);
+                }
+                self.cancel_pending(id, who.uid, "None");
+                Ok(())
+            }
+            JobState::Running | JobState::Suspended => {
+                let nodes: Vec<String> = job.rt().alloc.iter().map(|a| a.node.clone()).collect();
+                let batch = job.rt().batch_host.clone();
+                if req.signal != 0 || req.batch_only {
+                    let sig = if req.signal == 0 { libc::SIGTERM as u32 } else { req.signal };
+                    if req.batch_only {
+                        self.signal_node(id, &batch, sig, true, false);
+                    } else {
+                        for n in nodes {
+                            self.signal_node(id, &n, sig, false, false);
+                        }
+                    }
+                    return Ok(());
+                }
+                let j = self.jobs.get_mut(&id).expect("job present");
+                j.rt_mut().cancelled = true;
+                j.rt_mut().cancelled_by = who.uid;
+                self.terminate(id, false);
+                Ok(())
+            }
+            JobState::Completing => {
+                if req.signal == 0 {
+                    // Already being killed: repeat the kill, harmless.
+                    let nodes: Vec<String> = job.rt().alloc.iter().map(|a| a.node.clone()).collect();
+                    for n in nodes {
+                        self.signal_node(id, &n, 0, false, false);
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(msg::ALREADY_DONE),
+        }
+    }
+
+    pub fn wait_job(&mut self, job_id: u32, reply: Reply<JobInfo>) {
+        let Some(job) = self.jobs.get(&job_id) else {
+            let _ = reply.send(Err(Status::not_found(msg::INVALID_JOB)));
+            return;
+        };
+        if job.state().is_final() && !job.is_meta() {
+            let job = job.clone();
+            let info = self.job_info(&job);
+            let _ = reply.send(Ok(info));
+            return;
+        }
+        self.waiters.entry(job_id).or_default().push(reply);
+    }
+}
+
+fn result(id: &str, r: Result<(), &'static str>) -> JobResult {
+    JobResult {
+        job_id: id.to_string(),
+        ok: r.is_ok(),
+        error: r.err().unwrap_or_default().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors() {
+        assert_eq!(parse_selector("12"), Some(Selector::Job(12)));
+        assert_eq!(parse_selector("12_3"), Some(Selector::Tasks(12, vec![3])));
+        assert_eq!(parse_selector("12_[1-3,7]"), Some(Selector::Tasks(12, vec![1, 2, 3, 7])));
+        assert_eq!(parse_selector("x"), None);
+        assert_eq!(parse_selector("12_"), None);
+    }
+}

@@ -1,0 +1,191 @@
+//! Start-up: arguments, config, logging, listeners, the owner task.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use drover_proto::auth::ClusterKey;
+use drover_proto::controller_server::ControllerServer;
+use tokio::sync::mpsc;
+
+use crate::ctld::Ctld;
+use crate::server::Svc;
+
+const USAGE: &str = "usage: droverctld [-f CONFIG] [-D] [-v...] [-V]\n\
+  -f CONFIG  configuration file (default: $DROVER_CONF, $SLURM_CONF, /etc/drover/drover.conf)\n\
+  -D         run in the foreground (always; accepted for Slurm compatibility)\n\
+  -v         more logging (repeat for more); RUST_LOG overrides\n\
+  -V         print the version";
+
+/// Config path as every Drover program finds it.
+pub fn default_config_path() -> PathBuf {
+    for var in ["DROVER_CONF", "SLURM_CONF"] {
+        if let Ok(p) = std::env::var(var) {
+            if !p.is_empty() {
+                return PathBuf::from(p);
+            }
+        }
+    }
+    PathBuf::from("/etc/drover/drover.conf")
+}
+
+pub fn init_logging(verbosity: u8) {
+    let default = match verbosity {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+pub fn main_entry() -> i32 {
+    let mut args = std::env::args().skip(1);
+    let mut config = None;
+    let mut verbosity = 0u8;
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "-f" => match args.next() {
+                Some(p) => config = Some(PathBuf::from(p)),
+                None => {
+                    eprintln!("droverctld: -f needs a file\n{USAGE}");
+                    return 2;
+                }
+            },
+            "-D" | "-c" | "-R" => {}
+            "-V" | "--version" => {
+                println!("drover {}", env!("CARGO_PKG_VERSION"));
+                return 0;
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return 0;
+            }
+            v if v.starts_with("-v") && v[1..].chars().all(|c| c == 'v') => {
+                verbosity = verbosity.saturating_add((v.len() - 1) as u8)
+            }
+            other => {
+                eprintln!("droverctld: unknown option {other}\n{USAGE}");
+                return 2;
+            }
+        }
+    }
+    init_logging(verbosity);
+    let path = config.unwrap_or_else(default_config_path);
+    let (cfg, warnings) = match drover_conf::slurmconf::load(&path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("droverctld: error: {e}");
+            return 1;
+        }
+    };
+    for w in &warnings {
+        tracing::warn!("{w}");
+    }
+    let key = match ClusterKey::load(std::path::Path::new(&cfg.auth_key_file)) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("droverctld: error: {e}");
+            return 1;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("droverctld: error: cannot start runtime: {e}");
+            return 1;
+        }
+    };
+    rt.block_on(serve(cfg, path, key))
+}
+
+async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterKey) -> i32 {
+    let addr_text = cfg
+        .slurmctld_host
+        .first()
+        .map(|h| h.address().to_string())
+        .unwrap_or_else(|| "0.0.0.0".into());
+    let bind_ip: std::net::IpAddr = addr_text.parse().unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
+    let bind = SocketAddr::new(bind_ip, cfg.slurmctld_port);
+    tracing::info!(
+        "droverctld {} starting: config {}, cluster {}, state {}, {} nodes, {} partitions",
+        env!("CARGO_PKG_VERSION"),
+        path.display(),
+        cfg.cluster_name,
+        cfg.state_save_location,
+        cfg.nodes.len(),
+        cfg.partitions.len()
+    );
+    let (tx, rx) = mpsc::channel(65536);
+    let auth_path = PathBuf::from(cfg.auth_socket());
+    let ttl = cfg.auth_ttl_secs() as i64;
+    let ctld = match Ctld::recover(cfg, path, key.clone(), tx.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("droverctld: error: {e}");
+            return 1;
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind(bind).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("droverctld: error: cannot listen on {bind}: {e}");
+            return 1;
+        }
+    };
+    tracing::info!("listening on {bind}");
+    {
+        let key = key.clone();
+        let auth_path = auth_path.clone();
+        tokio::spawn(async move {
+            if let Err(e) = drover_proto::auth::serve_auth_socket(&auth_path, key, ttl).await {
+                tracing::error!("auth socket {}: {e}", auth_path.display());
+            }
+        });
+    }
+    tracing::info!("auth socket {}", auth_path.display());
+    let owner = tokio::spawn(ctld.run(rx));
+    let svc = ControllerServer::new(Svc { tx: tx.clone(), key })
+        .max_decoding_message_size(drover_proto::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let stop_tx = tx.clone();
+    let signals = async move {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return,
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        tracing::info!("signal received, shutting down");
+        let _ = stop_tx.send(Box::new(|c: &mut Ctld| c.shutdown = true)).await;
+    };
+    tokio::spawn(signals);
+    let server = tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .add_service(svc)
+        .serve_with_incoming(incoming);
+    tokio::select! {
+        r = server => {
+            if let Err(e) = r {
+                tracing::error!("server: {e}");
+                return 1;
+            }
+        }
+        _ = owner => {}
+    }
+    // Let the last acknowledgements reach their clients.
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    tracing::info!("droverctld stopped");
+    0
+}

@@ -1,0 +1,270 @@
+//! How jobs end: reports from agents, cancellation of pending jobs, node
+//! failure, time limits, requeue, and forgetting old jobs (MinJobAge).
+
+use drover_proto::state::wal_record::Kind;
+use drover_proto::state::WalRecord;
+use drover_proto::{JobState, SignalJobRequest, INFINITE};
+
+use crate::ctld::{now, Ctld};
+
+/// What a node said about a job's end.
+#[derive(Debug, Default, Clone)]
+pub struct EndReport {
+    pub exit_code: i32,
+    pub exit_signal: i32,
+    pub oom: bool,
+    pub timeout: bool,
+    pub cpu_time_usec: u64,
+    pub max_rss_kb: u64,
+    pub failure: String,
+    pub launch_failed: bool,
+    pub node_fail: bool,
+}
+
+impl Ctld {
+    /// A running job ended on `node`. Idempotent: a repeat is ignored.
+    pub fn job_ended(&mut self, id: u32, node: &str, r: EndReport) {
+        let Some(job) = self.jobs.get(&id) else { return };
+        if !matches!(job.state(), JobState::Running | JobState::Completing | JobState::Suspended) {
+            return;
+        }
+        if !job.rt().alloc.iter().any(|a| a.node == node) && !node.is_empty() {
+            return;
+        }
+        let t = now();
+        let allocs = job.rt().alloc.clone();
+        self.cluster.release(id, &allocs, t);
+        // Other nodes of a multi-node job: make sure nothing is left there.
+        for a in allocs.iter().filter(|a| a.node != node) {
+            self.signal_node(id, &a.node, 0, false, false);
+        }
+        let job = self.jobs.get_mut(&id).expect("job present");
+        let requeue = job.rt().requeue_pending
+            || (r.node_fail && (job.spec().requeue || (self.cfg.get("JobRequeue") == Some("1") && !job.spec().no_requeue)));
+        let rt = job.rt_mut();
+        rt.exit_code = r.exit_code;
+        rt.exit_signal = r.exit_signal;
+        rt.cpu_time_usec = r.cpu_time_usec;
+        rt.max_rss_kb = r.max_rss_kb;
+        rt.terminating = false;
+        if requeue {
+            rt.requeue_pending = false;
+            rt.state = JobState::Pending as i32;
+            rt.restart_count += 1;
+            rt.alloc.clear();
+            rt.batch_host.clear();
+            rt.start_time = 0;
+            rt.end_time = 0;
+            rt.launched = false;
+            rt.cancelled = false;
+            rt.timed_out = false;
+            rt.node_fail = false;
+            rt.reason = "None".into();
+            rt.reason_detail = if r.node_fail {
+                "requeued after node failure".into()
+            } else {
+                String::new()
+            };
+            self.log_runtime(id);
+            self.sched_needed = true;
+            return;
+        }
+        rt.end_time = t;
+        let (state, reason) = if rt.cancelled {
+            (JobState::Cancelled, "None")
+        } else if r.node_fail {
+            (JobState::NodeFail, "NodeDown")
+        } else if rt.timed_out || r.timeout {
+            (JobState::Timeout, "TimeLimit")
+        } else if r.oom {
+            (JobState::OutOfMemory, "OutOfMemory")
+        } else if r.launch_failed {
+            (JobState::Failed, "JobLaunchFailure")
+        } else if r.exit_signal != 0 || r.exit_code != 0 {
+            (JobState::Failed, "NonZeroExitCode")
+        } else {
+            (JobState::Completed, "None")
+        };
+        rt.state = state as i32;
+        rt.reason = reason.into();
+        rt.oom = r.oom;
+        if !r.failure.is_empty() {
+            rt.reason_detail = r.failure.clone();
+        }
+        self.log_runtime(id);
+        self.notify_waiters(id);
+        self.sched_needed = true;
+    }
+
+    pub fn notify_waiters(&mut self, id: u32) {
+        let Some(ws) = self.waiters.remove(&id) else { return };
+        let Some(job) = self.jobs.get(&id).cloned() else { return };
+        let info = self.job_info(&job);
+        for w in ws {
+            let v = info.clone();
+            self.reply_durable(w, Ok(v));
+        }
+    }
+
+    /// Cancel a pending job (or array meta record) right away.
+    pub fn cancel_pending(&mut self, id: u32, by_uid: u32, reason: &str) {
+        let t = now();
+        let Some(job) = self.jobs.get_mut(&id) else { return };
+        if job.is_meta() {
+            job.pending_tasks.clear();
+        }
+        let rt = job.rt_mut();
+        rt.state = JobState::Cancelled as i32;
+        rt.cancelled = true;
+        rt.cancelled_by = by_uid;
+        rt.end_time = t;
+        if rt.start_time == 0 {
+            rt.start_time = t;
+        }
+        rt.reason = reason.into();
+        self.log_runtime(id);
+        self.notify_waiters(id);
+        self.sched_needed = true;
+    }
+
+    /// Ask the agent of `node` to signal (sig != 0) or terminate (sig == 0) a job.
+    pub fn signal_node(&mut self, id: u32, node: &str, sig: u32, batch_only: bool, timeout: bool) {
+        let Some(mut agent) = self.agent_for(node) else { return };
+        let req = SignalJobRequest {
+            job_id: id,
+            signal: sig,
+            batch_only,
+            node: node.to_string(),
+            kill_wait: self.cfg.kill_wait as u32,
+            timeout,
+        };
+        tokio::spawn(async move {
+            if let Err(e) = agent.signal_job(req).await {
+                tracing::debug!("signal to job {id}: {}", e.message());
+            }
+        });
+    }
+
+    /// Terminate a running job on all its nodes (cancel, timeout, requeue).
+    pub fn terminate(&mut self, id: u32, timeout: bool) {
+        let Some(job) = self.jobs.get_mut(&id) else { return };
+        let nodes: Vec<String> = job.rt().alloc.iter().map(|a| a.node.clone()).collect();
+        let rt = job.rt_mut();
+        rt.terminating = true;
+        rt.state = JobState::Completing as i32;
+        if timeout {
+            rt.timed_out = true;
+        }
+        self.log_runtime(id);
+        for n in nodes {
+            self.signal_node(id, &n, 0, false, timeout);
+        }
+    }
+
+    /// A node went away: its jobs fail (or are requeued when asked).
+    pub fn node_failed(&mut self, idx: usize, why: &str) {
+        let t = now();
+        let name = self.cluster.nodes[idx].name().to_string();
+        {
+            let n = &mut self.cluster.nodes[idx];
+            if n.down {
+                return;
+            }
+            n.down = true;
+            n.down_not_responding = true;
+            n.responding = false;
+            n.reason = why.to_string();
+            n.reason_uid = 0;
+            n.reason_time = t;
+        }
+        tracing::warn!("node {name} is DOWN: {why}");
+        self.log_node(idx);
+        let jobs: Vec<u32> = self.cluster.nodes[idx].jobs.iter().copied().collect();
+        for id in jobs {
+            self.job_ended(
+                id,
+                &name,
+                EndReport {
+                    exit_code: 0,
+                    node_fail: true,
+                    failure: format!("node {name} failed: {why}"),
+                    ..Default::default()
+                },
+            );
+        }
+    }
+
+    /// Periodic work: lost nodes, time limits, purging old jobs.
+    pub fn tick(&mut self, t: i64) {
+        let timeout = self.cfg.slurmd_timeout.max(1) as i64;
+        for i in 0..self.cluster.nodes.len() {
+            let n = &self.cluster.nodes[i];
+            if !n.down && !n.future() && t - n.last_seen > timeout {
+                self.node_failed(i, "Not responding");
+            }
+        }
+        let over = i64::from(if self.cfg.over_time_limit_min == u32::MAX {
+            0
+        } else {
+            self.cfg.over_time_limit_min
+        });
+        let mut expired = Vec::new();
+        let mut purge = Vec::new();
+        let min_age = self.cfg.min_job_age as i64;
+        let mut wake = false;
+        for (id, j) in &self.jobs {
+            let rt = j.rt();
+            match j.state() {
+                JobState::Running => {
+                    if rt.time_limit != INFINITE
+                        && rt.time_limit != 0
+                        && self.cfg.over_time_limit_min != u32::MAX
+                        && t >= rt.start_time + (i64::from(rt.time_limit) + over) * 60
+                    {
+                        expired.push(*id);
+                    }
+                }
+                JobState::Pending => {
+                    let b = j.spec().begin_time;
+                    if b != 0 && b <= t && rt.reason == "BeginTime" {
+                        wake = true;
+                    }
+                }
+                s if s.is_final() => {
+                    if min_age > 0 && rt.end_time + min_age <= t {
+                        purge.push(*id);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for id in expired {
+            tracing::info!("job {id} reached its time limit");
+            self.terminate(id, true);
+        }
+        for id in purge {
+            self.purge(id);
+        }
+        if wake {
+            self.sched_needed = true;
+        }
+    }
+
+    fn purge(&mut self, id: u32) {
+        let Some(job) = self.jobs.remove(&id) else { return };
+        self.blobs.release(job.rec.script_blob);
+        self.blobs.release(job.rec.env_blob);
+        let a = job.rt().array_job_id;
+        if a != 0 {
+            if let Some(v) = self.array_tasks.get_mut(&a) {
+                v.retain(|x| *x != id);
+                if v.is_empty() && !self.jobs.contains_key(&a) {
+                    self.array_tasks.remove(&a);
+                }
+            }
+        }
+        self.wal.append(&WalRecord {
+            kind: Some(Kind::Purge(id)),
+        });
+    }
+}

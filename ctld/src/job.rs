@@ -1,0 +1,248 @@
+//! A job in the controller's memory, and the translation of what the user
+//! asked for into a scheduler [`Request`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use drover_conf::slurmconf::Config;
+use drover_proto::state::{JobRecord, JobRuntime};
+use drover_proto::{JobSpec, JobState};
+
+use crate::cluster::Cluster;
+use crate::deps::Dependency;
+use crate::sched::{parse_constraint, GresReq, Request};
+
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub rec: JobRecord,
+    pub dep: Option<Dependency>,
+    /// Array meta record: task ids not yet split off, ascending.
+    pub pending_tasks: Vec<u32>,
+}
+
+impl Job {
+    pub fn id(&self) -> u32 {
+        self.rec.job_id
+    }
+    pub fn spec(&self) -> &JobSpec {
+        self.rec.spec.as_ref().expect("job records always carry a spec")
+    }
+    pub fn spec_mut(&mut self) -> &mut JobSpec {
+        self.rec.spec.get_or_insert_with(Default::default)
+    }
+    pub fn rt(&self) -> &JobRuntime {
+        self.rec.runtime.as_ref().expect("job records always carry a runtime")
+    }
+    pub fn rt_mut(&mut self) -> &mut JobRuntime {
+        self.rec.runtime.get_or_insert_with(Default::default)
+    }
+    pub fn state(&self) -> JobState {
+        JobState::try_from(self.rt().state).unwrap_or(JobState::Pending)
+    }
+    pub fn is_meta(&self) -> bool {
+        self.rt().is_array_meta
+    }
+    /// Slurm's `A_i` / plain id text.
+    pub fn id_text(&self) -> String {
+        let rt = self.rt();
+        if rt.array_job_id != 0 && !rt.is_array_meta {
+            format!("{}_{}", rt.array_job_id, rt.array_task_id)
+        } else {
+            self.id().to_string()
+        }
+    }
+    /// Ensure a record read from disk has its parts.
+    pub fn from_record(mut rec: JobRecord) -> Job {
+        rec.spec.get_or_insert_with(Default::default);
+        rec.runtime.get_or_insert_with(Default::default);
+        let dep = crate::deps::parse(&rec.spec.as_ref().map(|s| s.dependency.clone()).unwrap_or_default())
+            .ok()
+            .flatten();
+        let pending_tasks = rec
+            .runtime
+            .as_ref()
+            .filter(|r| r.is_array_meta)
+            .map(|r| crate::array::parse_ranges(&r.array_pending))
+            .unwrap_or_default();
+        Job {
+            rec,
+            dep,
+            pending_tasks,
+        }
+    }
+}
+
+/// Script and environment contents, shared between jobs that have the same
+/// (a shell loop of sbatch, every task of an array): kept once in memory.
+#[derive(Default)]
+pub struct Blobs {
+    map: HashMap<u64, (Arc<[u8]>, u32)>,
+}
+
+pub fn blob_id(data: &[u8]) -> u64 {
+    let d = ring::digest::digest(&ring::digest::SHA256, data);
+    let b = d.as_ref();
+    u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]).max(1)
+}
+
+impl Blobs {
+    /// Add a reference; returns (id, newly stored).
+    pub fn add(&mut self, data: &[u8]) -> (u64, bool) {
+        let id = blob_id(data);
+        let e = self.map.entry(id).or_insert_with(|| (Arc::from(data), 0));
+        e.1 += 1;
+        (id, e.1 == 1)
+    }
+    pub fn insert_raw(&mut self, id: u64, data: Vec<u8>) {
+        self.map.entry(id).or_insert_with(|| (Arc::from(data), 0));
+    }
+    pub fn retain_ref(&mut self, id: u64) {
+        if let Some(e) = self.map.get_mut(&id) {
+            e.1 += 1;
+        }
+    }
+    pub fn release(&mut self, id: u64) {
+        if let Some(e) = self.map.get_mut(&id) {
+            e.1 = e.1.saturating_sub(1);
+            if e.1 == 0 {
+                self.map.remove(&id);
+            }
+        }
+    }
+    pub fn get(&self, id: u64) -> Option<Arc<[u8]>> {
+        self.map.get(&id).map(|e| e.0.clone())
+    }
+    /// Drop blobs no job refers to (after replay).
+    pub fn drop_unreferenced(&mut self) {
+        self.map.retain(|_, e| e.1 > 0);
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &Arc<[u8]>)> {
+        self.map.iter().map(|(k, v)| (*k, &v.0))
+    }
+}
+
+/// Environment as one blob: entries joined by NUL.
+pub fn env_to_blob(env: &[String]) -> Vec<u8> {
+    env.join("\0").into_bytes()
+}
+
+pub fn env_from_blob(b: &[u8]) -> Vec<String> {
+    if b.is_empty() {
+        return Vec::new();
+    }
+    String::from_utf8_lossy(b).split('\0').map(str::to_string).collect()
+}
+
+/// Default memory for a job that asked for none: DefMemPerCPU / DefMemPerNode
+/// (partition first, then cluster). None: memory is not reserved.
+fn default_mem(cfg: &Config, cluster: &Cluster, part: Option<usize>) -> (u64, u64) {
+    let p = part.and_then(|i| cluster.parts.get(i)).map(|p| &p.conf);
+    if let Some(m) = p.and_then(|p| p.def_mem_per_cpu) {
+        return (0, m);
+    }
+    if let Some(m) = p.and_then(|p| p.def_mem_per_node) {
+        return (m, 0);
+    }
+    if let Some(m) = cfg.def_mem_per_cpu {
+        return (0, m);
+    }
+    if let Some(m) = cfg.def_mem_per_node {
+        return (m, 0);
+    }
+    (0, 0)
+}
+
+/// Parse `gpu:a100:2` style per-node gres into requests.
+pub fn gres_requests(s: &str) -> Result<Vec<GresReq>, String> {
+    if s.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = drover_conf::slurmconf::parse_gres_list(s)
+        .map_err(|_| "Invalid generic resource (gres) specification".to_string())?;
+    Ok(list
+        .into_iter()
+        .map(|g| GresReq {
+            name: g.name,
+            r#type: g.r#type,
+            count: g.count.min(u64::from(u32::MAX)) as u32,
+        })
+        .collect())
+}
+
+/// The scheduler's view of a job's request. `part` is the partition used for
+/// memory defaults.
+pub fn build_request(
+    spec: &JobSpec,
+    cfg: &Config,
+    cluster: &Cluster,
+    part: Option<usize>,
+) -> Result<Request, String> {
+    let min_nodes = spec.min_nodes.max(1);
+    let max_nodes = if spec.max_nodes == 0 {
+        min_nodes
+    } else {
+        spec.max_nodes.max(min_nodes)
+    };
+    let (mut mem_per_node, mut mem_per_cpu) = (spec.mem_per_node_mb, spec.mem_per_cpu_mb);
+    if mem_per_node == 0 && mem_per_cpu == 0 && spec.mem_per_gpu_mb == 0 && !spec.exclusive {
+        (mem_per_node, mem_per_cpu) = default_mem(cfg, cluster, part);
+    }
+    let node_list = |s: &str| -> Result<Vec<usize>, String> {
+        if s.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let names = drover_conf::hostlist::expand(s)
+            .map_err(|_| "Invalid node name specified".to_string())?;
+        names
+            .iter()
+            .map(|n| {
+                cluster
+                    .node_idx(n)
+                    .ok_or_else(|| "Invalid node name specified".to_string())
+            })
+            .collect()
+    };
+    let required = node_list(&spec.nodelist)?;
+    let excluded = node_list(&spec.exclude)?;
+    let min_nodes = min_nodes.max(required.len() as u32);
+    let max_nodes = max_nodes.max(min_nodes);
+    let gpus_total = (spec.gpus > 0).then(|| GresReq {
+        name: "gpu".into(),
+        r#type: (!spec.gpus_type.is_empty()).then(|| spec.gpus_type.clone()),
+        count: spec.gpus,
+    });
+    let mut gres = gres_requests(&spec.gres)?;
+    if spec.gpus_per_node > 0 {
+        gres.push(GresReq {
+            name: "gpu".into(),
+            r#type: (!spec.gpus_type.is_empty()).then(|| spec.gpus_type.clone()),
+            count: spec.gpus_per_node,
+        });
+    }
+    let ntasks = if spec.ntasks > 0 {
+        spec.ntasks
+    } else if spec.ntasks_per_node > 0 {
+        spec.ntasks_per_node * min_nodes
+    } else {
+        min_nodes
+    };
+    Ok(Request {
+        min_nodes,
+        max_nodes,
+        ntasks,
+        ntasks_per_node: spec.ntasks_per_node,
+        cpus_per_task: spec.cpus_per_task.max(1),
+        min_cpus_per_node: spec.min_cpus_per_node,
+        mem_per_node,
+        mem_per_cpu,
+        mem_per_gpu: spec.mem_per_gpu_mb,
+        gres,
+        gpus_total,
+        gpus_per_task: spec.gpus_per_task,
+        cpus_per_gpu: spec.cpus_per_gpu,
+        exclusive: spec.exclusive,
+        constraint: parse_constraint(&spec.constraint)?,
+        required,
+        excluded,
+    })
+}

@@ -1,0 +1,385 @@
+//! What clients see: JobInfo / NodeInfo / PartitionInfo built from state.
+
+use drover_conf::hostlist;
+use drover_proto::pattern::{expand_path, PatternVars};
+use drover_proto::{JobInfo, JobState, NodeInfo, PartitionInfo, INFINITE};
+
+use crate::ctld::Ctld;
+use crate::job::Job;
+
+fn mem_text(mb: u64) -> String {
+    if mb > 0 && mb % 1024 == 0 {
+        format!("{}G", mb / 1024)
+    } else {
+        format!("{mb}M")
+    }
+}
+
+impl Ctld {
+    pub fn job_info(&mut self, job: &Job) -> JobInfo {
+        let spec = job.spec();
+        let rt = job.rt();
+        let state = job.state();
+        let user = self.names.user(job.rec.uid);
+        let group = self.names.group(job.rec.gid);
+        let node_names: Vec<&str> = rt.alloc.iter().map(|a| a.node.as_str()).collect();
+        let nodes = if node_names.is_empty() {
+            String::new()
+        } else {
+            hostlist::compress(&node_names)
+        };
+        let running = !rt.alloc.is_empty();
+        let min_nodes = spec.min_nodes.max(1);
+        let cpt = spec.cpus_per_task.max(1);
+        let ntasks = if spec.ntasks > 0 {
+            spec.ntasks
+        } else if spec.ntasks_per_node > 0 {
+            spec.ntasks_per_node * min_nodes
+        } else {
+            min_nodes
+        };
+        let num_cpus = if running {
+            rt.alloc.iter().map(|a| a.cpus).sum()
+        } else {
+            (ntasks * cpt).max(spec.min_cpus_per_node * min_nodes)
+        };
+        let num_nodes = if running {
+            rt.alloc.len() as u32
+        } else {
+            min_nodes
+        };
+        let (min_mem, per_cpu) = if spec.mem_per_cpu_mb > 0 {
+            (spec.mem_per_cpu_mb, true)
+        } else if spec.mem_per_node_mb > 0 {
+            (spec.mem_per_node_mb, false)
+        } else if let Some(a) = rt.alloc.first() {
+            (a.mem_mb, false)
+        } else if let Some(m) = self.cfg.def_mem_per_cpu {
+            (m, true)
+        } else {
+            (self.cfg.def_mem_per_node.unwrap_or(0), false)
+        };
+        let total_mem: u64 = if running {
+            rt.alloc.iter().map(|a| a.mem_mb).sum()
+        } else if per_cpu {
+            min_mem * u64::from(num_cpus)
+        } else {
+            min_mem * u64::from(num_nodes)
+        };
+        let gpus: u64 = if running {
+            rt.alloc
+                .iter()
+                .flat_map(|a| a.gres.iter())
+                .filter(|g| g.name == "gpu")
+                .map(|g| g.indices.len() as u64 + g.count)
+                .sum()
+        } else {
+            crate::job::gres_requests(&spec.gres)
+                .unwrap_or_default()
+                .iter()
+                .filter(|g| g.name == "gpu")
+                .map(|g| u64::from(g.count) * u64::from(num_nodes))
+                .sum::<u64>()
+                + u64::from(spec.gpus)
+                + u64::from(spec.gpus_per_node) * u64::from(num_nodes)
+        };
+        let mut tres = format!(
+            "cpu={num_cpus},mem={},node={num_nodes},billing={num_cpus}",
+            mem_text(total_mem)
+        );
+        if gpus > 0 {
+            tres.push_str(&format!(",gres/gpu={gpus}"));
+        }
+        let mut tres_per_node = String::new();
+        if !spec.gres.is_empty() {
+            tres_per_node = spec
+                .gres
+                .split(',')
+                .map(|g| format!("gres/{}", g.trim_start_matches("gres/")))
+                .collect::<Vec<_>>()
+                .join(",");
+        } else if spec.gpus_per_node > 0 {
+            tres_per_node = if spec.gpus_type.is_empty() {
+                format!("gres/gpu:{}", spec.gpus_per_node)
+            } else {
+                format!("gres/gpu:{}:{}", spec.gpus_type, spec.gpus_per_node)
+            };
+        }
+        let array_job_id = rt.array_job_id;
+        let batch_host = rt.batch_host.clone();
+        let vars = PatternVars {
+            job_id: job.id(),
+            array_job_id: if array_job_id != 0 { array_job_id } else { job.id() },
+            array_task_id: (array_job_id != 0 && !rt.is_array_meta).then_some(rt.array_task_id),
+            job_name: &spec.name,
+            node: if batch_host.is_empty() { "%N" } else { &batch_host },
+            user: &user,
+            node_id: 0,
+            task_id: 0,
+            step: "batch",
+        };
+        let default_out = if array_job_id != 0 {
+            "slurm-%A_%a.out"
+        } else {
+            "slurm-%j.out"
+        };
+        let out_pat = if spec.std_out.is_empty() {
+            default_out
+        } else {
+            &spec.std_out
+        };
+        let std_out = expand_path(out_pat, &vars, &spec.work_dir);
+        let std_err = if spec.std_err.is_empty() {
+            std_out.clone()
+        } else {
+            expand_path(&spec.std_err, &vars, &spec.work_dir)
+        };
+        let std_in = if spec.std_in.is_empty() {
+            "/dev/null".to_string()
+        } else {
+            expand_path(&spec.std_in, &vars, &spec.work_dir)
+        };
+        let gres_detail = rt
+            .alloc
+            .iter()
+            .map(|a| {
+                let gpus: Vec<u32> = a
+                    .gres
+                    .iter()
+                    .filter(|g| g.name == "gpu")
+                    .flat_map(|g| g.indices.iter().copied())
+                    .collect();
+                if gpus.is_empty() {
+                    String::new()
+                } else {
+                    format!("gpu(IDX:{})", crate::array::ranges(&gpus))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(";");
+        let derived_pending = if job.is_meta() {
+            crate::array::ranges(&job.pending_tasks)
+        } else {
+            String::new()
+        };
+        JobInfo {
+            job_id: job.id(),
+            array_job_id,
+            array_task_id: rt.array_task_id,
+            array_pending: derived_pending,
+            array_max_running: rt.array_max_running,
+            is_array_meta: rt.is_array_meta,
+            state: state as i32,
+            state_reason: if rt.reason.is_empty() {
+                "None".into()
+            } else {
+                rt.reason.clone()
+            },
+            reason_detail: rt.reason_detail.clone(),
+            user_id: job.rec.uid,
+            user_name: user.to_string(),
+            group_id: job.rec.gid,
+            group_name: group.to_string(),
+            name: spec.name.clone(),
+            partition: if rt.partition.is_empty() {
+                spec.partition.clone()
+            } else {
+                rt.partition.clone()
+            },
+            account: spec.account.clone(),
+            qos: if spec.qos.is_empty() {
+                "normal".into()
+            } else {
+                spec.qos.clone()
+            },
+            priority: if rt.hold != 0 { 0 } else { rt.priority },
+            nice: spec.nice,
+            time_limit: if rt.time_limit == 0 { INFINITE } else { rt.time_limit },
+            submit_time: rt.submit_time,
+            eligible_time: rt.eligible_time,
+            start_time: rt.start_time,
+            end_time: if rt.end_time != 0 {
+                rt.end_time
+            } else if rt.start_time != 0 && rt.time_limit != INFINITE && rt.time_limit != 0 {
+                rt.start_time + i64::from(rt.time_limit) * 60
+            } else {
+                0
+            },
+            suspend_time: 0,
+            nodes,
+            req_nodes: spec.nodelist.clone(),
+            exc_nodes: spec.exclude.clone(),
+            num_nodes,
+            num_cpus,
+            num_tasks: ntasks,
+            cpus_per_task: cpt,
+            min_memory_mb: min_mem,
+            mem_per_cpu: per_cpu,
+            tres_per_node,
+            tres_req: tres.clone(),
+            tres_alloc: if running { tres } else { String::new() },
+            features: spec.constraint.clone(),
+            dependency: spec.dependency.clone(),
+            work_dir: spec.work_dir.clone(),
+            std_out,
+            std_err,
+            std_in,
+            command: spec.command.clone(),
+            exit_code: rt.exit_code,
+            exit_signal: rt.exit_signal,
+            restart_count: rt.restart_count,
+            requeue: spec.requeue,
+            exclusive: spec.exclusive,
+            comment: spec.comment.clone(),
+            batch_host,
+            hold: rt.hold,
+            alloc: rt.alloc.clone(),
+            pre_sus_time: 0,
+            submit_host: spec.submit_host.clone(),
+            reservation: spec.reservation.clone(),
+            derived_exit_code: 0,
+            cancelled_by: if rt.cancelled {
+                rt.cancelled_by.to_string()
+            } else {
+                String::new()
+            },
+            min_cpus_per_node: spec.min_cpus_per_node.max(cpt),
+            array_spec: spec.array.clone(),
+            wckey: spec.wckey.clone(),
+            ntasks_per_node: spec.ntasks_per_node,
+            gres_detail,
+            batch_flag: true,
+            oom: rt.oom,
+            mail_type: spec.mail_type.clone(),
+            mail_user: spec.mail_user.clone(),
+            time_min: spec.time_min,
+        }
+    }
+
+    pub fn node_info(&self, i: usize) -> NodeInfo {
+        let n = &self.cluster.nodes[i];
+        let state = n.state_name();
+        let mut flags = String::new();
+        if n.drain && !matches!(state, "DRAINED" | "DRAINING") {
+            flags.push_str("+DRAIN");
+        }
+        if !n.responding && n.registered || (!n.registered && n.down) {
+            flags.push_str("+NOT_RESPONDING");
+        }
+        let c = &n.conf;
+        let gpus_alloc = n.gres.iter().filter(|d| d.name == "gpu" && !d.free).count();
+        let gpus = n.gres.iter().filter(|d| d.name == "gpu").count();
+        let mut cfg_tres = format!(
+            "cpu={},mem={},billing={}",
+            c.cpus,
+            mem_text(c.real_memory),
+            c.cpus
+        );
+        if gpus > 0 {
+            cfg_tres.push_str(&format!(",gres/gpu={gpus}"));
+        }
+        let mut alloc_tres = String::new();
+        if n.cpus_alloc() > 0 {
+            alloc_tres = format!("cpu={},mem={}", n.cpus_alloc(), mem_text(n.alloc_mem));
+            if gpus_alloc > 0 {
+                alloc_tres.push_str(&format!(",gres/gpu={gpus_alloc}"));
+            }
+        }
+        NodeInfo {
+            name: c.name.clone(),
+            state: state.to_string(),
+            state_flags: flags,
+            responding: n.responding,
+            drain: n.drain,
+            reason: n.reason.clone(),
+            reason_uid: n.reason_uid,
+            reason_time: n.reason_time,
+            cpus: c.cpus,
+            cpus_alloc: n.cpus_alloc(),
+            boards: c.boards,
+            sockets: c.sockets,
+            cores_per_socket: c.cores_per_socket,
+            threads_per_core: c.threads_per_core,
+            real_memory: c.real_memory,
+            alloc_memory: n.alloc_mem,
+            free_memory: n.free_mem,
+            cpu_load: n.cpu_load,
+            features: c.features.clone(),
+            active_features: c.features.clone(),
+            gres: n.gres_text(),
+            gres_used: n.gres_used_text(),
+            partitions: n.partitions.clone(),
+            weight: c.weight,
+            node_addr: c.node_addr.clone(),
+            node_hostname: c.node_hostname.clone(),
+            port: u32::from(if c.port == 0 { self.cfg.slurmd_port } else { c.port }),
+            boot_time: n.boot_time,
+            last_busy: n.last_busy,
+            slurmd_start_time: n.agent_start_time,
+            version: n.version.clone(),
+            os: n.os.clone(),
+            tmp_disk: c.tmp_disk,
+            alloc_tres,
+            cfg_tres,
+            running_jobs: n.jobs.len() as u32,
+            down: n.down,
+        }
+    }
+
+    pub fn partition_info(&self, i: usize) -> PartitionInfo {
+        let p = &self.cluster.parts[i];
+        let c = &p.conf;
+        let names: Vec<&str> = p
+            .nodes
+            .iter()
+            .map(|&n| self.cluster.nodes[n].name())
+            .collect();
+        let list = |v: &Option<Vec<String>>| match v {
+            None => "ALL".to_string(),
+            Some(v) => v.join(","),
+        };
+        let total_cpus: u32 = p.nodes.iter().map(|&n| self.cluster.nodes[n].conf.cpus).sum();
+        PartitionInfo {
+            name: c.name.clone(),
+            is_default: self.cluster.default_part == Some(i),
+            state: c.state.to_ascii_uppercase(),
+            max_time: c.max_time_min.unwrap_or(INFINITE),
+            default_time: c.default_time_min.unwrap_or(0),
+            nodes: hostlist::compress(&names),
+            node_names: names.iter().map(|s| s.to_string()).collect(),
+            allow_groups: list(&c.allow_groups),
+            allow_accounts: list(&c.allow_accounts),
+            deny_accounts: String::new(),
+            allow_qos: "ALL".into(),
+            max_nodes: c.max_nodes.unwrap_or(INFINITE),
+            min_nodes: c.min_nodes,
+            priority_tier: c.priority_tier,
+            priority_job_factor: c.priority_job_factor,
+            over_subscribe: c.over_subscribe.clone(),
+            exclusive_user: c.exclusive_user,
+            hidden: c.hidden,
+            root_only: c.root_only,
+            total_cpus,
+            total_nodes: names.len() as u32,
+            qos: c.qos.clone().unwrap_or_default(),
+            def_mem_per_cpu: c.def_mem_per_cpu.or(self.cfg.def_mem_per_cpu).unwrap_or(0),
+            def_mem_per_node: c.def_mem_per_node.or(self.cfg.def_mem_per_node).unwrap_or(0),
+            max_mem_per_cpu: c.max_mem_per_cpu.unwrap_or(0),
+            max_mem_per_node: c.max_mem_per_node.unwrap_or(0),
+            tres: format!("cpu={total_cpus},node={}", names.len()),
+            grace_time: 0,
+            preempt_mode: "OFF".into(),
+        }
+    }
+}
+
+/// Does a job match a squeue/scancel filter? (job ids handled by the caller)
+pub fn state_selected(state: JobState, states: &[JobState], all: bool) -> bool {
+    if all {
+        return true;
+    }
+    if states.is_empty() {
+        return !state.is_final() || state == JobState::Completing;
+    }
+    states.contains(&state)
+}

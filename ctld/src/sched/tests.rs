@@ -1,0 +1,264 @@
+//! Scenario tests on the pure core, and property tests of its invariants.
+
+use super::*;
+use proptest::prelude::*;
+
+fn node(cpus: u32, mem: u64, gpus: u32) -> NodeSnap {
+    NodeSnap {
+        usable: true,
+        cpus,
+        free_cpus: (0..cpus).collect(),
+        real_memory: mem,
+        free_memory: mem,
+        gres: (0..gpus)
+            .map(|i| GresDev {
+                name: "gpu".into(),
+                r#type: "a100".into(),
+                index: i,
+                free: true,
+            })
+            .collect(),
+        features: vec![],
+        weight: 1,
+        jobs: 0,
+    }
+}
+
+fn req(ntasks: u32, cpt: u32) -> Request {
+    Request {
+        min_nodes: 1,
+        max_nodes: 1,
+        ntasks,
+        cpus_per_task: cpt,
+        ..Default::default()
+    }
+}
+
+fn job(id: u32, r: Request) -> JobSnap {
+    JobSnap {
+        id,
+        priority: 1000 - id,
+        partitions: vec![0],
+        req: r,
+        instances: 1,
+    }
+}
+
+fn part(n: usize) -> Vec<PartSnap> {
+    vec![PartSnap {
+        nodes: (0..n).collect(),
+        up: true,
+        priority_tier: 1,
+    }]
+}
+
+fn starts(d: &[Decision]) -> Vec<(u32, Vec<usize>)> {
+    d.iter()
+        .filter_map(|d| match d {
+            Decision::Start { job, allocs, .. } => Some((*job, allocs.iter().map(|a| a.node).collect())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn jobs_pack_onto_a_node_without_overcommit() {
+    let nodes = vec![node(4, 4000, 0), node(4, 4000, 0)];
+    let jobs: Vec<JobSnap> = (1..=5).map(|i| job(i, req(2, 1))).collect();
+    let d = schedule(&nodes, &part(2), &jobs);
+    let s = starts(&d);
+    // Two 2-CPU jobs fill node 0 before node 1 is used; the fifth waits.
+    assert_eq!(s, vec![(1, vec![0]), (2, vec![0]), (3, vec![1]), (4, vec![1])]);
+    assert!(d.contains(&Decision::Wait { job: 5, reason: "Resources" }));
+}
+
+#[test]
+fn blocked_top_job_holds_back_lower_jobs_in_its_partition() {
+    let nodes = vec![node(4, 4000, 0)];
+    let mut big = req(4, 1);
+    big.ntasks = 4;
+    let mut running = nodes.clone();
+    running[0].free_cpus = vec![2, 3];
+    running[0].jobs = 1;
+    let jobs = vec![job(1, big), job(2, req(1, 1))];
+    let d = schedule(&running, &part(1), &jobs);
+    assert!(starts(&d).is_empty());
+    assert!(d.contains(&Decision::Wait { job: 1, reason: "Resources" }));
+    assert!(d.contains(&Decision::Wait { job: 2, reason: "Priority" }));
+}
+
+#[test]
+fn multi_node_is_all_or_nothing_and_spreads_tasks() {
+    let nodes = vec![node(4, 4000, 0), node(4, 4000, 0), node(4, 4000, 0)];
+    let mut r = req(6, 1);
+    r.min_nodes = 2;
+    r.max_nodes = 2;
+    let d = schedule(&nodes, &part(3), &[job(1, r.clone())]);
+    let Decision::Start { allocs, .. } = &d[0] else { panic!("{d:?}") };
+    assert_eq!(allocs.len(), 2);
+    assert_eq!(allocs.iter().map(|a| a.tasks).sum::<u32>(), 6);
+    let mut r4 = r;
+    r4.min_nodes = 4;
+    r4.max_nodes = 4;
+    assert!(place(&r4, &[0, 1, 2], &nodes).is_err());
+}
+
+#[test]
+fn gpu_jobs_best_fit_keep_whole_nodes_free() {
+    // Node 0: 8 GPUs, all free. Node 1: 4 GPUs, 2 in use.
+    let mut nodes = vec![node(16, 64000, 8), node(16, 64000, 4)];
+    nodes[1].gres[0].free = false;
+    nodes[1].gres[1].free = false;
+    nodes[1].jobs = 1;
+    nodes[1].free_cpus = (2..16).collect();
+    let mut r = req(1, 1);
+    r.gres = vec![GresReq { name: "gpu".into(), r#type: None, count: 1 }];
+    let d = schedule(&nodes, &part(2), &[job(1, r)]);
+    let Decision::Start { allocs, .. } = &d[0] else { panic!() };
+    assert_eq!(allocs[0].node, 1, "partly used node chosen");
+    assert_eq!(allocs[0].gres, vec![2]);
+}
+
+#[test]
+fn typed_gres_and_constraints_and_exclusive() {
+    let mut nodes = vec![node(8, 8000, 2), node(8, 8000, 0)];
+    nodes[1].features = vec!["fast".into(), "ib".into()];
+    let mut r = req(1, 1);
+    r.gres = vec![GresReq { name: "gpu".into(), r#type: Some("h100".into()), count: 1 }];
+    assert!(place(&r, &[0, 1], &nodes).is_err(), "no h100 anywhere");
+    let mut r = req(1, 1);
+    r.constraint = parse_constraint("fast&ib").unwrap();
+    assert_eq!(place(&r, &[0, 1], &nodes).unwrap()[0].node, 1);
+    r.constraint = parse_constraint("slow|ib").unwrap();
+    assert_eq!(place(&r, &[0, 1], &nodes).unwrap()[0].node, 1);
+    let mut ex = req(1, 1);
+    ex.exclusive = true;
+    let a = place(&ex, &[0], &nodes).unwrap();
+    assert_eq!(a[0].cpu_ids.len(), 8);
+    assert_eq!(a[0].mem, 8000);
+    nodes[0].jobs = 1;
+    nodes[0].free_cpus = (1..8).collect();
+    assert!(place(&ex, &[0], &nodes).is_err(), "exclusive needs an idle node");
+}
+
+#[test]
+fn memory_is_accounted() {
+    let nodes = vec![node(8, 1000, 0)];
+    let mut r = req(1, 1);
+    r.mem_per_node = 600;
+    let d = schedule(&nodes, &part(1), &[job(1, r.clone()), job(2, r)]);
+    assert_eq!(starts(&d).len(), 1);
+    let mut per_cpu = req(4, 1);
+    per_cpu.mem_per_cpu = 300;
+    assert!(place(&per_cpu, &[0], &nodes).is_err(), "4 x 300 MB > 1000 MB");
+}
+
+#[test]
+fn arrays_start_several_instances_and_nodelist_is_honoured() {
+    let nodes = vec![node(2, 1000, 0), node(2, 1000, 0)];
+    let mut j = job(1, req(1, 1));
+    j.instances = 3;
+    let d = schedule(&nodes, &part(2), &[j]);
+    assert_eq!(starts(&d).len(), 3);
+    let mut r = req(1, 1);
+    r.required = vec![1];
+    assert_eq!(place(&r, &[0, 1], &nodes).unwrap()[0].node, 1);
+    let mut r = req(1, 1);
+    r.excluded = vec![0];
+    assert_eq!(place(&r, &[0, 1], &nodes).unwrap()[0].node, 1);
+}
+
+#[test]
+fn unusable_nodes_give_req_node_not_avail() {
+    let mut nodes = vec![node(2, 1000, 0)];
+    nodes[0].usable = false;
+    let d = schedule(&nodes, &part(1), &[job(1, req(1, 1))]);
+    assert_eq!(d, vec![Decision::Wait { job: 1, reason: "Resources" }]);
+}
+
+fn arb_cluster() -> impl Strategy<Value = (Vec<NodeSnap>, Vec<JobSnap>)> {
+    let nodes = prop::collection::vec((1u32..=16, 1u64..=8, 0u32..=4), 1..6).prop_map(|v| {
+        v.into_iter()
+            .map(|(c, m, g)| node(c, m * 1000, g))
+            .collect::<Vec<_>>()
+    });
+    let jobs = prop::collection::vec(
+        (1u32..=3, 1u32..=8, 1u32..=4, 0u64..=3000, 0u32..=2, any::<bool>(), 1u32..=3),
+        1..30,
+    )
+    .prop_map(|v| {
+        v.into_iter()
+            .enumerate()
+            .map(|(i, (nn, nt, cpt, mem, gpus, excl, inst))| {
+                let mut r = req(nt.max(nn), cpt);
+                r.min_nodes = nn;
+                r.max_nodes = nn;
+                r.mem_per_node = mem;
+                r.exclusive = excl && i % 5 == 0;
+                if gpus > 0 {
+                    r.gres = vec![GresReq { name: "gpu".into(), r#type: None, count: gpus }];
+                }
+                JobSnap {
+                    id: i as u32 + 1,
+                    priority: (i as u32 * 7919) % 100,
+                    partitions: vec![0],
+                    req: r,
+                    instances: inst,
+                }
+            })
+            .collect::<Vec<_>>()
+    });
+    (nodes, jobs)
+}
+
+proptest! {
+    /// Never hand out a CPU, a byte of memory or a GPU twice, and honour
+    /// every request exactly.
+    #[test]
+    fn never_overallocates((nodes, jobs) in arb_cluster()) {
+        let parts = part(nodes.len());
+        let d = schedule(&nodes, &parts, &jobs);
+        let mut cpu_used: Vec<Vec<bool>> = nodes.iter().map(|n| vec![false; n.cpus as usize]).collect();
+        let mut gpu_used: Vec<Vec<bool>> = nodes.iter().map(|n| vec![false; n.gres.len()]).collect();
+        let mut mem_used = vec![0u64; nodes.len()];
+        let mut started = std::collections::HashMap::new();
+        for dec in &d {
+            if let Decision::Start { job, allocs, .. } = dec {
+                *started.entry(*job).or_insert(0u32) += 1;
+                let j = jobs.iter().find(|x| x.id == *job).unwrap();
+                prop_assert_eq!(allocs.len() as u32, j.req.min_nodes);
+                let mut seen_nodes = std::collections::HashSet::new();
+                for a in allocs {
+                    prop_assert!(seen_nodes.insert(a.node));
+                    for &c in &a.cpu_ids {
+                        prop_assert!(!cpu_used[a.node][c as usize], "cpu {} on node {} twice", c, a.node);
+                        cpu_used[a.node][c as usize] = true;
+                    }
+                    for &g in &a.gres {
+                        prop_assert!(!gpu_used[a.node][g], "gpu twice");
+                        gpu_used[a.node][g] = true;
+                    }
+                    mem_used[a.node] += a.mem;
+                    prop_assert!(mem_used[a.node] <= nodes[a.node].real_memory);
+                    prop_assert!(a.cpu_ids.len() as u32 >= a.tasks * j.req.cpus_per_task);
+                    if !j.req.exclusive {
+                        let want: u32 = j.req.gres.iter().map(|g| g.count).sum();
+                        prop_assert_eq!(a.gres.len() as u32, want);
+                    }
+                }
+                prop_assert!(allocs.iter().map(|a| a.tasks).sum::<u32>() >= j.req.ntasks);
+            }
+        }
+        for (id, n) in started {
+            let j = jobs.iter().find(|x| x.id == id).unwrap();
+            prop_assert!(n <= j.instances);
+        }
+    }
+
+    /// Same input, same output.
+    #[test]
+    fn deterministic((nodes, jobs) in arb_cluster()) {
+        let parts = part(nodes.len());
+        prop_assert_eq!(schedule(&nodes, &parts, &jobs), schedule(&nodes, &parts, &jobs));
+    }
+}

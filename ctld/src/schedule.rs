@@ -1,0 +1,446 @@
+//! The scheduling pass: decide which pending jobs are eligible, hand the top
+//! of the queue to the pure scheduler, start what it says, launch on agents.
+
+use std::time::Duration;
+
+use drover_proto::state::JobRecord;
+use drover_proto::{GresAlloc, JobState, LaunchRequest, NodeAlloc, INFINITE};
+
+use crate::ctld::{now, Ctld};
+use crate::deps::{self, Seen, Verdict};
+use crate::job::{build_request, env_from_blob, Job};
+use crate::sched::{self, Decision, JobSnap};
+
+/// Why a pending job may not be considered now (None: it may).
+enum Gate {
+    Open,
+    Closed(&'static str),
+    Never,
+}
+
+impl Ctld {
+    fn seen(&self, id: u32, task: Option<u32>) -> Vec<Seen> {
+        let of = |j: &Job| -> Seen {
+            let rt = j.rt();
+            match j.state() {
+                JobState::Pending => Seen::Pending,
+                JobState::Running | JobState::Suspended | JobState::Completing | JobState::Configuring => {
+                    Seen::Running { since: rt.start_time }
+                }
+                s => Seen::Ended {
+                    ok: s == JobState::Completed && rt.exit_code == 0,
+                    at: rt.end_time,
+                },
+            }
+        };
+        let mut out = Vec::new();
+        let tasks = self.array_tasks.get(&id);
+        let meta = self.jobs.get(&id).filter(|j| j.rt().array_job_id == id);
+        if tasks.is_some() || meta.is_some() {
+            // A job array: all tasks, or the one named.
+            if let Some(m) = meta {
+                if m.is_meta() {
+                    for &t in &m.pending_tasks {
+                        if task.is_none_or(|x| x == t) {
+                            out.push(Seen::Pending);
+                        }
+                    }
+                } else if task.is_none_or(|x| x == m.rt().array_task_id) {
+                    out.push(of(m));
+                }
+            }
+            for tid in tasks.into_iter().flatten() {
+                if let Some(j) = self.jobs.get(tid) {
+                    if task.is_none_or(|x| x == j.rt().array_task_id) {
+                        out.push(of(j));
+                    }
+                }
+            }
+            if out.is_empty() && task.is_some() {
+                out.push(Seen::Unknown);
+            }
+            return out;
+        }
+        match self.jobs.get(&id) {
+            Some(j) => vec![of(j)],
+            None => vec![Seen::Unknown],
+        }
+    }
+
+    fn gate(&self, job: &Job, t: i64) -> Gate {
+        let rt = job.rt();
+        if rt.hold == 2 {
+            return Gate::Closed("JobHeldAdmin");
+        }
+        if rt.hold == 1 {
+            return Gate::Closed("JobHeldUser");
+        }
+        let spec = job.spec();
+        if spec.begin_time > t {
+            return Gate::Closed("BeginTime");
+        }
+        if let Some(dep) = &job.dep {
+            let verdicts: Vec<Verdict> = dep
+                .conds
+                .iter()
+                .map(|c| match c.kind {
+                    deps::Kind::Singleton => {
+                        let busy = self.jobs.values().any(|o| {
+                            o.id() < job.id()
+                                && o.rec.uid == job.rec.uid
+                                && o.spec().name == spec.name
+                                && !o.state().is_final()
+                        });
+                        if busy {
+                            Verdict::Wait
+                        } else {
+                            Verdict::Satisfied
+                        }
+                    }
+                    _ => {
+                        let (id, task) = c.job.unwrap_or((0, None));
+                        deps::eval_cond(c, &self.seen(id, task), t)
+                    }
+                })
+                .collect();
+            match deps::combine(dep, &verdicts) {
+                Verdict::Satisfied => {}
+                Verdict::Wait => return Gate::Closed("Dependency"),
+                Verdict::Never => return Gate::Never,
+            }
+        }
+        if job.is_meta() && rt.array_max_running > 0 {
+            let running = self
+                .array_tasks
+                .get(&job.id())
+                .map(|v| {
+                    v.iter()
+                        .filter(|id| {
+                            self.jobs
+                                .get(id)
+                                .is_some_and(|j| !j.state().is_final() && j.state() != JobState::Pending)
+                        })
+                        .count()
+                })
+                .unwrap_or(0) as u32;
+            if running >= rt.array_max_running {
+                return Gate::Closed("JobArrayTaskLimit");
+            }
+        }
+        Gate::Open
+    }
+
+    /// One pass: eligibility for every pending job, then the scheduler over
+    /// the top of the queue (everything on a full pass).
+    pub fn schedule_pass(&mut self) {
+        let full = self.full_pass_needed;
+        self.sched_needed = false;
+        self.full_pass_needed = false;
+        let t = now();
+        let pending: Vec<u32> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.state() == JobState::Pending)
+            .map(|(id, _)| *id)
+            .collect();
+        if pending.is_empty() {
+            return;
+        }
+        let mut candidates: Vec<(u32, u32)> = Vec::new();
+        let mut never: Vec<u32> = Vec::new();
+        for id in pending {
+            let Some(job) = self.jobs.get(&id) else { continue };
+            let gate = self.gate(job, t);
+            let job = self.jobs.get_mut(&id).expect("job present");
+            match gate {
+                Gate::Open => {
+                    if job.rt().eligible_time == 0 {
+                        job.rt_mut().eligible_time = t;
+                    }
+                    candidates.push((job.rt().priority, id));
+                }
+                Gate::Closed(r) => set_reason(job, r),
+                Gate::Never => {
+                    set_reason(job, "DependencyNeverSatisfied");
+                    if job.spec().kill_on_invalid_dep {
+                        never.push(id);
+                    }
+                }
+            }
+        }
+        for id in never {
+            self.cancel_pending(id, 0, "DependencyNeverSatisfied");
+        }
+        if candidates.is_empty() {
+            return;
+        }
+        let depth = if full { usize::MAX } else { self.queue_depth };
+        if candidates.len() > depth {
+            candidates.select_nth_unstable_by(depth, |a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            candidates.truncate(depth);
+        }
+        let (nodes, parts) = self.cluster.snapshot();
+        let mut snaps = Vec::with_capacity(candidates.len());
+        for &(prio, id) in &candidates {
+            let job = &self.jobs[&id];
+            let spec = job.spec();
+            let pnames: Vec<&str> = spec.partition.split(',').map(str::trim).collect();
+            let pidx: Vec<usize> = pnames.iter().filter_map(|n| self.cluster.part_idx(n)).collect();
+            let req = match build_request(spec, &self.cfg, &self.cluster, pidx.first().copied()) {
+                Ok(r) => r,
+                Err(_) => continue,
+            };
+            let instances = if job.is_meta() {
+                let limit = if job.rt().array_max_running > 0 {
+                    let running = self.array_running(id);
+                    job.rt().array_max_running.saturating_sub(running)
+                } else {
+                    u32::MAX
+                };
+                (job.pending_tasks.len() as u32).min(limit)
+            } else {
+                1
+            };
+            snaps.push(JobSnap {
+                id,
+                priority: prio,
+                partitions: pidx,
+                req,
+                instances,
+            });
+        }
+        let decisions = sched::schedule(&nodes, &parts, &snaps);
+        for d in decisions {
+            match d {
+                Decision::Start {
+                    job,
+                    partition,
+                    allocs,
+                } => self.start_job(job, partition, &allocs, &nodes),
+                Decision::Wait { job, reason } => {
+                    if let Some(j) = self.jobs.get_mut(&job) {
+                        set_reason(j, reason);
+                    }
+                }
+            }
+        }
+    }
+
+    fn array_running(&self, array_id: u32) -> u32 {
+        self.array_tasks
+            .get(&array_id)
+            .map(|v| {
+                v.iter()
+                    .filter(|id| {
+                        self.jobs
+                            .get(id)
+                            .is_some_and(|j| !j.state().is_final() && j.state() != JobState::Pending)
+                    })
+                    .count() as u32
+            })
+            .unwrap_or(0)
+    }
+
+    /// Take task `task` out of array meta record `meta_id` as its own job.
+    /// The last task takes over the meta record's id, as in Slurm.
+    pub fn split_task(&mut self, meta_id: u32, task: u32) -> Option<u32> {
+        let meta = self.jobs.get_mut(&meta_id)?;
+        let pos = meta.pending_tasks.iter().position(|&t| t == task)?;
+        if meta.pending_tasks.len() == 1 {
+            meta.pending_tasks.clear();
+            let rt = meta.rt_mut();
+            rt.is_array_meta = false;
+            rt.array_task_id = task;
+            rt.array_pending.clear();
+            self.array_tasks.entry(meta_id).or_default().push(meta_id);
+            return Some(meta_id);
+        }
+        meta.pending_tasks.remove(pos);
+        let mut rec: JobRecord = meta.rec.clone();
+        let dep = meta.dep.clone();
+        let new_id = self.alloc_job_id().ok()?;
+        rec.job_id = new_id;
+        if let Some(rt) = rec.runtime.as_mut() {
+            rt.is_array_meta = false;
+            rt.array_task_id = task;
+            rt.array_pending.clear();
+        }
+        self.blobs.retain_ref(rec.script_blob);
+        self.blobs.retain_ref(rec.env_blob);
+        self.jobs.insert(
+            new_id,
+            Job {
+                rec,
+                dep,
+                pending_tasks: Vec::new(),
+            },
+        );
+        self.array_tasks.entry(meta_id).or_default().push(new_id);
+        self.log_runtime(meta_id);
+        self.log_job(new_id);
+        Some(new_id)
+    }
+
+    fn start_job(&mut self, id: u32, part: usize, allocs: &[sched::Alloc], nodes: &[sched::NodeSnap]) {
+        let id = match self.jobs.get(&id) {
+            Some(j) if j.is_meta() => {
+                let Some(&task) = j.pending_tasks.first() else { return };
+                match self.split_task(id, task) {
+                    Some(n) => n,
+                    None => return,
+                }
+            }
+            Some(_) => id,
+            None => return,
+        };
+        let t = now();
+        let node_allocs: Vec<NodeAlloc> = allocs
+            .iter()
+            .map(|a| {
+                let n = &self.cluster.nodes[a.node];
+                let mut gres: Vec<GresAlloc> = Vec::new();
+                for &g in &a.gres {
+                    let Some(d) = nodes.get(a.node).and_then(|s| s.gres.get(g)) else { continue };
+                    match gres.iter_mut().find(|x| x.name == d.name && x.r#type == d.r#type) {
+                        Some(x) => x.indices.push(d.index),
+                        None => gres.push(GresAlloc {
+                            name: d.name.clone(),
+                            r#type: d.r#type.clone(),
+                            indices: vec![d.index],
+                            count: 0,
+                        }),
+                    }
+                }
+                NodeAlloc {
+                    node: n.name().to_string(),
+                    cpus: a.cpu_ids.len() as u32,
+                    cpu_ids: a.cpu_ids.clone(),
+                    mem_mb: a.mem,
+                    gres,
+                    tasks: a.tasks,
+                }
+            })
+            .collect();
+        let part_conf = self.cluster.parts[part].conf.clone();
+        let Some(job) = self.jobs.get_mut(&id) else { return };
+        let spec_limit = job.spec().time_limit;
+        let rt = job.rt_mut();
+        rt.state = JobState::Running as i32;
+        rt.reason = "None".into();
+        rt.start_time = t;
+        rt.end_time = 0;
+        if rt.eligible_time == 0 {
+            rt.eligible_time = t;
+        }
+        rt.partition = part_conf.name.clone();
+        rt.time_limit = if spec_limit != 0 {
+            spec_limit
+        } else {
+            part_conf
+                .default_time_min
+                .or(part_conf.max_time_min)
+                .unwrap_or(INFINITE)
+        };
+        rt.batch_host = node_allocs.first().map(|a| a.node.clone()).unwrap_or_default();
+        rt.alloc = node_allocs.clone();
+        rt.launched = false;
+        rt.terminating = false;
+        rt.exit_code = 0;
+        rt.exit_signal = 0;
+        self.cluster.allocate(id, &node_allocs);
+        self.log_runtime(id);
+        self.send_launch(id);
+    }
+
+    /// Send (or re-send: the agent makes it idempotent) the batch launch.
+    pub fn send_launch(&mut self, id: u32) {
+        let Some(job) = self.jobs.get(&id) else { return };
+        let job = job.clone();
+        let rt = job.rt();
+        let node = rt.batch_host.clone();
+        let mut spec = job.spec().clone();
+        spec.script = self
+            .blobs
+            .get(job.rec.script_blob)
+            .map(|b| b.to_vec())
+            .unwrap_or_default();
+        spec.environment = self
+            .blobs
+            .get(job.rec.env_blob)
+            .map(|b| env_from_blob(&b))
+            .unwrap_or_default();
+        let info = self.job_info(&job);
+        let req = LaunchRequest {
+            job_id: id,
+            spec: Some(spec),
+            info: Some(info),
+            uid: job.rec.uid,
+            gid: job.rec.gid,
+            user_name: job.rec.user_name.clone(),
+            groups: job.rec.groups.clone(),
+            node: node.clone(),
+            expires: now() + 300,
+            kill_wait: self.cfg.kill_wait as u32,
+            cluster_name: self.cfg.cluster_name.clone(),
+            node_id: 0,
+        };
+        let Some(mut agent) = self.agent_for(&node) else { return };
+        let tx = self.tx.clone();
+        let start = rt.start_time;
+        tokio::spawn(async move {
+            let res = agent.launch(req).await;
+            let _ = tx
+                .send(Box::new(move |c: &mut Ctld| c.launch_done(id, start, res.map(|_| ()))))
+                .await;
+        });
+    }
+
+    fn launch_done(&mut self, id: u32, start: i64, res: Result<(), tonic::Status>) {
+        let Some(job) = self.jobs.get_mut(&id) else { return };
+        if job.state() != JobState::Running || job.rt().start_time != start {
+            return;
+        }
+        match res {
+            Ok(()) => {
+                if !job.rt().launched {
+                    job.rt_mut().launched = true;
+                    self.log_runtime(id);
+                }
+            }
+            Err(e) if e.code() == tonic::Code::Unavailable || e.code() == tonic::Code::DeadlineExceeded => {
+                // Agent unreachable: try again; SlurmdTimeout takes the node down if it stays away.
+                tracing::debug!("launch of job {id} failed ({}), retrying", e.message());
+                self.later(
+                    Duration::from_secs(1),
+                    Box::new(move |c: &mut Ctld| {
+                        if c.jobs.get(&id).is_some_and(|j| {
+                            j.state() == JobState::Running && !j.rt().launched && j.rt().start_time == start
+                        }) {
+                            c.send_launch(id);
+                        }
+                    }),
+                );
+            }
+            Err(e) => {
+                tracing::warn!("launch of job {id} refused by its node: {}", e.message());
+                let node = job.rt().batch_host.clone();
+                self.job_ended(
+                    id,
+                    &node,
+                    crate::end::EndReport {
+                        exit_code: 1,
+                        failure: format!("launch failed: {}", e.message()),
+                        launch_failed: true,
+                        ..Default::default()
+                    },
+                );
+            }
+        }
+    }
+}
+
+fn set_reason(job: &mut Job, reason: &str) {
+    if job.rt().reason != reason {
+        job.rt_mut().reason = reason.to_string();
+    }
+}

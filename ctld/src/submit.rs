@@ -1,0 +1,285 @@
+//! Submission: validate against partitions and the cluster's capacity (a
+//! request that could never run is refused now, with Slurm's wording), assign
+//! the id, log the job, answer once it is durable.
+
+use drover_proto::auth::Identity;
+use drover_proto::state::{JobRecord, JobRuntime};
+use drover_proto::{JobSpec, JobState, SubmitResponse, INFINITE};
+use tonic::Status;
+
+use crate::ctld::{now, Ctld, Reply};
+use crate::job::{build_request, env_to_blob, Job};
+use crate::sched::{place, NodeSnap};
+
+/// Slurm's texts for the refusals clients and scripts look for.
+pub mod msg {
+    pub const INVALID_PARTITION: &str = "Invalid partition name specified";
+    pub const NO_DEFAULT_PARTITION: &str = "No partition specified or system default partition";
+    pub const NODE_CONFIG: &str = "Requested node configuration is not available";
+    pub const TIME_LIMIT: &str = "Requested time limit is invalid (missing or exceeds some limit)";
+    pub const GROUP: &str = "User's group not permitted to use this partition";
+    pub const ACCOUNT: &str = "Invalid account or account/partition combination specified";
+    pub const NODE_COUNT: &str = "Node count specification invalid";
+    pub const DEPENDENCY: &str = "Job dependency problem";
+    pub const INVALID_JOB: &str = "Invalid job id specified";
+    pub const ACCESS: &str = "Access/permission denied";
+    pub const FEATURE: &str = "Invalid feature specification";
+    pub const TOO_MANY_JOBS: &str = "Slurm temporarily unable to accept job, sleeping and retrying";
+    pub const ALREADY_DONE: &str = "Job/step already completing or completed";
+    pub const NOT_PENDING: &str = "Job is no longer pending execution";
+    pub const PENDING: &str = "Job is pending execution";
+    pub const INACTIVE: &str = "Partition in INACTIVE state";
+    pub const SCRIPT: &str = "Batch script is empty!";
+}
+
+fn invalid(m: &str) -> Status {
+    Status::invalid_argument(m)
+}
+
+/// Base priority, Slurm's priority/basic: decreasing with submission order.
+pub fn base_priority(job_id: u32, nice: i32, admin: u32) -> u32 {
+    if admin > 0 {
+        return admin;
+    }
+    let p = i64::from(0xFFFF_0000u32.saturating_sub(job_id)) - i64::from(nice);
+    p.clamp(1, i64::from(u32::MAX - 1)) as u32
+}
+
+impl Ctld {
+    /// Partitions a spec names (or the default), after access checks.
+    pub fn resolve_partitions(&self, spec: &JobSpec, who: &Identity) -> Result<Vec<usize>, Status> {
+        let names: Vec<&str> = spec
+            .partition
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        let idx: Vec<usize> = if names.is_empty() {
+            vec![self
+                .cluster
+                .default_part
+                .ok_or_else(|| invalid(msg::NO_DEFAULT_PARTITION))?]
+        } else {
+            names
+                .iter()
+                .map(|n| {
+                    self.cluster
+                        .part_idx(n)
+                        .ok_or_else(|| invalid(msg::INVALID_PARTITION))
+                })
+                .collect::<Result<_, _>>()?
+        };
+        let admin = self.is_admin(who);
+        let mut allowed = Vec::new();
+        let mut err = msg::GROUP;
+        for i in idx {
+            let p = &self.cluster.parts[i];
+            if p.conf.state.eq_ignore_ascii_case("INACTIVE") {
+                err = msg::INACTIVE;
+                continue;
+            }
+            if !admin {
+                if p.conf.root_only {
+                    err = msg::ACCESS;
+                    continue;
+                }
+                if let Some(gids) = &p.allow_gids {
+                    let ok = gids.contains(&who.gid) || who.groups.iter().any(|g| gids.contains(g));
+                    if !ok {
+                        err = msg::GROUP;
+                        continue;
+                    }
+                }
+                if let Some(accts) = &p.conf.allow_accounts {
+                    if !accts.iter().any(|a| a == &spec.account) {
+                        err = msg::ACCOUNT;
+                        continue;
+                    }
+                }
+            }
+            allowed.push(i);
+        }
+        if allowed.is_empty() {
+            return Err(invalid(err));
+        }
+        Ok(allowed)
+    }
+
+    /// Effective time limit in a partition, or the refusal.
+    fn time_limit_for(&self, spec: &JobSpec, part: usize) -> Result<u32, &'static str> {
+        let p = &self.cluster.parts[part].conf;
+        let max = p.max_time_min.unwrap_or(INFINITE);
+        let limit = if spec.time_limit != 0 {
+            spec.time_limit
+        } else {
+            p.default_time_min.unwrap_or(max)
+        };
+        let enforce = !self.cfg.enforce_part_limits.eq_ignore_ascii_case("NO");
+        if enforce && limit > max {
+            return Err(msg::TIME_LIMIT);
+        }
+        if spec.time_min != 0 && spec.time_min != INFINITE && spec.time_min > limit {
+            return Err(msg::TIME_LIMIT);
+        }
+        Ok(limit)
+    }
+
+    /// Could the job ever run in this partition (all nodes empty)?
+    fn feasible(&self, spec: &JobSpec, part: usize) -> Result<(), &'static str> {
+        let p = &self.cluster.parts[part];
+        if let Some(max) = p.conf.max_nodes {
+            if spec.min_nodes > max && !self.cfg.enforce_part_limits.eq_ignore_ascii_case("NO") {
+                return Err(msg::NODE_COUNT);
+            }
+        }
+        let req = build_request(spec, &self.cfg, &self.cluster, Some(part)).map_err(|e| {
+            if e.contains("node name") {
+                "Invalid node name specified"
+            } else if e.contains("gres") {
+                "Invalid generic resource (gres) specification"
+            } else {
+                msg::FEATURE
+            }
+        })?;
+        if let Some(c) = &req.constraint {
+            let known = |f: &str| self.cluster.nodes.iter().any(|n| n.conf.features.iter().any(|x| x == f));
+            if c.names().any(|f| !known(f)) {
+                return Err(msg::FEATURE);
+            }
+        }
+        let pristine: Vec<NodeSnap> = self.cluster.nodes.iter().map(|n| n.snap().pristine()).collect();
+        if (req.min_nodes as usize) > p.nodes.len() {
+            return Err(msg::NODE_CONFIG);
+        }
+        place(&req, &p.nodes, &pristine).map_err(|_| msg::NODE_CONFIG)?;
+        Ok(())
+    }
+
+    pub fn submit(&mut self, who: Identity, mut spec: JobSpec, reply: Reply<SubmitResponse>) {
+        match self.validate_and_create(&who, &mut spec) {
+            Ok(resp) => {
+                self.sched_needed = true;
+                self.reply_durable(reply, Ok(resp));
+            }
+            Err(e) => {
+                let _ = reply.send(Err(e));
+            }
+        }
+    }
+
+    fn validate_and_create(&mut self, who: &Identity, spec: &mut JobSpec) -> Result<SubmitResponse, Status> {
+        if spec.script.is_empty() {
+            return Err(invalid(msg::SCRIPT));
+        }
+        let live = self.jobs.len() as u64;
+        if live >= u64::from(self.cfg.max_job_count.max(1)) {
+            return Err(Status::resource_exhausted(msg::TOO_MANY_JOBS));
+        }
+        let parts = self.resolve_partitions(spec, who)?;
+        if !self.is_admin(who) && (spec.priority > 0 || spec.nice < 0) {
+            return Err(Status::permission_denied(msg::ACCESS));
+        }
+        // At least one named partition must be able to run it.
+        let mut first_err = None;
+        let mut usable = Vec::new();
+        for &p in &parts {
+            match self.time_limit_for(spec, p).and_then(|t| self.feasible(spec, p).map(|_| t)) {
+                Ok(t) => usable.push((p, t)),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        let Some(&(part0, limit0)) = usable.first() else {
+            return Err(invalid(first_err.unwrap_or(msg::NODE_CONFIG)));
+        };
+        let array = if spec.array.trim().is_empty() {
+            None
+        } else {
+            Some(
+                crate::array::parse(&spec.array, self.cfg.max_array_size)
+                    .map_err(|e| invalid(&e))?,
+            )
+        };
+        let dep = crate::deps::parse(&spec.dependency).map_err(|e| invalid(&e))?;
+        if let Some(d) = &dep {
+            for c in &d.conds {
+                if let Some((id, _)) = c.job {
+                    if !self.jobs.contains_key(&id) && !self.array_tasks.contains_key(&id) {
+                        return Err(invalid(msg::DEPENDENCY));
+                    }
+                }
+            }
+        }
+        if spec.name.is_empty() {
+            spec.name = "sbatch".into();
+        }
+        if spec.partition.is_empty() {
+            spec.partition = self.cluster.parts[part0].conf.name.clone();
+        } else {
+            spec.partition = usable
+                .iter()
+                .map(|&(p, _)| self.cluster.parts[p].conf.name.clone())
+                .collect::<Vec<_>>()
+                .join(",");
+        }
+        if spec.submit_host.is_empty() {
+            spec.submit_host = who.host.clone();
+        }
+
+        let id = self.alloc_job_id()?;
+        let t = now();
+        let script = std::mem::take(&mut spec.script);
+        let env = env_to_blob(&std::mem::take(&mut spec.environment));
+        let (script_blob, _) = self.blobs.add(&script);
+        let (env_blob, _) = self.blobs.add(&env);
+        let hold = u32::from(spec.hold);
+        let mut rt = JobRuntime {
+            state: JobState::Pending as i32,
+            reason: if hold != 0 { "JobHeldUser".into() } else { "None".into() },
+            priority: base_priority(id, spec.nice, spec.priority),
+            submit_time: t,
+            hold,
+            partition: if usable.len() == 1 {
+                self.cluster.parts[part0].conf.name.clone()
+            } else {
+                String::new()
+            },
+            time_limit: limit0,
+            ..Default::default()
+        };
+        let mut pending_tasks = Vec::new();
+        if let Some(a) = &array {
+            rt.is_array_meta = true;
+            rt.array_job_id = id;
+            rt.array_max_running = a.max_running;
+            pending_tasks = a.tasks.clone();
+            rt.array_pending = crate::array::ranges(&pending_tasks);
+        }
+        let rec = JobRecord {
+            job_id: id,
+            uid: who.uid,
+            gid: who.gid,
+            user_name: self.names.user(who.uid).to_string(),
+            groups: who.groups.clone(),
+            spec: Some(spec.clone()),
+            runtime: Some(rt),
+            script_blob,
+            env_blob,
+        };
+        self.jobs.insert(
+            id,
+            Job {
+                rec,
+                dep,
+                pending_tasks,
+            },
+        );
+        self.log_job(id);
+        tracing::debug!("job {id} submitted by uid {}", who.uid);
+        Ok(SubmitResponse {
+            job_id: id,
+            warnings: Vec::new(),
+        })
+    }
+}
