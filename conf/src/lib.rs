@@ -1,1 +1,27 @@
+//! drover-conf: parsing of drover.conf / slurm.conf, gres.conf, cgroup.conf,
+//! hostlists and Slurm's time and memory formats.
+//!
+//! The crate is pure: text in, typed configuration (or an error) out. The
+//! only I/O is in the `load` functions, which read the file and its
+//! `Include`s and then call the text parser.
 
+pub mod cgroupconf;
+pub mod error;
+mod general;
+pub mod gresconf;
+pub mod hostlist;
+mod include;
+mod lexer;
+pub mod nodes;
+pub mod partitions;
+pub mod slurmconf;
+pub mod units;
+mod values;
+
+pub use cgroupconf::CgroupConf;
+pub use error::{ConfError, ConfWarning};
+pub use gresconf::{GresConf, GresConfEntry};
+pub use hostlist::HostlistError;
+pub use nodes::{parse_gres_list, GresSpec, NodeConf, NodeSetConf};
+pub use partitions::PartitionConf;
+pub use slurmconf::{Config, CtldHost, EntityLine};

@@ -1,0 +1,450 @@
+//! Slurm hostlist expressions: `lab-gpu-[01-04,07]`, `a[1-2],b,c[01-03]-ib`,
+//! `r[1-2]n[01-02]`.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::fmt;
+
+/// Largest number of names one expression may expand to.
+pub const MAX_NAMES: usize = 1_000_000;
+
+/// Longest numeric field handled (keeps every value inside `u64`).
+const MAX_DIGITS: usize = 18;
+
+/// Why a hostlist expression could not be expanded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostlistError {
+    pub message: String,
+}
+
+impl HostlistError {
+    fn new(message: impl Into<String>) -> Self {
+        HostlistError {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for HostlistError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid hostlist: {}", self.message)
+    }
+}
+
+impl std::error::Error for HostlistError {}
+
+/// Split `a[1-3],b,c` on the commas that are outside brackets. Pieces are
+/// trimmed; empty pieces are dropped.
+pub fn split_top_level(expr: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0usize;
+    for (i, c) in expr.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                push_piece(&mut out, &expr[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    push_piece(&mut out, &expr[start..]);
+    out
+}
+
+fn push_piece<'a>(out: &mut Vec<&'a str>, piece: &'a str) {
+    let p = piece.trim();
+    if !p.is_empty() {
+        out.push(p);
+    }
+}
+
+/// One piece of a host name pattern.
+enum Segment<'a> {
+    Literal(&'a str),
+    /// Inclusive ranges with the zero-pad width of each.
+    Ranges(Vec<(u64, u64, usize)>),
+}
+
+impl Segment<'_> {
+    fn count(&self) -> Option<usize> {
+        match self {
+            Segment::Literal(_) => Some(1),
+            Segment::Ranges(rs) => rs.iter().try_fold(0usize, |acc, (lo, hi, _)| {
+                let n = usize::try_from(hi - lo).ok()?.checked_add(1)?;
+                acc.checked_add(n)
+            }),
+        }
+    }
+}
+
+fn check_brackets(expr: &str) -> Result<(), HostlistError> {
+    let mut open = false;
+    for c in expr.chars() {
+        match c {
+            '[' if open => return Err(HostlistError::new(format!("nested '[' in '{expr}'"))),
+            '[' => open = true,
+            ']' if !open => return Err(HostlistError::new(format!("unbalanced ']' in '{expr}'"))),
+            ']' => open = false,
+            _ => {}
+        }
+    }
+    if open {
+        return Err(HostlistError::new(format!("unclosed '[' in '{expr}'")));
+    }
+    Ok(())
+}
+
+fn parse_number(s: &str, whole: &str) -> Result<u64, HostlistError> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(HostlistError::new(format!("bad range '{whole}'")));
+    }
+    if s.len() > MAX_DIGITS {
+        return Err(HostlistError::new(format!("number too large in '{whole}'")));
+    }
+    s.parse::<u64>()
+        .map_err(|_| HostlistError::new(format!("bad range '{whole}'")))
+}
+
+fn parse_ranges(inner: &str) -> Result<Vec<(u64, u64, usize)>, HostlistError> {
+    let mut out = Vec::new();
+    for item in inner.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            return Err(HostlistError::new(format!("empty range in '[{inner}]'")));
+        }
+        let (lo_s, hi_s) = item.split_once('-').unwrap_or((item, item));
+        let lo = parse_number(lo_s, item)?;
+        let hi = parse_number(hi_s, item)?;
+        if lo > hi {
+            return Err(HostlistError::new(format!(
+                "bad range '{item}': start is after end"
+            )));
+        }
+        out.push((lo, hi, lo_s.len()));
+    }
+    Ok(out)
+}
+
+fn parse_pattern(name: &str) -> Result<Vec<Segment<'_>>, HostlistError> {
+    let mut segs = Vec::new();
+    let mut rest = name;
+    while !rest.is_empty() {
+        match rest.find('[') {
+            None => {
+                segs.push(Segment::Literal(rest));
+                break;
+            }
+            Some(open) => {
+                if open > 0 {
+                    segs.push(Segment::Literal(&rest[..open]));
+                }
+                let after = &rest[open + 1..];
+                let close = after
+                    .find(']')
+                    .ok_or_else(|| HostlistError::new(format!("unclosed '[' in '{name}'")))?;
+                segs.push(Segment::Ranges(parse_ranges(&after[..close])?));
+                rest = &after[close + 1..];
+            }
+        }
+    }
+    Ok(segs)
+}
+
+fn expand_name(name: &str, out: &mut Vec<String>) -> Result<(), HostlistError> {
+    let segs = parse_pattern(name)?;
+    let too_many =
+        || HostlistError::new(format!("'{name}' expands to more than {MAX_NAMES} names"));
+    let mut total = 1usize;
+    for s in &segs {
+        total = s
+            .count()
+            .and_then(|c| total.checked_mul(c))
+            .ok_or_else(too_many)?;
+    }
+    if total.checked_add(out.len()).is_none_or(|t| t > MAX_NAMES) {
+        return Err(too_many());
+    }
+    let mut acc = vec![String::new()];
+    for seg in &segs {
+        match seg {
+            Segment::Literal(l) => acc.iter_mut().for_each(|a| a.push_str(l)),
+            Segment::Ranges(rs) => {
+                let mut next = Vec::new();
+                for a in &acc {
+                    for &(lo, hi, width) in rs {
+                        for v in lo..=hi {
+                            next.push(format!("{a}{v:0width$}"));
+                        }
+                    }
+                }
+                acc = next;
+            }
+        }
+    }
+    out.extend(acc);
+    Ok(())
+}
+
+/// Expand a hostlist expression into the names it stands for, in order.
+///
+/// Commas (and whitespace) outside brackets separate names; inside brackets
+/// they separate numbers or `lo-hi` ranges. The zero padding of each range is
+/// the width of its lower bound (`[08-10]` -> `08 09 10`).
+pub fn expand(expr: &str) -> Result<Vec<String>, HostlistError> {
+    check_brackets(expr)?;
+    let mut out = Vec::new();
+    for piece in split_top_level(expr) {
+        for name in piece.split_whitespace() {
+            expand_name(name, &mut out)?;
+        }
+    }
+    Ok(out)
+}
+
+/// A name split around its last numeric field.
+struct Split<'a> {
+    prefix: &'a str,
+    digits: &'a str,
+    suffix: &'a str,
+    value: u64,
+}
+
+fn split_name(name: &str) -> Option<Split<'_>> {
+    if name.is_empty()
+        || name
+            .chars()
+            .any(|c| c == '[' || c == ']' || c == ',' || c.is_whitespace())
+    {
+        return None;
+    }
+    let bytes = name.as_bytes();
+    let end = bytes.iter().rposition(|b| b.is_ascii_digit())? + 1;
+    let start = bytes[..end]
+        .iter()
+        .rposition(|b| !b.is_ascii_digit())
+        .map_or(0, |p| p + 1);
+    let digits = &name[start..end];
+    if digits.len() > MAX_DIGITS {
+        return None;
+    }
+    Some(Split {
+        prefix: &name[..start],
+        digits,
+        suffix: &name[end..],
+        value: digits.parse().ok()?,
+    })
+}
+
+/// A numeric field: (value, digit count, zero padded).
+type NumField = (u64, usize, bool);
+/// (prefix, suffix) -> the numeric fields of the names with that shape.
+type Groups<'a> = BTreeMap<(&'a str, &'a str), Vec<NumField>>;
+
+fn fmt_num(v: u64, width: usize) -> String {
+    format!("{v:0width$}")
+}
+
+/// Compress names into a hostlist expression (the inverse of [`expand`]).
+///
+/// Names are grouped by the text around their last numeric field and by
+/// zero-pad width; numbers are sorted and merged into ranges; duplicates are
+/// dropped; a group of one name stays bare. Groups are sorted by prefix.
+pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
+    let mut groups: Groups<'_> = BTreeMap::new();
+    let mut bare: BTreeSet<&str> = BTreeSet::new();
+    for n in names {
+        let n = n.as_ref();
+        match split_name(n) {
+            Some(s) => groups.entry((s.prefix, s.suffix)).or_default().push((
+                s.value,
+                s.digits.len(),
+                s.digits.len() > 1 && s.digits.starts_with('0'),
+            )),
+            None => {
+                if !n.trim().is_empty() {
+                    bare.insert(n);
+                }
+            }
+        }
+    }
+    // Output items keyed for sorting: (prefix, suffix, first value, width).
+    let mut items: Vec<((String, String, u64, usize), String)> = Vec::new();
+    for b in bare {
+        items.push(((b.to_string(), String::new(), 0, 0), b.to_string()));
+    }
+    for ((prefix, suffix), nums) in groups {
+        let padded_widths: HashSet<usize> = nums.iter().filter(|n| n.2).map(|n| n.1).collect();
+        let mut by_width: BTreeMap<usize, BTreeSet<u64>> = BTreeMap::new();
+        for (value, len, padded) in nums {
+            // width 0 = natural (no padding); otherwise exact digit count
+            let width = if padded || padded_widths.contains(&len) {
+                len
+            } else {
+                0
+            };
+            by_width.entry(width).or_default().insert(value);
+        }
+        for (width, values) in by_width {
+            let first = values.first().copied().unwrap_or(0);
+            items.push((
+                (prefix.to_string(), suffix.to_string(), first, width),
+                render_group(prefix, suffix, width, &values),
+            ));
+        }
+    }
+    items.sort();
+    items
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn render_group(prefix: &str, suffix: &str, width: usize, values: &BTreeSet<u64>) -> String {
+    if values.len() == 1 {
+        let v = values.first().copied().unwrap_or(0);
+        return format!("{prefix}{}{suffix}", fmt_num(v, width));
+    }
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for &v in values {
+        match ranges.last_mut() {
+            Some((_, hi)) if hi.checked_add(1) == Some(v) => *hi = v,
+            _ => ranges.push((v, v)),
+        }
+    }
+    let body = ranges
+        .iter()
+        .map(|&(lo, hi)| {
+            if lo == hi {
+                fmt_num(lo, width)
+            } else {
+                format!("{}-{}", fmt_num(lo, width), fmt_num(hi, width))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    format!("{prefix}[{body}]{suffix}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ex(s: &str) -> Vec<String> {
+        expand(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn expand_basic() {
+        assert_eq!(
+            ex("lab-gpu-[01-04,07]"),
+            vec![
+                "lab-gpu-01",
+                "lab-gpu-02",
+                "lab-gpu-03",
+                "lab-gpu-04",
+                "lab-gpu-07"
+            ]
+        );
+        assert_eq!(ex("n1"), vec!["n1"]);
+        assert_eq!(ex("localhost"), vec!["localhost"]);
+        assert_eq!(ex(""), Vec::<String>::new());
+    }
+
+    #[test]
+    fn expand_lists_and_suffixes() {
+        assert_eq!(
+            ex("a[1-2],b,c[01-03]-ib"),
+            vec!["a1", "a2", "b", "c01-ib", "c02-ib", "c03-ib"]
+        );
+        assert_eq!(ex("a, b  c"), vec!["a", "b", "c"]);
+    }
+
+    #[test]
+    fn expand_multi_bracket() {
+        assert_eq!(
+            ex("r[1-2]n[01-02]"),
+            vec!["r1n01", "r1n02", "r2n01", "r2n02"]
+        );
+    }
+
+    #[test]
+    fn expand_padding() {
+        assert_eq!(ex("n[8-10]"), vec!["n8", "n9", "n10"]);
+        assert_eq!(ex("n[08-10]"), vec!["n08", "n09", "n10"]);
+        assert_eq!(ex("n[001-2]"), vec!["n001", "n002"]);
+        assert_eq!(ex("n[0]"), vec!["n0"]);
+    }
+
+    #[test]
+    fn expand_errors() {
+        for s in [
+            "n[1-2",
+            "n1-2]",
+            "n[[1]]",
+            "n[]",
+            "n[a-b]",
+            "n[3-1]",
+            "n[1-]",
+            "n[-1]",
+            "n[1,,2]",
+            "n[1-2-3]",
+            "n[0-9999999]",
+            "n[0-999][0-9999]",
+            "n[1234567890123456789]",
+        ] {
+            assert!(expand(s).is_err(), "{s:?} should fail");
+        }
+    }
+
+    #[test]
+    fn expand_cap_is_exact() {
+        assert_eq!(expand("n[1-1000000]").map(|v| v.len()), Ok(MAX_NAMES));
+        assert!(expand("n[1-1000000],x").is_err());
+    }
+
+    #[test]
+    fn error_display() {
+        let e = expand("n[1-2").unwrap_err();
+        assert!(e.to_string().contains("unclosed"), "{e}");
+    }
+
+    #[test]
+    fn split() {
+        assert_eq!(split_top_level("a[1-3],b,c"), vec!["a[1-3]", "b", "c"]);
+        assert_eq!(split_top_level(" a , ,b[1,2] "), vec!["a", "b[1,2]"]);
+        assert_eq!(split_top_level(""), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn compress_basic() {
+        assert_eq!(
+            compress(&["n1", "n2", "n3", "n5", "gpu01", "gpu02"]),
+            "gpu[01-02],n[1-3,5]"
+        );
+        assert_eq!(compress(&["n1"]), "n1");
+        assert_eq!(compress(&["n1", "n1"]), "n1");
+        assert_eq!(compress(&["localhost"]), "localhost");
+        assert_eq!(compress::<&str>(&[]), "");
+        assert_eq!(compress(&["n9", "n10", "n11"]), "n[9-11]");
+        assert_eq!(compress(&["n09", "n10", "n11"]), "n[09-11]");
+        assert_eq!(compress(&["c01-ib", "c02-ib"]), "c[01-02]-ib");
+        assert_eq!(compress(&["n3", "n1", "n2"]), "n[1-3]");
+        assert_eq!(compress(&["b", "a"]), "a,b");
+    }
+
+    #[test]
+    fn compress_round_trips() {
+        let names = [
+            "n1", "n01", "n001", "n10", "n010", "x", "n2", "r1n1", "r2n1",
+        ];
+        let c = compress(&names);
+        let mut back = ex(&c);
+        back.sort();
+        let mut want: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        want.sort();
+        assert_eq!(back, want, "{c}");
+    }
+}

@@ -1,0 +1,836 @@
+//! Unit tests of the slurm.conf parser.
+
+use super::*;
+
+const EXAMPLE: &str = "\
+ClusterName=lab
+SlurmctldHost=localhost
+GresTypes=gpu
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU_Memory
+NodeName=lab-cpu-[01-02] CPUs=16 RealMemory=64000
+NodeName=lab-gpu-01 RealMemory=122880 Sockets=2 CoresPerSocket=12 ThreadsPerCore=2 Feature=rtx4080 Gres=gpu:rtx4080:4
+PartitionName=ml-cpu Nodes=lab-cpu-[01,02] Default=YES MaxTime=5-00:00:00 DefaultTime=04:00:00 State=UP
+PartitionName=ml-gpu Nodes=lab-gpu-01 MaxTime=5-00:00:00 DefaultTime=04:00:00 State=UP AllowGroups=ml-users
+";
+
+fn no_inc(p: &str) -> Result<(String, String), String> {
+    Err(format!("no include {p}"))
+}
+
+fn parse(text: &str) -> (Config, Vec<ConfWarning>) {
+    parse_str(text, "test.conf", &mut no_inc).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn parse_err(text: &str) -> ConfError {
+    match parse_str(text, "test.conf", &mut no_inc) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e,
+    }
+}
+
+/// Error at `line` naming `key`, and the Display has the documented shape.
+fn assert_err(text: &str, line: usize, key: &str) -> ConfError {
+    let e = parse_err(text);
+    assert_eq!((e.line, e.key.as_str()), (line, key), "{text}\n=> {e}");
+    let shown = e.to_string();
+    assert!(
+        shown.starts_with(&format!("test.conf:{line}: {key}: ")),
+        "{shown}"
+    );
+    e
+}
+
+const HOST: &str = "SlurmctldHost=ctl\n";
+
+#[test]
+fn example_config() {
+    let (c, w) = parse(EXAMPLE);
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(c.cluster_name, "lab");
+    assert_eq!(
+        c.slurmctld_host,
+        vec![CtldHost {
+            name: "localhost".into(),
+            addr: None
+        }]
+    );
+    assert_eq!(c.gres_types, vec!["gpu"]);
+    assert_eq!(c.scheduler_type, "sched/backfill");
+    assert_eq!(c.select_type, "select/cons_tres");
+    assert_eq!(c.select_type_parameters, vec!["CR_CPU_Memory"]);
+
+    let names: Vec<&str> = c.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["lab-cpu-01", "lab-cpu-02", "lab-gpu-01"]);
+    let cpu = c.node("lab-cpu-02").unwrap();
+    assert_eq!(cpu.cpus, 16);
+    assert_eq!(
+        (cpu.sockets, cpu.cores_per_socket, cpu.threads_per_core),
+        (16, 1, 1)
+    );
+    assert_eq!(cpu.real_memory, 64000);
+    assert_eq!(cpu.state, "UNKNOWN");
+    assert_eq!(cpu.node_addr, "lab-cpu-02");
+    assert_eq!(cpu.node_hostname, "lab-cpu-02");
+    let gpu = c.node("lab-gpu-01").unwrap();
+    assert_eq!(gpu.cpus, 48);
+    assert_eq!(
+        (gpu.sockets, gpu.cores_per_socket, gpu.threads_per_core),
+        (2, 12, 2)
+    );
+    assert_eq!(gpu.real_memory, 122880);
+    assert_eq!(gpu.features, vec!["rtx4080"]);
+    assert_eq!(gpu.active_features, vec!["rtx4080"]);
+    assert_eq!(
+        gpu.gres,
+        vec![GresSpec {
+            name: "gpu".into(),
+            r#type: Some("rtx4080".into()),
+            count: 4
+        }]
+    );
+
+    assert_eq!(c.partitions.len(), 2);
+    let cpu_p = c.partition("ml-cpu").unwrap();
+    assert_eq!(cpu_p.nodes, vec!["lab-cpu-01", "lab-cpu-02"]);
+    assert!(cpu_p.default);
+    assert_eq!(cpu_p.max_time_min, Some(5 * 24 * 60));
+    assert_eq!(cpu_p.default_time_min, Some(240));
+    assert_eq!(cpu_p.state, "UP");
+    assert_eq!(cpu_p.allow_groups, None);
+    let gpu_p = c.partition("ml-gpu").unwrap();
+    assert_eq!(gpu_p.nodes, vec!["lab-gpu-01"]);
+    assert!(!gpu_p.default);
+    assert_eq!(gpu_p.allow_groups, Some(vec!["ml-users".to_string()]));
+    assert_eq!(
+        c.default_partition().map(|p| p.name.as_str()),
+        Some("ml-cpu")
+    );
+    assert!(c.partition("nope").is_none());
+    assert!(c.node("nope").is_none());
+    assert_eq!(c.partition_nodes("ml-gpu").len(), 1);
+
+    assert_eq!(c.get("clustername"), Some("lab"));
+    assert_eq!(
+        c.raw.first(),
+        Some(&("ClusterName".to_string(), "lab".to_string()))
+    );
+    assert_eq!(c.raw.len(), 6);
+}
+
+#[test]
+fn defaults() {
+    let c = Config::default();
+    assert_eq!(c.cluster_name, "cluster");
+    assert_eq!(c.slurmctld_port, 6817);
+    assert_eq!(c.slurmd_port, 6818);
+    assert_eq!(c.slurm_user, "root");
+    assert_eq!(c.state_save_location, "/var/spool/drover/ctld");
+    assert_eq!(c.slurmd_spool_dir, "/var/spool/drover/d");
+    assert_eq!(c.auth_type, "auth/drover");
+    assert_eq!(c.auth_socket(), "/run/drover/auth.sock");
+    assert_eq!(c.auth_ttl_secs(), 300);
+    assert_eq!(c.auth_key_file, "/etc/drover/drover.key");
+    assert_eq!(c.first_job_id, 1);
+    assert_eq!(c.max_job_id, 0x03ff0000);
+    assert_eq!(c.max_job_count, 10000);
+    assert_eq!(c.max_array_size, 1001);
+    assert_eq!(c.min_job_age, 300);
+    assert_eq!(c.slurmd_timeout, 300);
+    assert_eq!(c.slurmctld_timeout, 120);
+    assert_eq!(c.kill_wait, 30);
+    assert_eq!(c.over_time_limit_min, 0);
+    assert_eq!(c.message_timeout, 10);
+    assert_eq!(c.batch_start_timeout, 10);
+    assert_eq!(c.unkillable_step_timeout, 60);
+    assert_eq!(c.accounting_storage_type, "accounting_storage/none");
+    assert_eq!(c.accounting_storage_port, 6819);
+    assert_eq!(c.mpi_default, "none");
+    assert_eq!(c.tmp_fs, "/tmp");
+    assert_eq!(c.enforce_part_limits, "NO");
+    assert_eq!(c.max_tasks_per_node, 512);
+    assert_eq!(c.max_step_count, 40000);
+    assert_eq!(c.job_requeue, 1);
+    assert_eq!(c.control_host(), "localhost");
+    assert_eq!(c.control_addr(), "localhost");
+    assert!(c.default_partition().is_none());
+}
+
+#[test]
+fn empty_config_warns_about_missing_controller() {
+    let (c, w) = parse("# nothing\n\n");
+    assert_eq!(c.nodes.len(), 0);
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].key, "SlurmctldHost");
+    assert_eq!(w[0].line, 0);
+}
+
+#[test]
+fn keys_are_case_insensitive() {
+    let (c, w) = parse("slurmctldhost=c\nCLUSTERNAME=x\nslurmdport=7000\nnodename=n1 cpus=2\npartitionname=p nodes=n1 default=yes");
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(c.cluster_name, "x");
+    assert_eq!(c.slurmd_port, 7000);
+    assert_eq!(c.node("n1").unwrap().cpus, 2);
+    assert!(c.partition("p").unwrap().default);
+    assert_eq!(c.get("SlurmdPort"), Some("7000"));
+    assert_eq!(c.raw[2].0, "SlurmdPort");
+}
+
+#[test]
+fn comments_quotes_and_continuation() {
+    let (c, w) = parse(
+        "SlurmctldHost=ctl # the controller\n\
+         NodeName=n[1-2] \\\n   CPUs=8 \\\n   RealMemory=4G # big\n\
+         DownNodes=n2 Reason=\"disk # 3 broken\" State=DRAIN\n",
+    );
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(c.control_host(), "ctl");
+    let n2 = c.node("n2").unwrap();
+    assert_eq!((n2.cpus, n2.real_memory), (8, 4096));
+    assert_eq!(n2.state, "DRAIN");
+    assert_eq!(n2.reason.as_deref(), Some("disk # 3 broken"));
+    assert_eq!(c.node("n1").unwrap().state, "UNKNOWN");
+}
+
+#[test]
+fn several_pairs_per_line_and_spaces_around_equals() {
+    let (c, _) = parse("ClusterName = big  SlurmctldHost=h1(10.0.0.1) SlurmctldHost=h2\n");
+    assert_eq!(c.cluster_name, "big");
+    assert_eq!(c.slurmctld_host.len(), 2);
+    assert_eq!(c.slurmctld_host[0].addr.as_deref(), Some("10.0.0.1"));
+    assert_eq!(c.control_addr(), "10.0.0.1");
+    assert_eq!(c.slurmctld_host[1].name, "h2");
+}
+
+#[test]
+fn legacy_control_machine() {
+    let (c, w) = parse("ControlMachine=old ControlAddr=1.2.3.4 BackupController=bk\n");
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(c.control_host(), "old");
+    assert_eq!(c.control_addr(), "1.2.3.4");
+    assert_eq!(c.slurmctld_host[1].name, "bk");
+    let (c, w) = parse("SlurmctldHost=new\nControlMachine=old\n");
+    assert_eq!(c.control_host(), "new");
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].key, "ControlMachine");
+}
+
+#[test]
+fn typed_general_keys() {
+    let (c, w) = parse(
+        "SlurmctldHost=c\n\
+         SlurmctldPort=6817-6818 SlurmdPort=6820 SlurmUser=slurm SlurmdUser=root\n\
+         StateSaveLocation=/s SlurmdSpoolDir=/d AuthType=auth/munge AuthKeyFile=/k\n\
+         AuthInfo=socket=/run/x.sock,ttl=60\n\
+         FirstJobId=100 MaxJobId=5000 MaxJobCount=20 MaxArraySize=11 MinJobAge=5\n\
+         SlurmdTimeout=1 SlurmctldTimeout=2 KillWait=3 OverTimeLimit=UNLIMITED InactiveLimit=4\n\
+         MessageTimeout=5 BatchStartTimeout=6 UnkillableStepTimeout=7 ReturnToService=2\n\
+         SchedulerParameters=bf_interval=30,defer,bf_window=1440\n\
+         PriorityType=priority/multifactor PriorityWeightAge=1000 PriorityMaxAge=7-0\n\
+         PriorityDecayHalfLife=14-0 PriorityFavorSmall=YES PriorityFlags=SMALL_RELATIVE_TO_TIME\n\
+         PriorityWeightTRES=CPU=1000,Mem=2000\n\
+         PreemptType=preempt/qos PreemptMode=suspend,gang\n\
+         DefMemPerCPU=2G MaxMemPerNode=UNLIMITED\n\
+         ProctrackType=proctrack/linuxproc TaskPlugin=task/affinity,task/cgroup\n\
+         JobAcctGatherType=jobacct_gather/linux JobAcctGatherFrequency=task=15\n\
+         Prolog=/p Epilog=/e TaskProlog=/tp TaskEpilog=/te PrologFlags=Alloc,Contain\n\
+         AccountingStorageType=accounting_storage/slurmdbd AccountingStorageHost=db\n\
+         AccountingStoragePort=7031 AccountingStorageUser=u AccountingStoragePass=/pw\n\
+         AccountingStorageLoc=/loc AccountingStorageEnforce=associations,limits\n\
+         AccountingStorageTRES=gres/gpu JobCompType=jobcomp/filetxt PrivateData=jobs,usage\n\
+         SlurmctldLogFile=/l1 SlurmdLogFile=/l2 SlurmctldDebug=DEBUG2 SlurmdDebug=3\n\
+         MpiDefault=pmix TmpFS=/scratch EnforcePartLimits=all KillOnBadExit=1\n\
+         PropagateResourceLimits=NONE SwitchType=switch/none MailProg=/usr/bin/mail\n\
+         HealthCheckProgram=/hc HealthCheckInterval=600 TreeWidth=50 MaxTasksPerNode=128\n\
+         MaxStepCount=100 JobRequeue=0\n",
+    );
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!((c.slurmctld_port, c.slurmctld_port_count), (6817, 2));
+    assert_eq!(c.slurmd_port, 6820);
+    assert_eq!(c.slurm_user, "slurm");
+    assert_eq!(c.state_save_location, "/s");
+    assert_eq!(c.slurmd_spool_dir, "/d");
+    assert_eq!(c.auth_type, "auth/munge");
+    assert_eq!(c.auth_key_file, "/k");
+    assert_eq!(c.auth_socket(), "/run/x.sock");
+    assert_eq!(c.auth_ttl_secs(), 60);
+    assert_eq!(
+        (
+            c.first_job_id,
+            c.max_job_id,
+            c.max_job_count,
+            c.max_array_size
+        ),
+        (100, 5000, 20, 11)
+    );
+    assert_eq!(c.min_job_age, 5);
+    assert_eq!(
+        (c.slurmd_timeout, c.slurmctld_timeout, c.kill_wait),
+        (1, 2, 3)
+    );
+    assert_eq!(c.over_time_limit_min, u32::MAX);
+    assert_eq!(c.inactive_limit, 4);
+    assert_eq!(
+        (
+            c.message_timeout,
+            c.batch_start_timeout,
+            c.unkillable_step_timeout
+        ),
+        (5, 6, 7)
+    );
+    assert_eq!(c.return_to_service, 2);
+    assert_eq!(
+        c.scheduler_parameters,
+        vec![
+            ("bf_interval".to_string(), Some("30".to_string())),
+            ("defer".to_string(), None),
+            ("bf_window".to_string(), Some("1440".to_string())),
+        ]
+    );
+    assert_eq!(c.scheduler_param("DEFER"), Some(None));
+    assert_eq!(c.scheduler_param("bf_window"), Some(Some("1440")));
+    assert_eq!(c.scheduler_param("x"), None);
+    assert_eq!(c.priority_type, "priority/multifactor");
+    assert_eq!(c.priority_param("priorityweightage"), Some("1000"));
+    assert_eq!(c.priority_param("PriorityMaxAge"), Some("7-0"));
+    assert_eq!(
+        c.priority_param("PriorityWeightTRES"),
+        Some("CPU=1000,Mem=2000")
+    );
+    assert_eq!(c.priority_params.len(), 6);
+    assert_eq!(c.preempt_type, "preempt/qos");
+    assert_eq!(c.preempt_mode, "SUSPEND,GANG");
+    assert_eq!(c.def_mem_per_cpu, Some(2048));
+    assert_eq!(c.max_mem_per_node, None);
+    assert_eq!(c.proctrack_type, "proctrack/linuxproc");
+    assert_eq!(c.task_plugin, vec!["task/affinity", "task/cgroup"]);
+    assert_eq!(c.job_acct_gather_type, "jobacct_gather/linux");
+    assert_eq!(c.job_acct_gather_frequency, "task=15");
+    assert_eq!(c.prolog.as_deref(), Some("/p"));
+    assert_eq!(c.epilog.as_deref(), Some("/e"));
+    assert_eq!(c.task_prolog.as_deref(), Some("/tp"));
+    assert_eq!(c.task_epilog.as_deref(), Some("/te"));
+    assert_eq!(c.prolog_flags, vec!["Alloc", "Contain"]);
+    assert_eq!(c.accounting_storage_type, "accounting_storage/slurmdbd");
+    assert_eq!(c.accounting_storage_host.as_deref(), Some("db"));
+    assert_eq!(c.accounting_storage_port, 7031);
+    assert_eq!(c.accounting_storage_user.as_deref(), Some("u"));
+    assert_eq!(c.accounting_storage_pass.as_deref(), Some("/pw"));
+    assert_eq!(c.accounting_storage_loc.as_deref(), Some("/loc"));
+    assert_eq!(c.accounting_storage_enforce, vec!["associations", "limits"]);
+    assert_eq!(c.accounting_storage_tres, vec!["gres/gpu"]);
+    assert_eq!(c.job_comp_type, "jobcomp/filetxt");
+    assert_eq!(c.private_data, vec!["jobs", "usage"]);
+    assert_eq!(c.slurmctld_log_file.as_deref(), Some("/l1"));
+    assert_eq!(c.slurmd_log_file.as_deref(), Some("/l2"));
+    assert_eq!(c.slurmctld_debug, "debug2");
+    assert_eq!(c.slurmd_debug, "3");
+    assert_eq!(c.mpi_default, "pmix");
+    assert_eq!(c.tmp_fs, "/scratch");
+    assert_eq!(c.enforce_part_limits, "ALL");
+    assert_eq!(c.kill_on_bad_exit, 1);
+    assert_eq!(c.propagate_resource_limits, "NONE");
+    assert_eq!(c.switch_type, "switch/none");
+    assert_eq!(c.mail_prog, "/usr/bin/mail");
+    assert_eq!(c.health_check_program.as_deref(), Some("/hc"));
+    assert_eq!(c.health_check_interval, 600);
+    assert_eq!(c.tree_width, 50);
+    assert_eq!(c.max_tasks_per_node, 128);
+    assert_eq!(c.max_step_count, 100);
+    assert_eq!(c.job_requeue, 0);
+}
+
+#[test]
+fn cluster_name_is_lowercased_with_warning() {
+    let (c, w) = parse("SlurmctldHost=c\nClusterName=Lab");
+    assert_eq!(c.cluster_name, "lab");
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].key, "ClusterName");
+}
+
+#[test]
+fn def_mem_per_cpu_and_node_are_exclusive() {
+    let (c, w) = parse("SlurmctldHost=c\nDefMemPerCPU=1000\nDefMemPerNode=8G\n");
+    assert_eq!(c.def_mem_per_cpu, None);
+    assert_eq!(c.def_mem_per_node, Some(8192));
+    assert_eq!(w.len(), 1);
+    assert_eq!((w[0].line, w[0].key.as_str()), (3, "DefMemPerNode"));
+    let (c, w) = parse("SlurmctldHost=c\nMaxMemPerNode=8G\nMaxMemPerCPU=100\n");
+    assert_eq!((c.max_mem_per_cpu, c.max_mem_per_node), (Some(100), None));
+    assert_eq!(w.len(), 1);
+    // repeating the same key is not a conflict
+    let (_, w) = parse("SlurmctldHost=c\nDefMemPerCPU=1\nDefMemPerCPU=2\n");
+    assert!(w.is_empty());
+}
+
+#[test]
+fn unknown_keys_warn_once_per_key() {
+    let (c, w) = parse(
+        "SlurmctldHost=c\nFooBar=1\nfoobar=2\nOther=x\nNodeName=n1 Colour=red\nNodeName=n2 colour=blue\n\
+         PartitionName=p Nodes=n1 Wibble=1\nWaitTime=5\n",
+    );
+    let keys: Vec<(&str, usize)> = w.iter().map(|w| (w.key.as_str(), w.line)).collect();
+    assert_eq!(
+        keys,
+        [("FooBar", 2), ("Other", 4), ("Colour", 5), ("Wibble", 7)]
+    );
+    assert!(w[2].message.contains("NodeName"), "{}", w[2]);
+    // unknown keys are still visible in raw; recognised raw-only keys don't warn
+    assert_eq!(c.get("foobar"), Some("2"));
+    assert_eq!(c.get("WaitTime"), Some("5"));
+    assert_eq!(c.raw.iter().filter(|(k, _)| k == "WaitTime").count(), 1);
+}
+
+#[test]
+fn raw_keeps_file_order_and_get_returns_last() {
+    let (c, _) = parse("SlurmctldHost=c\nKillWait=10\nNodeName=n1\nkillwait=20\n");
+    assert_eq!(
+        c.raw,
+        vec![
+            ("SlurmctldHost".to_string(), "c".to_string()),
+            ("KillWait".to_string(), "10".to_string()),
+            ("KillWait".to_string(), "20".to_string()),
+        ]
+    );
+    assert_eq!(c.get("KILLWAIT"), Some("20"));
+    assert_eq!(c.kill_wait, 20);
+    assert_eq!(c.get("NodeName"), None);
+}
+
+#[test]
+fn node_topology_rules() {
+    let (c, w) = parse(&format!(
+        "{HOST}NodeName=a Sockets=2 CoresPerSocket=4 ThreadsPerCore=2\n\
+         NodeName=b CPUs=8\n\
+         NodeName=c\n\
+         NodeName=d Boards=2 SocketsPerBoard=2 CoresPerSocket=3\n\
+         NodeName=e CPUs=8 Sockets=2 CoresPerSocket=4 ThreadsPerCore=2\n\
+         NodeName=f CPUs=10 Sockets=2 CoresPerSocket=4 ThreadsPerCore=2\n\
+         NodeName=g Procs=3\n"
+    ));
+    let a = c.node("a").unwrap();
+    assert_eq!(a.cpus, 16);
+    let b = c.node("b").unwrap();
+    assert_eq!(
+        (b.cpus, b.sockets, b.cores_per_socket, b.threads_per_core),
+        (8, 8, 1, 1)
+    );
+    let n = c.node("c").unwrap();
+    assert_eq!((n.cpus, n.sockets, n.real_memory, n.weight), (1, 1, 1, 1));
+    let d = c.node("d").unwrap();
+    assert_eq!(
+        (d.cpus, d.boards, d.sockets, d.sockets_per_board()),
+        (12, 2, 4, 2)
+    );
+    // CPUs = Sockets*CoresPerSocket (one thread per core used) is fine
+    assert_eq!(c.node("e").unwrap().cpus, 8);
+    // inconsistent: CPUs wins, one warning
+    assert_eq!(c.node("f").unwrap().cpus, 10);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!((w[0].line, w[0].key.as_str()), (7, "CPUs"));
+    assert_eq!(c.node("g").unwrap().cpus, 3);
+}
+
+#[test]
+fn node_addresses_hostnames_and_ports() {
+    let (c, w) = parse(&format!(
+        "{HOST}NodeName=n[1-3] NodeHostname=h[1-3] NodeAddr=10.0.0.[1-3] Port=17001-17003\n\
+         NodeName=m[1-2] NodeHostname=localhost Port=[7001-7002]\n\
+         NodeName=o1 Port=7100\nNodeName=localhost\n"
+    ));
+    assert!(w.is_empty(), "{w:?}");
+    let n2 = c.node("n2").unwrap();
+    assert_eq!(
+        (n2.node_hostname.as_str(), n2.node_addr.as_str(), n2.port),
+        ("h2", "10.0.0.2", 17002)
+    );
+    let m2 = c.node("m2").unwrap();
+    assert_eq!(
+        (m2.node_hostname.as_str(), m2.node_addr.as_str(), m2.port),
+        ("localhost", "localhost", 7002)
+    );
+    assert_eq!(c.node("o1").unwrap().port, 7100);
+    let l = c.node("localhost").unwrap();
+    assert_eq!(l.port, 0);
+    assert_eq!(c.node_port(l), 6818);
+    assert_eq!(c.node_port(c.node("o1").unwrap()), 7100);
+}
+
+#[test]
+fn node_other_keys() {
+    let (c, w) = parse(&format!(
+        "{HOST}GresTypes=gpu,mps\n\
+         NodeName=n1 TmpDisk=100G Features=a,b ActiveFeatures=a Gres=gpu:2,mps:100 State=idle \
+         Weight=5 Reason=\"new node\" CpuSpecList=0,1 CoreSpecCount=2 MemSpecLimit=2048 TRESWeights=CPU=1\n\
+         NodeName=n2 AvailableFeatures=x State=FUTURE\n"
+    ));
+    assert!(w.is_empty(), "{w:?}");
+    let n = c.node("n1").unwrap();
+    assert_eq!(n.tmp_disk, 102400);
+    assert_eq!(n.features, vec!["a", "b"]);
+    assert_eq!(n.active_features, vec!["a"]);
+    assert_eq!(n.gres_count("gpu"), 2);
+    assert_eq!(n.gres_count("mps"), 100);
+    assert_eq!(n.state, "IDLE");
+    assert_eq!(n.weight, 5);
+    assert_eq!(n.reason.as_deref(), Some("new node"));
+    assert_eq!(n.cpu_spec_list.as_deref(), Some("0,1"));
+    assert_eq!(n.core_spec_count, 2);
+    assert_eq!(n.mem_spec_limit, 2048);
+    assert_eq!(
+        n.extra,
+        vec![("TRESWeights".to_string(), "CPU=1".to_string())]
+    );
+    let n2 = c.node("n2").unwrap();
+    assert_eq!(n2.features, vec!["x"]);
+    assert_eq!(n2.state, "FUTURE");
+}
+
+#[test]
+fn gres_not_in_gres_types_warns_once() {
+    let (_, w) = parse(&format!(
+        "{HOST}NodeName=n1 Gres=gpu:1\nNodeName=n2 Gres=gpu:1,gpu:a:1\n"
+    ));
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!((w[0].line, w[0].key.as_str()), (2, "Gres"));
+    let (_, w) = parse(&format!(
+        "{HOST}GresTypes=gpu\nNodeName=n1 Gres=gpu:no_consume:1\n"
+    ));
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].message.contains("no_consume"));
+}
+
+#[test]
+fn node_default_lines() {
+    let (c, w) = parse(&format!(
+        "{HOST}NodeName=DEFAULT CPUs=4 RealMemory=1000 State=IDLE\n\
+         NodeName=a[1-2]\n\
+         NodeName=default RealMemory=2000\n\
+         NodeName=b CPUs=8\n"
+    ));
+    assert!(w.is_empty(), "{w:?}");
+    let names: Vec<&str> = c.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["a1", "a2", "b"]);
+    let a = c.node("a2").unwrap();
+    assert_eq!((a.cpus, a.real_memory, a.state.as_str()), (4, 1000, "IDLE"));
+    let b = c.node("b").unwrap();
+    assert_eq!((b.cpus, b.real_memory, b.state.as_str()), (8, 2000, "IDLE"));
+}
+
+#[test]
+fn default_topology_counts_as_given() {
+    let (c, _) = parse(&format!(
+        "{HOST}NodeName=DEFAULT Sockets=2 CoresPerSocket=2\nNodeName=a\nNodeName=b ThreadsPerCore=2\n"
+    ));
+    assert_eq!(c.node("a").unwrap().cpus, 4);
+    assert_eq!(c.node("b").unwrap().cpus, 8);
+}
+
+#[test]
+fn partition_keys() {
+    let (c, w) = parse(&format!(
+        "{HOST}NodeName=n[1-4]\n\
+         PartitionName=p Nodes=n[1-2],n4 MaxTime=UNLIMITED DefaultTime=30 State=drain \
+         AllowGroups=ALL AllowAccounts=a,b DenyAccounts=c AllowQos=normal DenyQos=bad \
+         MaxNodes=3 MinNodes=1 MaxCPUsPerNode=UNLIMITED PriorityTier=10 PriorityJobFactor=20 \
+         OverSubscribe=FORCE:4 ExclusiveUser=YES Hidden=true RootOnly=1 LLN=no QOS=pq \
+         DefMemPerNode=1G MaxMemPerCPU=512 GraceTime=60 PreemptMode=requeue \
+         Alternate=q TRESBillingWeights=CPU=1.0 AllowAllocNodes=x\n\
+         PartitionName=q Nodes=ALL Shared=EXCLUSIVE Priority=7 MaxNodes=Unlimited\n"
+    ));
+    assert!(w.is_empty(), "{w:?}");
+    let p = c.partition("p").unwrap();
+    assert_eq!(p.nodes, vec!["n1", "n2", "n4"]);
+    assert_eq!(p.nodes_expr, "n[1-2],n4");
+    assert_eq!(p.max_time_min, None);
+    assert_eq!(p.default_time_min, Some(30));
+    assert_eq!(p.state, "DRAIN");
+    assert_eq!(p.allow_groups, None);
+    assert_eq!(
+        p.allow_accounts,
+        Some(vec!["a".to_string(), "b".to_string()])
+    );
+    assert_eq!(p.deny_accounts, Some(vec!["c".to_string()]));
+    assert_eq!(p.allow_qos, Some(vec!["normal".to_string()]));
+    assert_eq!(p.deny_qos, Some(vec!["bad".to_string()]));
+    assert_eq!((p.max_nodes, p.min_nodes), (Some(3), 1));
+    assert_eq!(p.max_cpus_per_node, None);
+    assert_eq!((p.priority_tier, p.priority_job_factor), (10, 20));
+    assert_eq!(p.over_subscribe, "FORCE:4");
+    assert!(p.exclusive_user && p.hidden && p.root_only && !p.lln);
+    assert_eq!(p.qos.as_deref(), Some("pq"));
+    assert_eq!((p.def_mem_per_node, p.def_mem_per_cpu), (Some(1024), None));
+    assert_eq!((p.max_mem_per_cpu, p.max_mem_per_node), (Some(512), None));
+    assert_eq!(p.grace_time, 60);
+    assert_eq!(p.preempt_mode.as_deref(), Some("REQUEUE"));
+    assert_eq!(p.alternate.as_deref(), Some("q"));
+    assert_eq!(p.tres_billing_weights.as_deref(), Some("CPU=1.0"));
+    assert_eq!(
+        p.extra,
+        vec![("AllowAllocNodes".to_string(), "x".to_string())]
+    );
+    let q = c.partition("q").unwrap();
+    assert_eq!(q.nodes.len(), 4);
+    assert_eq!(q.over_subscribe, "EXCLUSIVE");
+    assert_eq!((q.priority_tier, q.priority_job_factor), (7, 7));
+    assert_eq!(q.max_nodes, None);
+    assert!(c.default_partition().is_none());
+}
+
+#[test]
+fn partition_nodes_follow_node_order_without_duplicates() {
+    let (c, _) = parse(&format!(
+        "{HOST}NodeName=b1\nNodeName=a1\nPartitionName=p Nodes=a1,b1,a1\n"
+    ));
+    assert_eq!(c.partition("p").unwrap().nodes, vec!["b1", "a1"]);
+}
+
+#[test]
+fn partition_may_precede_its_nodes() {
+    let (c, _) = parse(&format!("{HOST}PartitionName=p Nodes=n1\nNodeName=n1\n"));
+    assert_eq!(c.partition("p").unwrap().nodes, vec!["n1"]);
+}
+
+#[test]
+fn partition_default_lines() {
+    let (c, w) = parse(&format!(
+        "{HOST}NodeName=n1\n\
+         PartitionName=DEFAULT MaxTime=60 State=DOWN DefMemPerCPU=100\n\
+         PartitionName=a Nodes=n1\n\
+         PartitionName=b Nodes=n1 State=UP DefMemPerNode=200\n"
+    ));
+    assert!(w.is_empty(), "{w:?}");
+    let a = c.partition("a").unwrap();
+    assert_eq!(
+        (a.max_time_min, a.state.as_str(), a.def_mem_per_cpu),
+        (Some(60), "DOWN", Some(100))
+    );
+    let b = c.partition("b").unwrap();
+    assert_eq!((b.max_time_min, b.state.as_str()), (Some(60), "UP"));
+    assert_eq!((b.def_mem_per_cpu, b.def_mem_per_node), (None, Some(200)));
+}
+
+#[test]
+fn partition_mem_exclusive_on_one_line_warns() {
+    let (c, w) = parse(&format!(
+        "{HOST}PartitionName=p DefMemPerCPU=100 DefMemPerNode=200\n"
+    ));
+    let p = c.partition("p").unwrap();
+    assert_eq!((p.def_mem_per_cpu, p.def_mem_per_node), (None, Some(200)));
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].key, "DefMemPerNode");
+}
+
+#[test]
+fn two_default_partitions_warn_last_wins() {
+    let (c, w) = parse(&format!(
+        "{HOST}NodeName=n1\nPartitionName=a Nodes=n1 Default=YES\nPartitionName=b Nodes=n1 Default=YES\n"
+    ));
+    assert_eq!(c.default_partition().map(|p| p.name.as_str()), Some("b"));
+    assert!(!c.partition("a").unwrap().default);
+    assert_eq!(w.len(), 1);
+    assert_eq!((w[0].line, w[0].key.as_str()), (4, "Default"));
+}
+
+#[test]
+fn nodesets() {
+    let (c, w) = parse(&format!(
+        "{HOST}NodeName=n[1-3] Feature=ib\nNodeName=m1\n\
+         NodeSet=ibset Feature=ib\nNodeSet=mix Nodes=m1,n1\n\
+         PartitionName=p Nodes=ibset\nPartitionName=q Nodes=mix,n2\n"
+    ));
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(c.nodesets.len(), 2);
+    assert_eq!(c.partition("p").unwrap().nodes, vec!["n1", "n2", "n3"]);
+    assert_eq!(c.partition("q").unwrap().nodes, vec!["n1", "n2", "m1"]);
+}
+
+#[test]
+fn entity_key_mid_line_starts_an_entity() {
+    let (c, _) = parse("SlurmctldHost=c NodeName=n1 CPUs=2\n");
+    assert_eq!(c.node("n1").unwrap().cpus, 2);
+    assert_eq!(c.get("CPUs"), None);
+}
+
+#[test]
+fn frontend_and_switch_lines_are_kept() {
+    let (c, w) = parse(&format!(
+        "{HOST}FrontendName=fe1 FrontendAddr=1.1.1.1\nSwitchName=s1 Nodes=n[1-2]\n"
+    ));
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(c.other_entities.len(), 2);
+    assert_eq!(c.other_entities[0].kind, "FrontendName");
+    assert_eq!(
+        c.other_entities[1].pairs[1],
+        ("Nodes".to_string(), "n[1-2]".to_string())
+    );
+}
+
+#[test]
+fn includes_via_callback() {
+    let mut inc = |p: &str| -> Result<(String, String), String> {
+        match p {
+            "nodes.conf" => Ok((
+                "/etc/drover/nodes.conf".to_string(),
+                "NodeName=n[1-2] CPUs=4\nInclude parts.conf".to_string(),
+            )),
+            "parts.conf" => Ok((
+                "/etc/drover/parts.conf".to_string(),
+                "\nPartitionName=p Nodes=n[1-3]".to_string(),
+            )),
+            _ => Err("not found".to_string()),
+        }
+    };
+    let e = parse_str(
+        "SlurmctldHost=c\ninclude nodes.conf\n",
+        "main.conf",
+        &mut inc,
+    )
+    .unwrap_err();
+    // the error names the included file and its line
+    assert_eq!(
+        e.to_string(),
+        "/etc/drover/parts.conf:2: Nodes: undefined node 'n3'"
+    );
+    let e = parse_str("Include missing.conf", "main.conf", &mut inc).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "main.conf:1: Include: 'missing.conf': not found"
+    );
+}
+
+#[test]
+fn includes_continue_config() {
+    let mut inc = |_: &str| -> Result<(String, String), String> {
+        Ok(("inc.conf".to_string(), "NodeName=n1 CPUs=4".to_string()))
+    };
+    let (c, _) = parse_str(
+        "SlurmctldHost=c\nNodeName=DEFAULT RealMemory=10\nInclude x\nPartitionName=p Nodes=n1",
+        "main.conf",
+        &mut inc,
+    )
+    .unwrap();
+    assert_eq!(c.node("n1").unwrap().real_memory, 10);
+    assert_eq!(c.partition("p").unwrap().nodes, vec!["n1"]);
+}
+
+#[test]
+fn value_errors_name_file_line_and_key() {
+    let e = assert_err(&format!("{HOST}\nNodeName=n1 CPUs=abc\n"), 3, "CPUs");
+    assert_eq!(e.to_string(), "test.conf:3: CPUs: invalid number 'abc'");
+    let cases: &[(&str, usize, &str)] = &[
+        ("SlurmctldPort=x", 1, "SlurmctldPort"),
+        ("SlurmctldPort=6818-6817", 1, "SlurmctldPort"),
+        ("SlurmdPort=70000", 1, "SlurmdPort"),
+        ("MaxJobCount=-1", 1, "MaxJobCount"),
+        ("MinJobAge=soon", 1, "MinJobAge"),
+        ("OverTimeLimit=x", 1, "OverTimeLimit"),
+        ("ReturnToService=3", 1, "ReturnToService"),
+        ("DefMemPerCPU=lots", 1, "DefMemPerCPU"),
+        ("MaxMemPerNode=1X", 1, "MaxMemPerNode"),
+        ("PriorityWeightAge=big", 1, "PriorityWeightAge"),
+        ("PriorityMaxAge=7-x", 1, "PriorityMaxAge"),
+        ("PriorityFavorSmall=perhaps", 1, "PriorityFavorSmall"),
+        ("PreemptMode=nice", 1, "PreemptMode"),
+        ("SlurmctldDebug=loud", 1, "SlurmctldDebug"),
+        ("EnforcePartLimits=some", 1, "EnforcePartLimits"),
+        ("TreeWidth=0", 1, "TreeWidth"),
+        ("SlurmctldHost=a(b", 1, "SlurmctldHost"),
+        ("SlurmctldHost=(b)", 1, "SlurmctldHost"),
+        ("SlurmUser=", 1, "SlurmUser"),
+        ("AuthInfo=ttl=abc", 1, "AuthInfo"),
+        ("ClusterName=", 1, "ClusterName"),
+        ("ControlMachine=", 1, "ControlMachine"),
+        ("AccountingStoragePort=http", 1, "AccountingStoragePort"),
+        ("KillOnBadExit=yes", 1, "KillOnBadExit"),
+    ];
+    for (text, line, key) in cases {
+        assert_err(text, *line, key);
+    }
+}
+
+#[test]
+fn node_errors() {
+    let cases: &[(&str, usize, &str)] = &[
+        ("NodeName=n[1-2", 1, "NodeName"),
+        ("NodeName=", 1, "NodeName"),
+        ("NodeName=n1\nNodeName=n[0-1]", 2, "NodeName"),
+        ("NodeName=n1 CPUs=0", 1, "CPUs"),
+        ("NodeName=n1 Sockets=-2", 1, "Sockets"),
+        ("NodeName=n1 RealMemory=big", 1, "RealMemory"),
+        ("NodeName=n1 TmpDisk=1Q", 1, "TmpDisk"),
+        ("NodeName=n1 Weight=x", 1, "Weight"),
+        ("NodeName=n1 State=sleepy", 1, "State"),
+        ("NodeName=n1 Gres=gpu:a:b:c", 1, "Gres"),
+        ("NodeName=n1 Port=http", 1, "Port"),
+        ("NodeName=n1 Port=70000", 1, "Port"),
+        ("NodeName=n[1-3] Port=1-2", 1, "Port"),
+        ("NodeName=n[1-3] NodeAddr=a[1-2]", 1, "NodeAddr"),
+        ("NodeName=n[1-3] NodeHostname=h[1-2]", 1, "NodeHostname"),
+        ("NodeName=DEFAULT CPUs=x\nNodeName=n1", 1, "CPUs"),
+        ("NodeName=n1 ProcsX=1 CoresPerSocket=", 1, "CoresPerSocket"),
+        (
+            "NodeName=n1 Sockets=4294967295 CoresPerSocket=4294967295",
+            1,
+            "CPUs",
+        ),
+        ("NodeName=n1\nDownNodes=n2", 2, "DownNodes"),
+        ("NodeName=n1\nDownNodes=n1 State=bad", 2, "State"),
+        ("NodeSet=s Nodes=zz", 1, "Nodes"),
+        ("NodeSet= Nodes=zz", 1, "NodeSet"),
+    ];
+    for (text, line, key) in cases {
+        assert_err(&format!("{HOST}{text}"), line + 1, key);
+    }
+}
+
+#[test]
+fn partition_errors() {
+    let cases: &[(&str, usize, &str)] = &[
+        ("PartitionName=p Nodes=n9", 1, "Nodes"),
+        ("PartitionName=p Nodes=n[1-", 1, "Nodes"),
+        ("PartitionName=p MaxTime=forever", 1, "MaxTime"),
+        ("PartitionName=p DefaultTime=1:2:3:4", 1, "DefaultTime"),
+        ("PartitionName=p Default=maybe", 1, "Default"),
+        ("PartitionName=p State=OPEN", 1, "State"),
+        ("PartitionName=p MaxNodes=x", 1, "MaxNodes"),
+        ("PartitionName=p MinNodes=-1", 1, "MinNodes"),
+        ("PartitionName=p PriorityTier=x", 1, "PriorityTier"),
+        (
+            "PartitionName=p OverSubscribe=SOMETIMES",
+            1,
+            "OverSubscribe",
+        ),
+        ("PartitionName=p Shared=NO:3", 1, "Shared"),
+        ("PartitionName=p Hidden=2", 1, "Hidden"),
+        ("PartitionName=p DefMemPerCPU=x", 1, "DefMemPerCPU"),
+        ("PartitionName=p GraceTime=x", 1, "GraceTime"),
+        ("PartitionName=p PreemptMode=x", 1, "PreemptMode"),
+        ("PartitionName=p\nPartitionName=p", 2, "PartitionName"),
+        ("PartitionName= Nodes=n1", 1, "PartitionName"),
+        ("PartitionName=DEFAULT MaxTime=x", 1, "MaxTime"),
+    ];
+    for (text, line, key) in cases {
+        assert_err(&format!("{HOST}NodeName=n1\n{text}"), line + 2, key);
+    }
+}
+
+#[test]
+fn syntax_errors() {
+    let e = parse_err("SlurmctldHost=c\nReason=\"open");
+    assert_eq!(e.to_string(), "test.conf:2: Reason: unterminated quote");
+    let e = parse_err("SlurmctldHost=c\n\njunk\n");
+    assert_eq!((e.line, e.key.as_str()), (3, "junk"));
+    let e = parse_str("Include x", "t.conf", &mut no_inc).unwrap_err();
+    assert_eq!(e.key, "Include");
+}
+
+#[test]
+fn down_nodes_default_state() {
+    let (c, _) = parse(&format!("{HOST}NodeName=n[1-2] Reason=old\nDownNodes=n2\n"));
+    let n2 = c.node("n2").unwrap();
+    assert_eq!(n2.state, "DOWN");
+    assert_eq!(n2.reason.as_deref(), Some("old"));
+}
