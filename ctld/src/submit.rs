@@ -46,6 +46,14 @@ pub fn base_priority(job_id: u32, nice: i32, admin: u32) -> u32 {
 }
 
 impl Ctld {
+    /// Refuse at submit what breaks a partition limit. Drover's default is
+    /// Slurm's `EnforcePartLimits=ALL`; only an explicit `NO` lets such jobs pend.
+    pub fn enforce_part_limits(&self) -> bool {
+        self.cfg
+            .get("EnforcePartLimits")
+            .is_none_or(|v| !v.eq_ignore_ascii_case("NO"))
+    }
+
     /// Partitions a spec names (or the default), after access checks.
     pub fn resolve_partitions(&self, spec: &JobSpec, who: &Identity) -> Result<Vec<usize>, Status> {
         let names: Vec<&str> = spec
@@ -114,8 +122,7 @@ impl Ctld {
         } else {
             p.default_time_min.unwrap_or(max)
         };
-        let enforce = !self.cfg.enforce_part_limits.eq_ignore_ascii_case("NO");
-        if enforce && limit > max {
+        if self.enforce_part_limits() && limit > max {
             return Err(msg::TIME_LIMIT);
         }
         if spec.time_min != 0 && spec.time_min != INFINITE && spec.time_min > limit {
@@ -128,7 +135,7 @@ impl Ctld {
     fn feasible(&self, spec: &JobSpec, part: usize) -> Result<(), &'static str> {
         let p = &self.cluster.parts[part];
         if let Some(max) = p.conf.max_nodes {
-            if spec.min_nodes > max && !self.cfg.enforce_part_limits.eq_ignore_ascii_case("NO") {
+            if spec.min_nodes > max && self.enforce_part_limits() {
                 return Err(msg::NODE_COUNT);
             }
         }

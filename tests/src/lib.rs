@@ -1,1 +1,452 @@
+//! Test harness: a real Drover cluster (droverctld + droverd with emulated
+//! nodes) on loopback ports in a temporary directory, driven through the real
+//! commands (`sbatch`, `squeue`, ... as symlinks to the `drover` binary).
+//!
+//! The binaries come from the same cargo target directory as the test
+//! executable; `cargo test --workspace` builds them (each daemon crate has
+//! integration tests of its own, which makes cargo build its binaries).
 
+use std::fs;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const COMMANDS: &[&str] = &["sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct"];
+
+/// Directory holding `drover`, `droverctld`, `droverd`.
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let deps = exe.parent().expect("deps dir");
+    let dir = if deps.ends_with("deps") {
+        deps.parent().expect("target dir").to_path_buf()
+    } else {
+        deps.to_path_buf()
+    };
+    for b in ["drover", "droverctld", "droverd"] {
+        assert!(
+            dir.join(b).exists(),
+            "{} missing: run the suite with `cargo test --workspace` so the binaries are built",
+            dir.join(b).display()
+        );
+    }
+    dir
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// How to build a test cluster.
+#[derive(Clone)]
+pub struct Spec {
+    pub nodes: u32,
+    pub cpus: u32,
+    pub mem_mb: u64,
+    pub slurmd_timeout: u32,
+    /// Extra drover.conf lines (before the node and partition lines).
+    pub extra: Vec<String>,
+    /// Replace the default node/partition lines (use `{AGENT_PORT}`).
+    pub topology: Option<String>,
+}
+
+impl Default for Spec {
+    fn default() -> Self {
+        Spec {
+            nodes: 2,
+            cpus: 4,
+            mem_mb: 4000,
+            slurmd_timeout: 30,
+            extra: Vec::new(),
+            topology: None,
+        }
+    }
+}
+
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub conf: PathBuf,
+    pub bin: PathBuf,
+    pub spec: Spec,
+    pub ctld_port: u16,
+    pub agent_port: u16,
+    ctld: Option<Child>,
+    agent: Option<Child>,
+}
+
+impl Cluster {
+    pub fn start(spec: Spec) -> Cluster {
+        let mut last_err = String::new();
+        for _ in 0..3 {
+            match Cluster::try_start(spec.clone()) {
+                Ok(c) => return c,
+                Err(e) => last_err = e,
+            }
+        }
+        panic!("cluster did not start: {last_err}");
+    }
+
+    fn try_start(spec: Spec) -> Result<Cluster, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("drover-it-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        // Other users (the permission tests) must reach the auth socket and binaries.
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+        let bin = dir.path().join("bin");
+        fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
+        let real = bin_dir();
+        for c in COMMANDS {
+            std::os::unix::fs::symlink(real.join("drover"), bin.join(c)).map_err(|e| e.to_string())?;
+        }
+        let key = dir.path().join("drover.key");
+        fs::write(&key, "0123456789abcdef0123456789abcdef-test-key\n").map_err(|e| e.to_string())?;
+        fs::set_permissions(&key, fs::Permissions::from_mode(0o600)).map_err(|e| e.to_string())?;
+        let ctld_port = free_port();
+        let agent_port = free_port();
+        let d = dir.path().display().to_string();
+        let mut conf = format!(
+            "# drover integration test\nClusterName=test\nSlurmctldHost=localhost(127.0.0.1)\n\
+             SlurmctldPort={ctld_port}\nSlurmdPort={agent_port}\nSlurmUser=root\n\
+             StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\nAuthInfo=socket={d}/auth.sock\n\
+             AuthKeyFile={d}/drover.key\nSlurmdTimeout={}\nMinJobAge=300\nKillWait=2\n\
+             SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU_Memory\n",
+            spec.slurmd_timeout
+        );
+        for l in &spec.extra {
+            conf.push_str(l);
+            conf.push('\n');
+        }
+        match &spec.topology {
+            Some(t) => conf.push_str(&t.replace("{AGENT_PORT}", &agent_port.to_string())),
+            None => conf.push_str(&format!(
+                "NodeName=node[1-{}] NodeAddr=127.0.0.1 Port={agent_port} CPUs={} RealMemory={}\n\
+                 PartitionName=debug Nodes=ALL Default=YES MaxTime=UNLIMITED State=UP\n",
+                spec.nodes, spec.cpus, spec.mem_mb
+            )),
+        }
+        let conf_path = dir.path().join("drover.conf");
+        fs::write(&conf_path, conf).map_err(|e| e.to_string())?;
+        let mut c = Cluster {
+            dir,
+            conf: conf_path,
+            bin,
+            spec,
+            ctld_port,
+            agent_port,
+            ctld: None,
+            agent: None,
+        };
+        c.start_ctld()?;
+        c.start_agent()?;
+        c.wait_nodes_idle(Duration::from_secs(30))?;
+        Ok(c)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn log(&self, name: &str) -> Stdio {
+        let f = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.path().join(format!("{name}.log")))
+            .expect("log file");
+        Stdio::from(f)
+    }
+
+    pub fn log_text(&self, name: &str) -> String {
+        fs::read_to_string(self.path().join(format!("{name}.log"))).unwrap_or_default()
+    }
+
+    pub fn start_ctld(&mut self) -> Result<(), String> {
+        let child = Command::new(bin_dir().join("droverctld"))
+            .arg("-f")
+            .arg(&self.conf)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(self.log("droverctld"))
+            .stderr(self.log("droverctld"))
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        self.ctld = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let out = self.run("scontrol", &["ping"]);
+            if out.status.success() {
+                return Ok(());
+            }
+            if let Some(c) = self.ctld.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    return Err(format!("droverctld exited {st}: {}", self.log_text("droverctld")));
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(format!("controller not up: {}", self.log_text("droverctld")));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn start_agent(&mut self) -> Result<(), String> {
+        let nodes = format!("node[1-{}]", self.spec.nodes);
+        let child = Command::new(bin_dir().join("droverd"))
+            .arg("-f")
+            .arg(&self.conf)
+            .arg("-N")
+            .arg(&nodes)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(self.log("droverd"))
+            .stderr(self.log("droverd"))
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        self.agent = Some(child);
+        Ok(())
+    }
+
+    fn kill(child: &mut Option<Child>, sig: i32) {
+        if let Some(mut c) = child.take() {
+            // SAFETY: plain kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(c.id() as i32, sig);
+            }
+            let _ = c.wait();
+        }
+    }
+
+    /// `kill -9` the controller.
+    pub fn kill_ctld(&mut self) {
+        Cluster::kill(&mut self.ctld, libc::SIGKILL);
+    }
+
+    /// `kill -9` the node agent (its jobs' supervisors live on).
+    pub fn kill_agent(&mut self) {
+        Cluster::kill(&mut self.agent, libc::SIGKILL);
+    }
+
+    /// Stop the agent with SIGTERM.
+    pub fn stop_agent(&mut self) {
+        Cluster::kill(&mut self.agent, libc::SIGTERM);
+    }
+
+    pub fn wait_nodes_idle(&self, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let out = self.run("sinfo", &["-h", "-N", "-o", "%N %t"]);
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            let lines: Vec<&str> = text.lines().collect();
+            if out.status.success()
+                && lines.len() as u32 >= self.spec.nodes
+                && lines.iter().all(|l| l.ends_with(" idle"))
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "nodes not idle: {text}\n{}\n{}",
+                    String::from_utf8_lossy(&out.stderr),
+                    self.log_text("droverd")
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A command as a user would type it (`sbatch`, `squeue`, ...).
+    pub fn cmd(&self, prog: &str) -> Command {
+        let mut c = Command::new(self.bin.join(prog));
+        c.env("DROVER_CONF", &self.conf)
+            .env_remove("SLURM_CONF")
+            .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display()))
+            .current_dir(self.path());
+        c
+    }
+
+    pub fn run(&self, prog: &str, args: &[&str]) -> Output {
+        self.cmd(prog).args(args).output().expect("run command")
+    }
+
+    /// Run as another user (uid = gid = `uid`).
+    pub fn run_as(&self, uid: u32, prog: &str, args: &[&str]) -> Output {
+        let mut c = self.cmd(prog);
+        c.args(args).uid(uid).gid(uid);
+        c.output().expect("run command as user")
+    }
+
+    /// Run and require success; stdout as text.
+    pub fn ok(&self, prog: &str, args: &[&str]) -> String {
+        let out = self.run(prog, args);
+        assert!(
+            out.status.success(),
+            "{prog} {args:?} failed ({}):\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Write a script file in the cluster dir and return its path.
+    pub fn script(&self, name: &str, body: &str) -> PathBuf {
+        let p = self.path().join(name);
+        fs::write(&p, body).expect("write script");
+        p
+    }
+
+    /// `sbatch --parsable ARGS SCRIPT` -> job id.
+    pub fn sbatch(&self, args: &[&str], script: &str) -> u32 {
+        self.sbatch_env(args, script, &[])
+    }
+
+    /// Same, with extra variables in the submitting environment.
+    pub fn sbatch_env(&self, args: &[&str], script: &str, env: &[(&str, &str)]) -> u32 {
+        let p = self.script(&format!("job-{}.sh", unique()), script);
+        let mut all: Vec<&str> = vec!["--parsable"];
+        all.extend_from_slice(args);
+        let ps = p.display().to_string();
+        all.push(&ps);
+        let mut cmd = self.cmd("sbatch");
+        cmd.args(&all);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let o = cmd.output().expect("run sbatch");
+        assert!(
+            o.status.success(),
+            "sbatch {all:?} failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        out.trim()
+            .split(';')
+            .next()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("sbatch printed {out:?}"))
+    }
+
+    /// A job field from `scontrol show job -o ID` (`JobState`, `ExitCode`, ...).
+    pub fn job_field(&self, id: &str, key: &str) -> Option<String> {
+        let out = self.run("scontrol", &["show", "job", "-o", id]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        field(&text, key)
+    }
+
+    /// Wait until the job's state is one of `states` (Slurm long names).
+    pub fn wait_state(&self, id: &str, states: &[&str], timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        let mut last = String::new();
+        loop {
+            if let Some(s) = self.job_field(id, "JobState") {
+                if states.contains(&s.as_str()) {
+                    return s;
+                }
+                last = s;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "job {id} did not reach {states:?} (last {last}):\n{}\n--- ctld\n{}\n--- agent\n{}",
+                    self.ok("scontrol", &["show", "job", id]),
+                    tail(&self.log_text("droverctld")),
+                    tail(&self.log_text("droverd"))
+                );
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    pub fn wait_done(&self, id: u32) -> String {
+        self.wait_state(
+            &id.to_string(),
+            &["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"],
+            Duration::from_secs(60),
+        )
+    }
+
+    /// Wait for a file to exist with content matching `pred`.
+    pub fn wait_file(&self, path: &Path, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(t) = fs::read_to_string(path) {
+                if pred(&t) {
+                    return t;
+                }
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "{} never matched; content: {:?}",
+                    path.display(),
+                    fs::read_to_string(path).ok()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn tail(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+/// `Key=Value` from scontrol's one-line output.
+pub fn field(text: &str, key: &str) -> Option<String> {
+    let pat = format!("{key}=");
+    text.split_whitespace()
+        .find_map(|tok| tok.strip_prefix(&pat).map(str::to_string))
+}
+
+pub fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Pids whose command line mentions `needle`.
+pub fn pids_mentioning(needle: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir("/proc") else { return out };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Ok(cmd) = fs::read(format!("/proc/{pid}/cmdline")) {
+            if String::from_utf8_lossy(&cmd).contains(needle) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // Cancel what is left so no job outlives its test, then stop the daemons.
+        if self.ctld.is_some() && self.agent.is_some() {
+            let _ = self.cmd("scancel").args(["--state=RUNNING", "-u", "root"]).output();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                let out = self.run("squeue", &["-h", "-t", "R,CG", "-o", "%i"]);
+                if !out.status.success() || out.stdout.iter().all(|b| b.is_ascii_whitespace()) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Cluster::kill(&mut self.agent, libc::SIGTERM);
+        Cluster::kill(&mut self.ctld, libc::SIGTERM);
+        let me = self.path().display().to_string();
+        for pid in pids_mentioning(&me) {
+            // SAFETY: kill(2) on processes of this test's own temp dir.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+}

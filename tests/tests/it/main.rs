@@ -1,0 +1,7 @@
+//! Integration tests: real daemons on loopback, real commands.
+
+mod arrays_deps;
+mod bad_input;
+mod batch;
+mod recovery;
+mod users;
