@@ -53,7 +53,7 @@ impl Ctld {
                 if state != JobState::Pending {
                     return Err(msg::NOT_PENDING.into());
                 }
-                let level = if action.eq_ignore_ascii_case("hold") && admin && who.uid != job.rec.uid { 2 } else { 1 };
+                let level = if action.eq_ignore_ascii_case("hold") && admin { 2 } else { 1 };
                 let j = self.jobs.get_mut(&id).expect("present");
                 j.rt_mut().hold = level;
                 j.rt_mut().reason = if level == 2 { "JobHeldAdmin" } else { "JobHeldUser" }.into();

@@ -201,6 +201,7 @@ impl Cluster {
             .arg(&self.conf)
             .arg("-N")
             .arg(&nodes)
+            .arg("-D")
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(self.log("droverd"))

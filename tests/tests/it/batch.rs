@@ -22,7 +22,8 @@ fn batch_job_runs_with_environment_output_and_exit_code() {
     assert_eq!(c.job_field(&id.to_string(), "ExitCode").as_deref(), Some("3:0"));
     let out = std::fs::read_to_string(out_dir.join(format!("env.check-{id}.out"))).unwrap();
     assert!(out.contains(&format!("id={id} jobid={id} name=env.check")), "{out}");
-    assert!(out.contains("nnodes=1 ntasks=1 cpus=1"), "{out}");
+    // SLURM_NTASKS is set only when -n (or --ntasks-per-node) was given, as in Slurm.
+    assert!(out.contains("nnodes=1 ntasks= cpus=1"), "{out}");
     assert!(out.contains("nodes=node1") || out.contains("nodes=node2"), "{out}");
     assert!(out.contains("part=debug cluster=test"), "{out}");
     assert!(out.contains(&format!("submitdir={}", c.path().display())), "{out}");
@@ -37,7 +38,7 @@ fn batch_job_runs_with_environment_output_and_exit_code() {
 
 #[test]
 fn every_directive_form_parses() {
-    let c = Cluster::start(Spec::default());
+    let c = Cluster::start(Spec { mem_mb: 8000, ..Spec::default() });
     let script = "#!/bin/sh\n\
         #SBATCH --job-name=forms.test\n\
         #SBATCH --time 0-00:05:00\n\
@@ -56,7 +57,8 @@ fn every_directive_form_parses() {
     assert_eq!(c.job_field(&sid, "JobName").as_deref(), Some("later.name"));
     assert_eq!(c.job_field(&sid, "TimeLimit").as_deref(), Some("00:05:00"));
     assert_eq!(c.job_field(&sid, "MinMemoryNode").as_deref(), Some("954M"));
-    assert_eq!(c.job_field(&sid, "Comment").as_deref(), Some("quoted value"));
+    let q = c.ok("squeue", &["-h", "-j", &sid, "-o", "%k|%j"]);
+    assert_eq!(q.trim(), "quoted value|later.name");
     assert_eq!(c.job_field(&sid, "Partition").as_deref(), Some("debug"), "directive after the first command is ignored");
     assert_eq!(c.job_field(&sid, "JobState").as_deref(), Some("PENDING"));
     assert_eq!(c.job_field(&sid, "Reason").as_deref(), Some("JobHeldUser"));
