@@ -1,1 +1,122 @@
+//! Drover's user and admin commands in one multi-call binary: `sbatch`,
+//! `squeue`, `sinfo`, `scancel`, `scontrol`, `sacct` (chosen by the name the
+//! binary is called by, or `drover <command> ...`), plus `drover up`,
+//! `drover keygen` and `drover version`.
+//!
+//! Pure logic (option and directive parsing, format specs, renderers, time,
+//! array and hostlist texts) lives in I/O-free modules with unit tests; each
+//! command has one module for its I/O glue.
 
+pub mod conn;
+pub mod fmtspec;
+pub mod hostlist;
+pub mod jobids;
+pub mod json;
+pub mod jsonw;
+pub mod nodestate;
+pub mod opts;
+#[cfg(test)]
+mod proptests;
+pub mod sacct;
+pub mod sbatch;
+pub mod scancel;
+pub mod scontrol;
+pub mod sinfo;
+pub mod squeue;
+pub mod timefmt;
+pub mod up;
+pub mod users;
+
+/// The Slurm release whose interface Drover follows.
+pub const SLURM_VERSION: &str = "23.11.0";
+pub const SLURM_MAJOR: &str = "23";
+pub const SLURM_MINOR: &str = "11";
+pub const SLURM_MICRO: &str = "0";
+
+/// `sbatch --version` and friends print Slurm's line, which tools parse.
+pub fn print_version() {
+    println!("slurm {SLURM_VERSION}");
+}
+
+/// The commands this binary answers to.
+pub const COMMANDS: &[&str] = &["sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct"];
+
+fn drover_usage() -> String {
+    format!(
+        "Usage: drover <command> [args...]\n\
+         \n\
+         Slurm-compatible commands: {}\n\
+         \n\
+         Admin commands:\n\
+         \x20 drover up --dir DIR [--nodes N] [--cpus-per-node C] [--mem-per-node MB]\n\
+         \x20           [--gpus-per-node G] [--partition NAME]   run a local cluster\n\
+         \x20 drover keygen [PATH]                                 write a cluster key\n\
+         \x20 drover version                                       print the version\n",
+        COMMANDS.join(" ")
+    )
+}
+
+/// Run a command by name with its arguments (without the program name).
+pub fn run_command(cmd: &str, args: &[String]) -> i32 {
+    match cmd {
+        "sbatch" => sbatch::run(args),
+        "squeue" => squeue::run(args),
+        "sinfo" => sinfo::run(args),
+        "scancel" => scancel::run(args),
+        "scontrol" => scontrol::run(args),
+        "sacct" => sacct::run(args),
+        "up" => up::run(args),
+        "keygen" => up::keygen(args),
+        "version" | "--version" | "-V" => {
+            println!(
+                "drover {} (Slurm {SLURM_VERSION} compatible)",
+                env!("CARGO_PKG_VERSION")
+            );
+            0
+        }
+        "help" | "--help" | "-h" => {
+            print!("{}", drover_usage());
+            0
+        }
+        other => {
+            eprintln!("drover: unknown command '{other}'");
+            eprint!("{}", drover_usage());
+            1
+        }
+    }
+}
+
+/// Entry point: dispatch on the basename of argv[0], else on argv[1].
+pub fn main_with_args(argv: Vec<String>) -> i32 {
+    let prog = argv
+        .first()
+        .map(|a| {
+            std::path::Path::new(a)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .unwrap_or_default();
+    if COMMANDS.contains(&prog.as_str()) {
+        return run_command(&prog, &argv[1..]);
+    }
+    match argv.get(1) {
+        Some(cmd) => run_command(cmd, &argv[2..]),
+        None => {
+            eprint!("{}", drover_usage());
+            1
+        }
+    }
+}
+
+pub fn main() -> i32 {
+    // Writing to a closed pipe (`squeue | head`) must end quietly.
+    // SAFETY: restoring the default SIGPIPE disposition has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    main_with_args(argv)
+}

@@ -1,0 +1,203 @@
+//! Finding the configuration and talking to the controller.
+
+use std::path::{Path, PathBuf};
+
+use drover_conf::Config;
+use drover_proto::client::{Controller, Credential};
+
+/// Where the configuration lives unless `$DROVER_CONF`/`$SLURM_CONF` say otherwise.
+pub const DEFAULT_CONF: &str = "/etc/drover/drover.conf";
+
+/// Slurm's wording for a controller that cannot be reached.
+pub const CONNECT_FAILURE: &str = "Unable to contact slurm controller (connect failure)";
+
+/// The configuration file: `$DROVER_CONF`, then `$SLURM_CONF`, then the default.
+pub fn config_path() -> PathBuf {
+    for var in ["DROVER_CONF", "SLURM_CONF"] {
+        if let Some(v) = std::env::var_os(var) {
+            if !v.is_empty() {
+                return PathBuf::from(v);
+            }
+        }
+    }
+    PathBuf::from(DEFAULT_CONF)
+}
+
+/// Load the configuration; on error print `<cmd>: error: <problem>`.
+pub fn load_config(cmd: &str) -> Result<Config, i32> {
+    match drover_conf::slurmconf::load(&config_path()) {
+        Ok((cfg, _warnings)) => Ok(cfg),
+        Err(e) => {
+            eprintln!("{cmd}: error: {e}");
+            Err(1)
+        }
+    }
+}
+
+/// A single-threaded runtime: the commands do one thing at a time and must
+/// start fast.
+pub fn runtime() -> Result<tokio::runtime::Runtime, i32> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("drover: error: cannot start the runtime: {e}");
+            1
+        })
+}
+
+/// `host:port` of the primary controller.
+pub fn controller_addr(cfg: &Config) -> String {
+    let host = cfg
+        .slurmctld_host
+        .first()
+        .map(|h| h.address().to_string())
+        .unwrap_or_else(|| "localhost".to_string());
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    format!("{host}:{}", cfg.slurmctld_port)
+}
+
+/// Name of the primary controller host (for `scontrol ping`).
+pub fn controller_name(cfg: &Config) -> String {
+    cfg.slurmctld_host
+        .first()
+        .map(|h| h.name.clone())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// Connect to the controller (lazily: the first call reports a failure).
+/// Must be called inside the runtime.
+pub fn client_for(cmd: &str, cfg: &Config) -> Result<Controller, i32> {
+    let token = match drover_proto::auth::fetch_token(Path::new(&cfg.auth_socket())) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{cmd}: error: {e}");
+            eprintln!("{cmd}: error: {CONNECT_FAILURE}");
+            return Err(1);
+        }
+    };
+    drover_proto::client::controller(&controller_addr(cfg), Credential::user(token)).map_err(|e| {
+        eprintln!("{cmd}: error: {e}");
+        1
+    })
+}
+
+/// Phase timings on stderr when `DROVER_TIMING` is set (for benchmarks).
+pub struct Timer {
+    start: std::time::Instant,
+    on: bool,
+}
+
+impl Timer {
+    pub fn new() -> Timer {
+        Timer {
+            start: std::time::Instant::now(),
+            on: std::env::var_os("DROVER_TIMING").is_some(),
+        }
+    }
+
+    pub fn mark(&self, what: &str) {
+        if self.on {
+            eprintln!("timing: {what}: {:?}", self.start.elapsed());
+        }
+    }
+}
+
+impl Default for Timer {
+    fn default() -> Self {
+        Timer::new()
+    }
+}
+
+/// What went wrong with a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RpcError {
+    /// The controller could not be reached.
+    Connect,
+    /// The controller answered with an error; its message is Slurm's text.
+    Status(String),
+}
+
+impl RpcError {
+    pub fn message(&self) -> String {
+        match self {
+            RpcError::Connect => CONNECT_FAILURE.to_string(),
+            RpcError::Status(m) => m.clone(),
+        }
+    }
+}
+
+pub fn classify(st: &tonic::Status) -> RpcError {
+    use tonic::Code;
+    match st.code() {
+        Code::Unavailable => RpcError::Connect,
+        Code::Unknown | Code::Internal
+            if st.message().contains("transport error")
+                || st.message().contains("connection")
+                || st.message().contains("connect") =>
+        {
+            RpcError::Connect
+        }
+        Code::PermissionDenied if st.message().is_empty() => {
+            RpcError::Status("Access/permission denied".to_string())
+        }
+        Code::NotFound if st.message().is_empty() => {
+            RpcError::Status("Invalid job id specified".to_string())
+        }
+        _ => {
+            let m = st.message();
+            RpcError::Status(if m.is_empty() {
+                format!("{:?}", st.code())
+            } else {
+                m.to_string()
+            })
+        }
+    }
+}
+
+/// Print a failed call: connect failures as `<cmd>: error: Unable to contact
+/// slurm controller (connect failure)`, others as `<prefix>: <message>`.
+pub fn report(cmd: &str, prefix: &str, st: &tonic::Status) {
+    match classify(st) {
+        RpcError::Connect => eprintln!("{cmd}: error: {CONNECT_FAILURE}"),
+        RpcError::Status(m) => eprintln!("{prefix}{m}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classify_statuses() {
+        assert_eq!(
+            classify(&tonic::Status::unavailable("tcp connect error")),
+            RpcError::Connect
+        );
+        assert_eq!(
+            classify(&tonic::Status::unknown("transport error")),
+            RpcError::Connect
+        );
+        assert_eq!(
+            classify(&tonic::Status::permission_denied(
+                "Access/permission denied"
+            )),
+            RpcError::Status("Access/permission denied".into())
+        );
+        assert_eq!(
+            classify(&tonic::Status::not_found("")),
+            RpcError::Status("Invalid job id specified".into())
+        );
+        assert_eq!(
+            classify(&tonic::Status::invalid_argument(
+                "Invalid partition name specified"
+            ))
+            .message(),
+            "Invalid partition name specified"
+        );
+    }
+}

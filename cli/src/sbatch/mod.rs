@@ -1,0 +1,224 @@
+//! `sbatch`: submit a batch script.
+
+pub mod directives;
+pub mod options;
+pub mod spec;
+
+use std::io::Read;
+
+use drover_proto::{JobState, SubmitRequest, WaitJobRequest};
+
+use crate::conn;
+use crate::opts;
+use options::SbatchOpts;
+
+const USAGE: &str = "Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]\n";
+
+fn err(msg: &str) -> i32 {
+    eprintln!("sbatch: error: {msg}");
+    1
+}
+
+/// Map a finished job to sbatch --wait's exit status.
+pub fn wait_exit_code(state: JobState, exit_code: i32) -> i32 {
+    if state == JobState::Completed {
+        0
+    } else if exit_code != 0 {
+        exit_code
+    } else {
+        1
+    }
+}
+
+pub fn run(args: &[String]) -> i32 {
+    let now = crate::timefmt::now();
+    let cmdline = match opts::parse(options::TABLE, args, true) {
+        Ok(p) => p,
+        Err(e) => return err(&e.to_string()),
+    };
+    if cmdline.has("help") || cmdline.has("usage") {
+        print!("{USAGE}");
+        return 0;
+    }
+    if cmdline.has("version") {
+        crate::print_version();
+        return 0;
+    }
+    let env: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+
+    // The script: --wrap, a file, or standard input.
+    let wrap = cmdline.value("wrap").map(str::to_string);
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d.to_string_lossy().into_owned(),
+        Err(e) => return err(&format!("getcwd failed: {e}")),
+    };
+    let (script, default_name, script_args, command) = if let Some(cmd) = &wrap {
+        if !cmdline.positional.is_empty() {
+            return err("Script arguments not permitted with --wrap option");
+        }
+        (
+            spec::wrap_script(cmd).into_bytes(),
+            "wrap".to_string(),
+            Vec::new(),
+            cmd.clone(),
+        )
+    } else if let Some(path) = cmdline.positional.first() {
+        match std::fs::read(path) {
+            Ok(b) => {
+                let base = std::path::Path::new(path)
+                    .file_name()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| path.clone());
+                let abs = if path.starts_with('/') {
+                    path.clone()
+                } else {
+                    format!(
+                        "{}/{}",
+                        cwd.trim_end_matches('/'),
+                        path.trim_start_matches("./")
+                    )
+                };
+                (b, base, cmdline.positional[1..].to_vec(), abs)
+            }
+            Err(_) => return err(&format!("Unable to open file {path}")),
+        }
+    } else {
+        let mut buf = Vec::new();
+        if std::io::stdin().read_to_end(&mut buf).is_err() {
+            return err("Unable to read the batch script from standard input");
+        }
+        (buf, "sbatch".to_string(), Vec::new(), String::new())
+    };
+    if let Err(lines) = spec::check_script(&script) {
+        for l in lines {
+            eprintln!("sbatch: error: {l}");
+        }
+        return 1;
+    }
+
+    // Options: environment < directives < command line.
+    let mut o = SbatchOpts::default();
+    for (k, v) in options::env_options(&env) {
+        if let Err(e) = o.apply(k, v.as_deref(), now) {
+            return err(&e);
+        }
+    }
+    if wrap.is_none() {
+        let text = String::from_utf8_lossy(&script);
+        match directives::parse(&text) {
+            Ok(found) => {
+                for (_line, f) in found {
+                    if let Err(e) = o.apply(f.key, f.value.as_deref(), now) {
+                        return err(&e);
+                    }
+                }
+            }
+            Err(e) => {
+                return err(&format!(
+                    "{} (in #SBATCH directive on line {} of the batch script)",
+                    e.message, e.line
+                ))
+            }
+        }
+    }
+    for f in &cmdline.opts {
+        if let Err(e) = o.apply(f.key, f.value.as_deref(), now) {
+            return err(&e);
+        }
+    }
+    if let Some(path) = o.nodefile.clone() {
+        match std::fs::read_to_string(&path) {
+            Ok(t) => {
+                let hosts: Vec<&str> = t.split_whitespace().flat_map(|l| l.split(',')).collect();
+                o.nodelist = Some(crate::hostlist::compress(&hosts));
+            }
+            Err(_) => return err(&format!("Unable to open file {path}")),
+        }
+    }
+
+    let ctx = spec::Context {
+        env,
+        cwd,
+        host: drover_proto::auth::hostname(),
+        script,
+        script_args,
+        default_name,
+        command,
+    };
+    let job = spec::build(&o, &ctx);
+    if o.test_only {
+        return err("--test-only is not supported by Drover");
+    }
+
+    let cfg = match conn::load_config("sbatch") {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    let rt = match conn::runtime() {
+        Ok(r) => r,
+        Err(rc) => return rc,
+    };
+    rt.block_on(async move {
+        let mut client = match conn::client_for("sbatch", &cfg) {
+            Ok(c) => c,
+            Err(rc) => return rc,
+        };
+        let resp = match client.submit(SubmitRequest { spec: Some(job) }).await {
+            Ok(r) => r.into_inner(),
+            Err(st) => {
+                return err(&format!(
+                    "Batch job submission failed: {}",
+                    conn::classify(&st).message()
+                ))
+            }
+        };
+        for w in &resp.warnings {
+            eprintln!("sbatch: warning: {w}");
+        }
+        if o.parsable {
+            println!("{}", resp.job_id);
+        } else {
+            println!("Submitted batch job {}", resp.job_id);
+        }
+        if !o.wait {
+            return 0;
+        }
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        match client
+            .wait_job(WaitJobRequest {
+                job_id: resp.job_id,
+            })
+            .await
+        {
+            Ok(r) => match r.into_inner().job {
+                Some(j) => wait_exit_code(j.state(), j.exit_code),
+                None => 1,
+            },
+            Err(st) => {
+                conn::report("sbatch", "sbatch: error: ", &st);
+                1
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_codes() {
+        assert_eq!(wait_exit_code(JobState::Completed, 0), 0);
+        assert_eq!(wait_exit_code(JobState::Failed, 3), 3);
+        assert_eq!(wait_exit_code(JobState::Cancelled, 0), 1);
+        assert_eq!(wait_exit_code(JobState::Timeout, 0), 1);
+    }
+}

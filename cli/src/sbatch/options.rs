@@ -1,0 +1,851 @@
+//! sbatch's option table, the `SBATCH_*` input environment variables, and
+//! the conversion of option values into [`SbatchOpts`] (with Slurm's error
+//! messages). Pure.
+
+use crate::opts::{opt, Arg, OptDef};
+use crate::timefmt;
+
+/// Options sbatch understands. Options Slurm has but Drover does not act on
+/// are accepted and recorded (see [`RECORDED`]).
+pub const TABLE: &[OptDef] = &[
+    opt("array", Some('a'), Arg::Required, "array"),
+    opt("account", Some('A'), Arg::Required, "account"),
+    opt("begin", Some('b'), Arg::Required, "begin"),
+    opt(
+        "extra-node-info",
+        Some('B'),
+        Arg::Required,
+        "extra-node-info",
+    ),
+    opt("cpus-per-task", Some('c'), Arg::Required, "cpus-per-task"),
+    opt("constraint", Some('C'), Arg::Required, "constraint"),
+    opt("dependency", Some('d'), Arg::Required, "dependency"),
+    opt("chdir", Some('D'), Arg::Required, "chdir"),
+    opt("workdir", None, Arg::Required, "chdir"),
+    opt("error", Some('e'), Arg::Required, "error"),
+    opt("nodefile", Some('F'), Arg::Required, "nodefile"),
+    opt("gpus", Some('G'), Arg::Required, "gpus"),
+    opt("help", Some('h'), Arg::No, "help"),
+    opt("hold", Some('H'), Arg::No, "hold"),
+    opt("input", Some('i'), Arg::Required, "input"),
+    opt("job-name", Some('J'), Arg::Required, "job-name"),
+    opt("no-kill", Some('k'), Arg::Optional, "no-kill"),
+    opt("licenses", Some('L'), Arg::Required, "licenses"),
+    opt("distribution", Some('m'), Arg::Required, "distribution"),
+    opt("clusters", Some('M'), Arg::Required, "clusters"),
+    opt("cluster", None, Arg::Required, "clusters"),
+    opt("ntasks", Some('n'), Arg::Required, "ntasks"),
+    opt("nodes", Some('N'), Arg::Required, "nodes"),
+    opt("output", Some('o'), Arg::Required, "output"),
+    opt("overcommit", Some('O'), Arg::No, "overcommit"),
+    opt("partition", Some('p'), Arg::Required, "partition"),
+    opt("qos", Some('q'), Arg::Required, "qos"),
+    opt("quiet", Some('Q'), Arg::No, "quiet"),
+    opt("oversubscribe", Some('s'), Arg::No, "oversubscribe"),
+    opt("core-spec", Some('S'), Arg::Required, "core-spec"),
+    opt("time", Some('t'), Arg::Required, "time"),
+    opt("verbose", Some('v'), Arg::No, "verbose"),
+    opt("version", Some('V'), Arg::No, "version"),
+    opt("nodelist", Some('w'), Arg::Required, "nodelist"),
+    opt("wait", Some('W'), Arg::No, "wait"),
+    opt("exclude", Some('x'), Arg::Required, "exclude"),
+    opt("acctg-freq", None, Arg::Required, "acctg-freq"),
+    opt("batch", None, Arg::Required, "batch"),
+    opt("bb", None, Arg::Required, "bb"),
+    opt("bbf", None, Arg::Required, "bbf"),
+    opt("comment", None, Arg::Required, "comment"),
+    opt("container", None, Arg::Required, "container"),
+    opt("contiguous", None, Arg::No, "contiguous"),
+    opt("cores-per-socket", None, Arg::Required, "cores-per-socket"),
+    opt("cpu-freq", None, Arg::Required, "cpu-freq"),
+    opt("cpus-per-gpu", None, Arg::Required, "cpus-per-gpu"),
+    opt("deadline", None, Arg::Required, "deadline"),
+    opt("delay-boot", None, Arg::Required, "delay-boot"),
+    opt("exclusive", None, Arg::Optional, "exclusive"),
+    opt("export", None, Arg::Required, "export"),
+    opt("export-file", None, Arg::Required, "export-file"),
+    opt("get-user-env", None, Arg::Optional, "get-user-env"),
+    opt("gid", None, Arg::Required, "gid"),
+    opt("gpu-bind", None, Arg::Required, "gpu-bind"),
+    opt("gpu-freq", None, Arg::Required, "gpu-freq"),
+    opt("gpus-per-node", None, Arg::Required, "gpus-per-node"),
+    opt("gpus-per-socket", None, Arg::Required, "gpus-per-socket"),
+    opt("gpus-per-task", None, Arg::Required, "gpus-per-task"),
+    opt("gres", None, Arg::Required, "gres"),
+    opt("gres-flags", None, Arg::Required, "gres-flags"),
+    opt("hint", None, Arg::Required, "hint"),
+    opt("ignore-pbs", None, Arg::No, "ignore-pbs"),
+    opt(
+        "kill-on-invalid-dep",
+        None,
+        Arg::Required,
+        "kill-on-invalid-dep",
+    ),
+    opt("mail-type", None, Arg::Required, "mail-type"),
+    opt("mail-user", None, Arg::Required, "mail-user"),
+    opt("mcs-label", None, Arg::Required, "mcs-label"),
+    opt("mem", None, Arg::Required, "mem"),
+    opt("mem-bind", None, Arg::Required, "mem-bind"),
+    opt("mem-per-cpu", None, Arg::Required, "mem-per-cpu"),
+    opt("mem-per-gpu", None, Arg::Required, "mem-per-gpu"),
+    opt("mincpus", None, Arg::Required, "mincpus"),
+    opt("network", None, Arg::Required, "network"),
+    opt("nice", None, Arg::Optional, "nice"),
+    opt("no-requeue", None, Arg::No, "no-requeue"),
+    opt("ntasks-per-core", None, Arg::Required, "ntasks-per-core"),
+    opt("ntasks-per-gpu", None, Arg::Required, "ntasks-per-gpu"),
+    opt("ntasks-per-node", None, Arg::Required, "ntasks-per-node"),
+    opt(
+        "ntasks-per-socket",
+        None,
+        Arg::Required,
+        "ntasks-per-socket",
+    ),
+    opt("open-mode", None, Arg::Required, "open-mode"),
+    opt("parsable", None, Arg::No, "parsable"),
+    opt("power", None, Arg::Required, "power"),
+    opt("prefer", None, Arg::Required, "prefer"),
+    opt("priority", None, Arg::Required, "priority"),
+    opt("profile", None, Arg::Required, "profile"),
+    opt("propagate", None, Arg::Optional, "propagate"),
+    opt("reboot", None, Arg::No, "reboot"),
+    opt("requeue", None, Arg::No, "requeue"),
+    opt("reservation", None, Arg::Required, "reservation"),
+    opt("signal", None, Arg::Required, "signal"),
+    opt("sockets-per-node", None, Arg::Required, "sockets-per-node"),
+    opt("spread-job", None, Arg::No, "spread-job"),
+    opt("switches", None, Arg::Required, "switches"),
+    opt("test-only", None, Arg::No, "test-only"),
+    opt("thread-spec", None, Arg::Required, "thread-spec"),
+    opt("threads-per-core", None, Arg::Required, "threads-per-core"),
+    opt("time-min", None, Arg::Required, "time-min"),
+    opt("tmp", None, Arg::Required, "tmp"),
+    opt("uid", None, Arg::Required, "uid"),
+    opt("usage", None, Arg::No, "usage"),
+    opt("use-min-nodes", None, Arg::No, "use-min-nodes"),
+    opt("wait-all-nodes", None, Arg::Required, "wait-all-nodes"),
+    opt("wckey", None, Arg::Required, "wckey"),
+    opt("wrap", None, Arg::Required, "wrap"),
+];
+
+/// Options accepted for compatibility and recorded in `JobSpec.spank`.
+pub const RECORDED: &[&str] = &[
+    "extra-node-info",
+    "no-kill",
+    "distribution",
+    "oversubscribe",
+    "core-spec",
+    "acctg-freq",
+    "batch",
+    "bb",
+    "bbf",
+    "container",
+    "cores-per-socket",
+    "cpu-freq",
+    "delay-boot",
+    "export-file",
+    "get-user-env",
+    "gid",
+    "gpu-bind",
+    "gpu-freq",
+    "gpus-per-socket",
+    "gres-flags",
+    "hint",
+    "ignore-pbs",
+    "mcs-label",
+    "mem-bind",
+    "network",
+    "ntasks-per-socket",
+    "power",
+    "prefer",
+    "profile",
+    "propagate",
+    "reboot",
+    "sockets-per-node",
+    "spread-job",
+    "switches",
+    "thread-spec",
+    "tmp",
+    "uid",
+    "use-min-nodes",
+    "wait-all-nodes",
+];
+
+/// `SBATCH_*` input environment variables and the option each stands for.
+pub const ENV_VARS: &[(&str, &str)] = &[
+    ("SBATCH_ACCOUNT", "account"),
+    ("SBATCH_ACCTG_FREQ", "acctg-freq"),
+    ("SBATCH_ARRAY_INX", "array"),
+    ("SBATCH_BATCH", "batch"),
+    ("SBATCH_CLUSTERS", "clusters"),
+    ("SBATCH_CONSTRAINT", "constraint"),
+    ("SBATCH_CONTAINER", "container"),
+    ("SBATCH_CORE_SPEC", "core-spec"),
+    ("SBATCH_CPUS_PER_GPU", "cpus-per-gpu"),
+    ("SBATCH_DELAY_BOOT", "delay-boot"),
+    ("SBATCH_DISTRIBUTION", "distribution"),
+    ("SBATCH_EXCLUSIVE", "exclusive"),
+    ("SBATCH_EXPORT", "export"),
+    ("SBATCH_GET_USER_ENV", "get-user-env"),
+    ("SBATCH_GPU_BIND", "gpu-bind"),
+    ("SBATCH_GPU_FREQ", "gpu-freq"),
+    ("SBATCH_GPUS", "gpus"),
+    ("SBATCH_GPUS_PER_NODE", "gpus-per-node"),
+    ("SBATCH_GPUS_PER_TASK", "gpus-per-task"),
+    ("SBATCH_GRES", "gres"),
+    ("SBATCH_GRES_FLAGS", "gres-flags"),
+    ("SBATCH_HINT", "hint"),
+    ("SBATCH_JOB_NAME", "job-name"),
+    ("SBATCH_MEM_BIND", "mem-bind"),
+    ("SBATCH_MEM_PER_CPU", "mem-per-cpu"),
+    ("SBATCH_MEM_PER_GPU", "mem-per-gpu"),
+    ("SBATCH_MEM_PER_NODE", "mem"),
+    ("SBATCH_NETWORK", "network"),
+    ("SBATCH_NO_KILL", "no-kill"),
+    ("SBATCH_NO_REQUEUE", "no-requeue"),
+    ("SBATCH_OPEN_MODE", "open-mode"),
+    ("SBATCH_OVERCOMMIT", "overcommit"),
+    ("SBATCH_PARTITION", "partition"),
+    ("SBATCH_POWER", "power"),
+    ("SBATCH_PROFILE", "profile"),
+    ("SBATCH_QOS", "qos"),
+    ("SBATCH_REQ_SWITCH", "switches"),
+    ("SBATCH_REQUEUE", "requeue"),
+    ("SBATCH_RESERVATION", "reservation"),
+    ("SBATCH_SIGNAL", "signal"),
+    ("SBATCH_SPREAD_JOB", "spread-job"),
+    ("SBATCH_THREAD_SPEC", "thread-spec"),
+    ("SBATCH_TIMELIMIT", "time"),
+    ("SBATCH_USE_MIN_NODES", "use-min-nodes"),
+    ("SBATCH_WAIT", "wait"),
+    ("SBATCH_WAIT_ALL_NODES", "wait-all-nodes"),
+    ("SBATCH_WCKEY", "wckey"),
+];
+
+/// Turn the `SBATCH_*` variables of an environment into option values.
+pub fn env_options(env: &[(String, String)]) -> Vec<(&'static str, Option<String>)> {
+    let mut out = Vec::new();
+    for (var, key) in ENV_VARS {
+        let Some((_, val)) = env.iter().find(|(k, _)| k == var) else {
+            continue;
+        };
+        let def = TABLE.iter().find(|d| d.key == *key);
+        let value = match def.map(|d| d.arg) {
+            Some(Arg::No) => None,
+            Some(Arg::Optional) if val.is_empty() => None,
+            _ => Some(val.clone()),
+        };
+        if let Some(d) = def {
+            out.push((d.key, value));
+        }
+    }
+    if !out.iter().any(|(k, _)| *k == "clusters") {
+        if let Some((_, v)) = env.iter().find(|(k, _)| k == "SLURM_CLUSTERS") {
+            out.insert(0, ("clusters", Some(v.clone())));
+        }
+    }
+    out
+}
+
+/// A `[type:]count` GPU request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GpuReq {
+    pub kind: String,
+    pub count: u32,
+}
+
+/// Everything sbatch's options say, after validation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SbatchOpts {
+    pub job_name: Option<String>,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub input: Option<String>,
+    pub open_append: Option<bool>,
+    pub partition: Option<String>,
+    pub account: Option<String>,
+    pub qos: Option<String>,
+    pub time: Option<u32>,
+    pub time_min: Option<u32>,
+    pub nodes: Option<(u32, u32)>,
+    pub ntasks: Option<u32>,
+    pub ntasks_per_node: Option<u32>,
+    pub ntasks_per_gpu: Option<u32>,
+    pub ntasks_per_core: Option<u32>,
+    pub threads_per_core: Option<u32>,
+    pub cpus_per_task: Option<u32>,
+    pub cpus_per_gpu: Option<u32>,
+    pub mincpus: Option<u32>,
+    pub mem: Option<u64>,
+    pub mem_per_cpu: Option<u64>,
+    pub mem_per_gpu: Option<u64>,
+    pub gres: Option<String>,
+    pub gpus: Option<GpuReq>,
+    pub gpus_per_node: Option<GpuReq>,
+    pub gpus_per_task: Option<u32>,
+    pub constraint: Option<String>,
+    pub nodelist: Option<String>,
+    pub nodefile: Option<String>,
+    pub exclude: Option<String>,
+    pub exclusive: Option<bool>,
+    /// Some(true): --requeue, Some(false): --no-requeue.
+    pub requeue: Option<bool>,
+    pub reservation: Option<String>,
+    pub dependency: Option<String>,
+    pub array: Option<String>,
+    pub export: Option<String>,
+    pub chdir: Option<String>,
+    pub comment: Option<String>,
+    pub wckey: Option<String>,
+    pub clusters: Option<String>,
+    /// (signal, seconds before the limit, batch shell only)
+    pub signal: Option<(u32, u32, bool)>,
+    pub mail_type: Option<String>,
+    pub mail_user: Option<String>,
+    pub hold: bool,
+    pub begin: Option<i64>,
+    pub deadline: Option<i64>,
+    pub nice: Option<i32>,
+    pub priority: Option<u32>,
+    pub licenses: Option<String>,
+    pub kill_on_invalid_dep: Option<bool>,
+    pub overcommit: bool,
+    pub contiguous: bool,
+    pub wait: bool,
+    pub parsable: bool,
+    pub test_only: bool,
+    pub quiet: bool,
+    pub verbose: u32,
+    pub wrap: Option<String>,
+    pub help: bool,
+    pub usage: bool,
+    pub version: bool,
+    /// `name=value` of accepted-but-recorded options.
+    pub spank: Vec<String>,
+}
+
+/// Slurm's `str_to_mbytes`: a number with an optional K/M/G/T suffix
+/// (default M; K rounds up).
+pub fn parse_mem_mb(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+    if digits.is_empty() || digits.len() > 15 {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    let suffix = s[digits.len()..].to_ascii_lowercase();
+    let suffix = suffix.strip_suffix('b').unwrap_or(&suffix);
+    match suffix {
+        "" | "m" => Some(n),
+        "k" => Some(n.div_ceil(1024)),
+        "g" => n.checked_mul(1024),
+        "t" => n.checked_mul(1024 * 1024),
+        _ => None,
+    }
+}
+
+fn parse_u32(v: &str, what: &str) -> Result<u32, String> {
+    let t = v.trim();
+    if !t.is_empty() && t.len() <= 10 && t.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(n) = t.parse::<u64>() {
+            if n < u64::from(u32::MAX) {
+                return Ok(n as u32);
+            }
+        }
+    }
+    Err(format!("Invalid numeric value \"{v}\" for {what}."))
+}
+
+/// `-N min[-max]`.
+fn parse_nodes(v: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("invalid node count `{v}'");
+    let (a, b) = match v.split_once('-') {
+        Some((a, b)) => (a, b),
+        None => (v, v),
+    };
+    let a = parse_u32(a, "--nodes").map_err(|_| bad())?;
+    let b = parse_u32(b, "--nodes").map_err(|_| bad())?;
+    if a == 0 && b == 0 || b < a {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+fn parse_gpu_req(v: &str, what: &str) -> Result<GpuReq, String> {
+    let bad = || format!("Invalid {what} specification: {v}");
+    let v = v.trim();
+    let v = v.strip_prefix("gpu:").unwrap_or(v);
+    let (kind, count) = match v.rsplit_once(':') {
+        Some((k, c)) => (k.to_string(), c),
+        None => (String::new(), v),
+    };
+    if kind.contains(':') || kind.contains(',') {
+        return Err(bad());
+    }
+    let count = parse_u32(count, what).map_err(|_| bad())?;
+    if count == 0 {
+        return Err(bad());
+    }
+    Ok(GpuReq { kind, count })
+}
+
+/// Signal numbers by name (Linux numbering).
+pub const SIGNALS: &[(&str, u32)] = &[
+    ("HUP", 1),
+    ("INT", 2),
+    ("QUIT", 3),
+    ("ILL", 4),
+    ("TRAP", 5),
+    ("ABRT", 6),
+    ("BUS", 7),
+    ("FPE", 8),
+    ("KILL", 9),
+    ("USR1", 10),
+    ("SEGV", 11),
+    ("USR2", 12),
+    ("PIPE", 13),
+    ("ALRM", 14),
+    ("TERM", 15),
+    ("STKFLT", 16),
+    ("CHLD", 17),
+    ("CONT", 18),
+    ("STOP", 19),
+    ("TSTP", 20),
+    ("TTIN", 21),
+    ("TTOU", 22),
+    ("URG", 23),
+    ("XCPU", 24),
+    ("XFSZ", 25),
+    ("VTALRM", 26),
+    ("PROF", 27),
+    ("WINCH", 28),
+    ("IO", 29),
+    ("POLL", 29),
+    ("PWR", 30),
+    ("SYS", 31),
+];
+
+/// A signal by number or name, with or without the `SIG` prefix.
+pub fn parse_signal(s: &str) -> Option<u32> {
+    let s = s.trim();
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        let n: u32 = s.parse().ok()?;
+        return (1..=64).contains(&n).then_some(n);
+    }
+    let u = s.to_ascii_uppercase();
+    let u = u.strip_prefix("SIG").unwrap_or(&u);
+    SIGNALS.iter().find(|(n, _)| *n == u).map(|(_, v)| *v)
+}
+
+/// `--signal=[R:][B:]SIG[@TIME]` -> (signal, time, batch only).
+pub fn parse_signal_spec(v: &str) -> Option<(u32, u32, bool)> {
+    let mut rest = v.trim();
+    let mut batch = false;
+    loop {
+        if let Some(r) = rest.strip_prefix("B:").or_else(|| rest.strip_prefix("b:")) {
+            batch = true;
+            rest = r;
+        } else if let Some(r) = rest.strip_prefix("R:").or_else(|| rest.strip_prefix("r:")) {
+            rest = r;
+        } else {
+            break;
+        }
+    }
+    let (sig, time) = match rest.split_once('@') {
+        Some((s, t)) => {
+            let t = t.trim();
+            if t.is_empty() || t.len() > 5 || !t.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let t: u32 = t.parse().ok()?;
+            if t > 0xffff {
+                return None;
+            }
+            (s, t)
+        }
+        None => (rest, 60),
+    };
+    Some((parse_signal(sig)?, time, batch))
+}
+
+const DEP_TYPES: &[&str] = &[
+    "after",
+    "afterany",
+    "afterburstbuffer",
+    "aftercorr",
+    "afternotok",
+    "afterok",
+    "expand",
+];
+
+/// Syntax check of a `--dependency` list (`afterok:12:13,singleton`, `?` = any).
+pub fn valid_dependency(v: &str) -> bool {
+    let v = v.trim();
+    if v.is_empty() {
+        return false;
+    }
+    for item in v.split([',', '?']) {
+        if item.eq_ignore_ascii_case("singleton") {
+            continue;
+        }
+        let mut parts = item.split(':');
+        let kind = parts.next().unwrap_or("").to_ascii_lowercase();
+        if !DEP_TYPES.contains(&kind.as_str()) {
+            return false;
+        }
+        let mut any = false;
+        for id in parts {
+            any = true;
+            let (id, plus) = match id.split_once('+') {
+                Some((i, p)) => (i, Some(p)),
+                None => (id, None),
+            };
+            if let Some(p) = plus {
+                if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+                    return false;
+                }
+            }
+            let ok = match id.split_once('_') {
+                Some((j, t)) => {
+                    crate::jobids::parse_job_id(j).is_some()
+                        && (t == "*" || (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())))
+                }
+                None => crate::jobids::parse_job_id(id).is_some(),
+            };
+            if !ok {
+                return false;
+            }
+        }
+        if !any {
+            return false;
+        }
+    }
+    true
+}
+
+const MAIL_TYPES: &[&str] = &[
+    "NONE",
+    "BEGIN",
+    "END",
+    "FAIL",
+    "REQUEUE",
+    "ALL",
+    "INVALID_DEPEND",
+    "STAGE_OUT",
+    "TIME_LIMIT",
+    "TIME_LIMIT_90",
+    "TIME_LIMIT_80",
+    "TIME_LIMIT_50",
+    "ARRAY_TASKS",
+];
+
+impl SbatchOpts {
+    /// Apply one option value. Errors are Slurm's messages (without the
+    /// `sbatch: error: ` prefix).
+    pub fn apply(&mut self, key: &str, value: Option<&str>, now: i64) -> Result<(), String> {
+        let v = value.unwrap_or("");
+        let s = || Some(v.to_string());
+        match key {
+            "array" => {
+                if crate::jobids::parse_array_spec(v).is_none() {
+                    return Err("Invalid --array specification".into());
+                }
+                self.array = s();
+            }
+            "account" => self.account = s(),
+            "begin" => {
+                self.begin =
+                    Some(timefmt::parse_begin(v, now).ok_or("Invalid --begin specification")?)
+            }
+            "cpus-per-task" => self.cpus_per_task = Some(parse_u32(v, "--cpus-per-task")?),
+            "constraint" => self.constraint = s(),
+            "dependency" => {
+                if !valid_dependency(v) {
+                    return Err("Batch job submission failed: Job dependency problem".into());
+                }
+                self.dependency = s();
+            }
+            "chdir" => self.chdir = s(),
+            "error" => self.error = s(),
+            "nodefile" => self.nodefile = s(),
+            "gpus" => self.gpus = Some(parse_gpu_req(v, "--gpus")?),
+            "help" => self.help = true,
+            "hold" => self.hold = true,
+            "input" => self.input = s(),
+            "job-name" => self.job_name = s(),
+            "licenses" => self.licenses = s(),
+            "clusters" => self.clusters = s(),
+            "ntasks" => self.ntasks = Some(parse_u32(v, "--ntasks")?),
+            "nodes" => self.nodes = Some(parse_nodes(v)?),
+            "output" => self.output = s(),
+            "overcommit" => self.overcommit = true,
+            "partition" => self.partition = s(),
+            "qos" => self.qos = s(),
+            "quiet" => self.quiet = true,
+            "time" => {
+                self.time = Some(match timefmt::parse_time_limit(v) {
+                    // "A time limit of zero requests that no time limit be imposed."
+                    Some(0) => drover_proto::INFINITE,
+                    Some(m) => m,
+                    None => return Err("Invalid --time specification".into()),
+                })
+            }
+            "time-min" => {
+                self.time_min =
+                    Some(timefmt::parse_time_limit(v).ok_or("Invalid --time-min specification")?)
+            }
+            "verbose" => self.verbose += 1,
+            "version" => self.version = true,
+            "nodelist" => self.nodelist = s(),
+            "wait" => self.wait = true,
+            "exclude" => self.exclude = s(),
+            "comment" => self.comment = s(),
+            "contiguous" => self.contiguous = true,
+            "cpus-per-gpu" => self.cpus_per_gpu = Some(parse_u32(v, "--cpus-per-gpu")?),
+            "deadline" => {
+                self.deadline =
+                    Some(timefmt::parse_begin(v, now).ok_or("Invalid --deadline specification")?)
+            }
+            "exclusive" => match value {
+                None | Some("") | Some("exclusive") => self.exclusive = Some(true),
+                Some(x @ ("user" | "mcs" | "topo")) => {
+                    self.exclusive = Some(true);
+                    self.spank.push(format!("exclusive={x}"));
+                }
+                Some(x) => return Err(format!("invalid exclusive option {x}")),
+            },
+            "export" => self.export = s(),
+            "gpus-per-node" => self.gpus_per_node = Some(parse_gpu_req(v, "--gpus-per-node")?),
+            "gpus-per-task" => {
+                self.gpus_per_task = Some(parse_gpu_req(v, "--gpus-per-task")?.count)
+            }
+            "gres" => {
+                if v.trim().is_empty() {
+                    return Err(format!("Invalid --gres specification: {v}"));
+                }
+                self.gres = if v.eq_ignore_ascii_case("none") {
+                    None
+                } else {
+                    s()
+                };
+            }
+            "kill-on-invalid-dep" => {
+                self.kill_on_invalid_dep = Some(match v.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err("Invalid --kill-on-invalid-dep specification".into()),
+                })
+            }
+            "mail-type" => {
+                for t in v.split(',') {
+                    if !MAIL_TYPES.contains(&t.trim().to_ascii_uppercase().as_str()) {
+                        return Err(format!("--mail-type={v} invalid"));
+                    }
+                }
+                self.mail_type = s();
+            }
+            "mail-user" => self.mail_user = s(),
+            "mem" => {
+                self.mem = Some(parse_mem_mb(v).ok_or(format!("invalid memory constraint {v}"))?);
+                self.mem_per_cpu = None;
+                self.mem_per_gpu = None;
+            }
+            "mem-per-cpu" => {
+                self.mem_per_cpu =
+                    Some(parse_mem_mb(v).ok_or(format!("invalid memory constraint {v}"))?);
+                self.mem = None;
+                self.mem_per_gpu = None;
+            }
+            "mem-per-gpu" => {
+                self.mem_per_gpu =
+                    Some(parse_mem_mb(v).ok_or(format!("invalid memory constraint {v}"))?);
+                self.mem = None;
+                self.mem_per_cpu = None;
+            }
+            "mincpus" => self.mincpus = Some(parse_u32(v, "--mincpus")?),
+            "nice" => {
+                let n: i64 = if value.is_none() {
+                    100
+                } else {
+                    v.trim()
+                        .parse()
+                        .map_err(|_| format!("Invalid --nice value: {v}"))?
+                };
+                if n.abs() > 2_147_483_645 {
+                    return Err(format!("Invalid --nice value: {v}"));
+                }
+                self.nice = Some(n as i32);
+            }
+            "no-requeue" => self.requeue = Some(false),
+            "requeue" => self.requeue = Some(true),
+            "ntasks-per-core" => self.ntasks_per_core = Some(parse_u32(v, "--ntasks-per-core")?),
+            "ntasks-per-gpu" => self.ntasks_per_gpu = Some(parse_u32(v, "--ntasks-per-gpu")?),
+            "ntasks-per-node" => self.ntasks_per_node = Some(parse_u32(v, "--ntasks-per-node")?),
+            "threads-per-core" => self.threads_per_core = Some(parse_u32(v, "--threads-per-core")?),
+            "open-mode" => {
+                self.open_append = Some(match v.to_ascii_lowercase().as_str() {
+                    "append" | "a" => true,
+                    "truncate" | "t" => false,
+                    _ => return Err(format!("Invalid --open-mode argument: {v}. Ignored")),
+                })
+            }
+            "parsable" => self.parsable = true,
+            "priority" => {
+                if v.eq_ignore_ascii_case("top") {
+                    self.priority = Some(u32::MAX - 1);
+                } else {
+                    self.priority = Some(parse_u32(v, "--priority")?);
+                }
+            }
+            "reservation" => self.reservation = s(),
+            "signal" => {
+                self.signal = Some(parse_signal_spec(v).ok_or("Invalid --signal specification")?)
+            }
+            "test-only" => self.test_only = true,
+            "usage" => self.usage = true,
+            "wckey" => self.wckey = s(),
+            "wrap" => self.wrap = s(),
+            k if RECORDED.contains(&k) => self.spank.push(match value {
+                Some(v) => format!("{k}={v}"),
+                None => k.to_string(),
+            }),
+            other => return Err(format!("unrecognized option '--{other}'")),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apply(k: &str, v: Option<&str>) -> Result<SbatchOpts, String> {
+        let mut o = SbatchOpts::default();
+        o.apply(k, v, 1_700_000_000).map(|_| o)
+    }
+
+    #[test]
+    fn every_key_in_the_table_is_handled() {
+        for d in TABLE {
+            let mut o = SbatchOpts::default();
+            if let Err(e) = o.apply(d.key, Some("1"), 0) {
+                assert!(!e.starts_with("unrecognized"), "{}: {e}", d.key);
+            }
+        }
+    }
+
+    #[test]
+    fn memory() {
+        assert_eq!(parse_mem_mb("954M"), Some(954));
+        assert_eq!(parse_mem_mb("4g"), Some(4096));
+        assert_eq!(parse_mem_mb("1024"), Some(1024));
+        assert_eq!(parse_mem_mb("2048K"), Some(2));
+        assert_eq!(parse_mem_mb("1000k"), Some(1));
+        assert_eq!(parse_mem_mb("1T"), Some(1024 * 1024));
+        assert_eq!(parse_mem_mb("10GB"), Some(10240));
+        assert_eq!(parse_mem_mb("4x"), None);
+        assert_eq!(parse_mem_mb(""), None);
+        assert_eq!(parse_mem_mb("-5"), None);
+        assert_eq!(
+            apply("mem", Some("4x")).unwrap_err(),
+            "invalid memory constraint 4x"
+        );
+        let mut o = apply("mem-per-cpu", Some("2G")).unwrap();
+        o.apply("mem", Some("8G"), 0).unwrap();
+        assert_eq!((o.mem, o.mem_per_cpu), (Some(8192), None));
+    }
+
+    #[test]
+    fn values() {
+        assert_eq!(apply("time", Some("0:5:0")).unwrap().time, Some(5));
+        assert_eq!(
+            apply("time", Some("bogus")).unwrap_err(),
+            "Invalid --time specification"
+        );
+        assert_eq!(apply("nodes", Some("2-4")).unwrap().nodes, Some((2, 4)));
+        assert_eq!(apply("nodes", Some("3")).unwrap().nodes, Some((3, 3)));
+        assert!(apply("nodes", Some("4-2")).is_err());
+        assert_eq!(
+            apply("ntasks", Some("x")).unwrap_err(),
+            "Invalid numeric value \"x\" for --ntasks."
+        );
+        assert_eq!(
+            apply("gpus", Some("a100:2")).unwrap().gpus,
+            Some(GpuReq {
+                kind: "a100".into(),
+                count: 2
+            })
+        );
+        assert_eq!(apply("gpus", Some("4")).unwrap().gpus.unwrap().count, 4);
+        assert!(apply("gpus", Some("x")).is_err());
+        assert_eq!(apply("nice", None).unwrap().nice, Some(100));
+        assert_eq!(apply("nice", Some("-5")).unwrap().nice, Some(-5));
+        assert_eq!(
+            apply("open-mode", Some("append")).unwrap().open_append,
+            Some(true)
+        );
+        assert!(apply("array", Some("0-15%4")).is_ok());
+        assert!(apply("array", Some("x")).is_err());
+        assert_eq!(apply("exclusive", None).unwrap().exclusive, Some(true));
+        assert!(apply("mail-type", Some("END,FAIL")).is_ok());
+        assert!(apply("mail-type", Some("SOMETIMES")).is_err());
+        assert_eq!(apply("no-requeue", None).unwrap().requeue, Some(false));
+        assert_eq!(
+            apply("hint", Some("nomultithread")).unwrap().spank,
+            vec!["hint=nomultithread"]
+        );
+    }
+
+    #[test]
+    fn signals() {
+        assert_eq!(parse_signal_spec("USR1@90"), Some((10, 90, false)));
+        assert_eq!(parse_signal_spec("B:SIGTERM@30"), Some((15, 30, true)));
+        assert_eq!(parse_signal_spec("10"), Some((10, 60, false)));
+        assert_eq!(parse_signal_spec("sigusr2"), Some((12, 60, false)));
+        assert_eq!(parse_signal_spec("R:B:INT@1"), Some((2, 1, true)));
+        for bad in ["", "NOPE", "USR1@", "USR1@x", "0", "65", "USR1@99999"] {
+            assert!(parse_signal_spec(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn dependencies() {
+        for ok in [
+            "after:12",
+            "afterok:12:13",
+            "afternotok:5,afterany:7",
+            "singleton",
+            "afterok:12?afterok:13",
+            "afterany:12_3",
+            "aftercorr:12_*",
+            "after:12+5",
+        ] {
+            assert!(valid_dependency(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "afterok",
+            "afterok:",
+            "sometime:12",
+            "afterok:x",
+            "after:12+",
+        ] {
+            assert!(!valid_dependency(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn env_vars() {
+        let env = vec![
+            ("SBATCH_PARTITION".to_string(), "gpu".to_string()),
+            ("SBATCH_EXCLUSIVE".to_string(), "".to_string()),
+            ("SBATCH_TIMELIMIT".to_string(), "10".to_string()),
+            ("HOME".to_string(), "/x".to_string()),
+        ];
+        let o = env_options(&env);
+        assert!(o.contains(&("partition", Some("gpu".into()))));
+        assert!(o.contains(&("exclusive", None)));
+        assert!(o.contains(&("time", Some("10".into()))));
+        assert_eq!(o.len(), 3);
+    }
+}

@@ -1,0 +1,199 @@
+//! `scontrol update ...` and the job-action commands (hold, release, ...):
+//! turning words into requests. Pure.
+
+use std::collections::HashMap;
+
+use drover_proto::{UpdateJobRequest, UpdateNodeRequest};
+
+use crate::jobids;
+
+/// What an `update` line asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Update {
+    Job(UpdateJobRequest),
+    Node(UpdateNodeRequest),
+}
+
+fn split_kv(w: &str) -> Option<(&str, &str)> {
+    w.split_once('=')
+}
+
+/// Job ids from words like `12`, `12,13`, `12_3`, `JobId=12`.
+pub fn job_ids(words: &[String]) -> Result<Vec<String>, String> {
+    let mut ids = Vec::new();
+    for w in words {
+        let w = match split_kv(w) {
+            Some((k, v)) if k.eq_ignore_ascii_case("jobid") => v,
+            Some((k, _)) => return Err(format!("Invalid job id specified: {k}")),
+            None => w.as_str(),
+        };
+        for id in jobids::split_job_list(w) {
+            if jobids::parse_job_id(&id).is_none() {
+                return Err(format!("Invalid job id specified: {id}"));
+            }
+            ids.push(id);
+        }
+    }
+    if ids.is_empty() {
+        return Err("Invalid job id specified".into());
+    }
+    Ok(ids)
+}
+
+/// Parse the words after `update`.
+pub fn parse_update(words: &[String]) -> Result<Update, Vec<String>> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for w in words {
+        match split_kv(w) {
+            Some((k, v)) => pairs.push((k.to_string(), v.to_string())),
+            None => {
+                return Err(vec![
+                    format!("Invalid input: {w}"),
+                    "Request aborted".into(),
+                ])
+            }
+        }
+    }
+    let entity = pairs
+        .iter()
+        .position(|(k, _)| {
+            ["jobid", "jobname", "nodename", "partitionname"].contains(&k.to_ascii_lowercase().as_str())
+        })
+        .ok_or_else(|| {
+            vec![
+                "No valid entity in update command".to_string(),
+                "Input line must include \"NodeName\", \"PartitionName\", \"Reservation/ReservationName\", \"JobId\", \"JobName\", \"FrontendName\" or \"SuspendExcNodes\"".to_string(),
+            ]
+        })?;
+    let (ek, ev) = pairs.remove(entity);
+    match ek.to_ascii_lowercase().as_str() {
+        "jobid" => {
+            let ids = job_ids(&[ev]).map_err(|e| vec![e])?;
+            let fields: HashMap<String, String> = pairs.into_iter().collect();
+            if fields.is_empty() {
+                return Err(vec!["No changes specified".into()]);
+            }
+            Ok(Update::Job(UpdateJobRequest {
+                job_ids: ids,
+                fields,
+                action: String::new(),
+                reason: String::new(),
+            }))
+        }
+        "jobname" => Err(vec!["update by JobName is not supported, use JobId".into()]),
+        "nodename" => {
+            let names = crate::hostlist::expand(&ev)
+                .map_err(|_| vec![format!("Invalid node name specified: {ev}")])?;
+            let mut state = String::new();
+            let mut reason = String::new();
+            let mut fields = HashMap::new();
+            for (k, v) in pairs {
+                match k.to_ascii_lowercase().as_str() {
+                    "state" => state = v.to_ascii_uppercase(),
+                    "reason" => reason = v,
+                    _ => {
+                        fields.insert(k, v);
+                    }
+                }
+            }
+            let needs_reason = matches!(
+                state.as_str(),
+                "DRAIN" | "DOWN" | "FAIL" | "DRAINING" | "DRAINED"
+            );
+            if needs_reason && reason.is_empty() {
+                return Err(vec![
+                    "You must specify a reason when DOWNING or DRAINING a node. Request denied"
+                        .into(),
+                ]);
+            }
+            if !state.is_empty()
+                && !matches!(
+                    state.as_str(),
+                    "DRAIN"
+                        | "RESUME"
+                        | "DOWN"
+                        | "UNDRAIN"
+                        | "IDLE"
+                        | "FAIL"
+                        | "FUTURE"
+                        | "POWER_DOWN"
+                        | "POWER_UP"
+                        | "NORESP"
+                        | "CANCEL_REBOOT"
+                )
+            {
+                return Err(vec![format!("Invalid node state specified: {state}")]);
+            }
+            if state.is_empty() && reason.is_empty() && fields.is_empty() {
+                return Err(vec!["No changes specified".into()]);
+            }
+            Ok(Update::Node(UpdateNodeRequest {
+                names,
+                state,
+                reason,
+                fields,
+            }))
+        }
+        _ => Err(vec![
+            "Updating partitions is not supported by Drover yet".into()
+        ]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn jobs() {
+        match parse_update(&w(&["JobId=12", "TimeLimit=10", "Partition=gpu"])).unwrap() {
+            Update::Job(r) => {
+                assert_eq!(r.job_ids, vec!["12"]);
+                assert_eq!(r.fields.get("TimeLimit").map(String::as_str), Some("10"));
+                assert_eq!(r.fields.get("Partition").map(String::as_str), Some("gpu"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse_update(&w(&["timelimit=5", "jobid=3,4_1"])).unwrap() {
+            Update::Job(r) => assert_eq!(r.job_ids, vec!["3", "4_1"]),
+            other => panic!("{other:?}"),
+        }
+        assert!(parse_update(&w(&["JobId=x", "TimeLimit=1"])).is_err());
+        assert!(parse_update(&w(&["JobId=1"])).is_err());
+        assert!(parse_update(&w(&["TimeLimit=1"])).is_err());
+        assert!(parse_update(&w(&["garbage"])).is_err());
+        assert_eq!(
+            job_ids(&w(&["12", "13,14"])).unwrap(),
+            vec!["12", "13", "14"]
+        );
+        assert_eq!(job_ids(&w(&["JobId=7"])).unwrap(), vec!["7"]);
+        assert!(job_ids(&w(&[])).is_err());
+    }
+
+    #[test]
+    fn nodes() {
+        match parse_update(&w(&[
+            "NodeName=node[1-2]",
+            "State=drain",
+            "Reason=disk broken",
+        ]))
+        .unwrap()
+        {
+            Update::Node(r) => {
+                assert_eq!(r.names, vec!["node1", "node2"]);
+                assert_eq!(r.state, "DRAIN");
+                assert_eq!(r.reason, "disk broken");
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = parse_update(&w(&["NodeName=n1", "State=DOWN"])).unwrap_err();
+        assert!(e[0].starts_with("You must specify a reason"));
+        assert!(parse_update(&w(&["NodeName=n1", "State=RESUME"])).is_ok());
+        assert!(parse_update(&w(&["NodeName=n1", "State=SLEEPY"])).is_err());
+        assert!(parse_update(&w(&["PartitionName=p", "State=DOWN"])).is_err());
+    }
+}

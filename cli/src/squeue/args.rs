@@ -1,0 +1,367 @@
+//! squeue's command line: the option table and its parsing. Pure.
+
+use drover_proto::{JobState, ALL_STATES};
+
+use super::format::{self, JobField};
+use crate::fmtspec::Format;
+use crate::jobids::{self, JobIdArg};
+use crate::opts::{self, opt, Arg, OptDef};
+
+pub const TABLE: &[OptDef] = &[
+    opt("accounts", Some('A'), Arg::Required, "accounts"),
+    opt("account", None, Arg::Required, "accounts"),
+    opt("all", Some('a'), Arg::No, "all"),
+    opt("array", Some('r'), Arg::No, "array"),
+    opt("array-unique", None, Arg::No, "array-unique"),
+    opt("Format", Some('O'), Arg::Required, "Format"),
+    opt("format", Some('o'), Arg::Required, "format"),
+    opt("federation", None, Arg::No, "federation"),
+    opt("help", None, Arg::No, "help"),
+    opt("hide", None, Arg::No, "hide"),
+    opt("iterate", Some('i'), Arg::Required, "iterate"),
+    opt("jobs", Some('j'), Arg::Optional, "jobs"),
+    opt("job", None, Arg::Optional, "jobs"),
+    opt("json", None, Arg::Optional, "json"),
+    opt("yaml", None, Arg::Optional, "yaml"),
+    opt("local", None, Arg::No, "local"),
+    opt("long", Some('l'), Arg::No, "long"),
+    opt("licenses", Some('L'), Arg::Required, "licenses"),
+    opt("cluster", None, Arg::Required, "clusters"),
+    opt("clusters", Some('M'), Arg::Required, "clusters"),
+    opt("me", None, Arg::No, "me"),
+    opt("name", Some('n'), Arg::Required, "name"),
+    opt("noconvert", None, Arg::No, "noconvert"),
+    opt("node", None, Arg::Required, "nodelist"),
+    opt("nodes", None, Arg::Required, "nodelist"),
+    opt("nodelist", Some('w'), Arg::Required, "nodelist"),
+    opt("noheader", Some('h'), Arg::No, "noheader"),
+    opt("only-job-state", None, Arg::No, "only-job-state"),
+    opt("partitions", Some('p'), Arg::Required, "partitions"),
+    opt("partition", None, Arg::Required, "partitions"),
+    opt("priority", Some('P'), Arg::No, "priority"),
+    opt("qos", Some('q'), Arg::Required, "qos"),
+    opt("reservation", Some('R'), Arg::Required, "reservation"),
+    opt("sib", None, Arg::No, "sibling"),
+    opt("sibling", None, Arg::No, "sibling"),
+    opt("sort", Some('S'), Arg::Required, "sort"),
+    opt("start", None, Arg::No, "start"),
+    opt("steps", Some('s'), Arg::Optional, "steps"),
+    opt("states", Some('t'), Arg::Required, "states"),
+    opt("state", None, Arg::Required, "states"),
+    opt("usage", None, Arg::No, "usage"),
+    opt("user", None, Arg::Required, "users"),
+    opt("users", Some('u'), Arg::Required, "users"),
+    opt("", Some('U'), Arg::Required, "accounts"),
+    opt("verbose", Some('v'), Arg::No, "verbose"),
+    opt("version", Some('V'), Arg::No, "version"),
+];
+
+pub const USAGE: &str = "Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
+              [-n name] [-o format] [-p partitions] [--qos qos]
+              [--reservation reservation] [--sort fields] [--start]
+              [--step step_id] [-t states] [-u user_name] [--usage]
+              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]
+              [--json] [--only-job-state] [-ahjlrsv]
+";
+
+/// Slurm state names Drover has no records for (accepted by `-t`, match nothing).
+const OTHER_STATES: &[&str] = &[
+    "REVOKED",
+    "RV",
+    "SPECIAL_EXIT",
+    "SE",
+    "STAGE_OUT",
+    "SO",
+    "RESIZING",
+    "RS",
+    "SIGNALING",
+    "SI",
+    "STOPPED",
+    "ST",
+    "REQUEUE_HOLD",
+    "RH",
+    "REQUEUE_FED",
+    "RF",
+    "RESV_DEL_HOLD",
+    "RD",
+];
+
+/// Everything the command line asked for.
+#[derive(Debug, Clone)]
+pub struct Params {
+    pub format: Format<JobField>,
+    pub no_header: bool,
+    pub long: bool,
+    pub array: bool,
+    pub json: bool,
+    pub iterate: u64,
+    pub jobs: Option<Vec<JobIdArg>>,
+    pub job_texts: Vec<String>,
+    pub users: Option<Vec<u32>>,
+    pub names: Option<Vec<String>>,
+    pub states: Option<Vec<JobState>>,
+    pub all_states: bool,
+    pub partitions: Option<Vec<String>>,
+    pub accounts: Option<Vec<String>>,
+    pub qos: Option<Vec<String>>,
+    pub reservation: Option<String>,
+    pub nodes: Option<Vec<String>>,
+    pub sort: String,
+    pub verbose: u32,
+    /// Non-fatal complaints (`Invalid user: x`), printed as errors.
+    pub warnings: Vec<String>,
+}
+
+/// What a command line amounts to.
+#[derive(Debug)]
+pub enum Parsed {
+    Run(Box<Params>),
+    Help,
+    Usage,
+    Version,
+}
+
+fn list(s: &str) -> Vec<String> {
+    s.split(',')
+        .filter(|x| !x.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Parse a `-t` list. `Ok(None)` means all states.
+pub fn parse_states(s: &str) -> Result<Option<Vec<JobState>>, String> {
+    if s.trim().eq_ignore_ascii_case("all") {
+        return Ok(None);
+    }
+    let mut v = Vec::new();
+    for t in s.split(',').filter(|t| !t.is_empty()) {
+        match JobState::parse(t) {
+            Some(st) => v.push(st),
+            None if OTHER_STATES.contains(&t.trim().to_ascii_uppercase().as_str()) => {}
+            None => return Err(t.to_string()),
+        }
+    }
+    Ok(Some(v))
+}
+
+fn valid_states_line() -> String {
+    ALL_STATES
+        .iter()
+        .map(|s| s.long_name())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Parse squeue's command line. Errors are complete stderr lines.
+pub fn parse_args(
+    args: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
+    lookup_uid: &dyn Fn(&str) -> Option<u32>,
+    euid: u32,
+) -> Result<Parsed, Vec<String>> {
+    let p = opts::parse(TABLE, args, false).map_err(|e| {
+        vec![
+            format!("squeue: {e}"),
+            "Try \"squeue --help\" for more information".to_string(),
+        ]
+    })?;
+    if p.has("help") {
+        return Ok(Parsed::Help);
+    }
+    if p.has("usage") {
+        return Ok(Parsed::Usage);
+    }
+    if p.has("version") {
+        return Ok(Parsed::Version);
+    }
+    let mut warnings = Vec::new();
+    let fatal = |m: String| vec![format!("squeue: error: {m}")];
+
+    // Format.
+    let long = p.has("long");
+    let mut format_short = p.value("format").map(str::to_string);
+    let mut format_long = p.value("Format").map(str::to_string);
+    if format_short.is_some() && format_long.is_some() {
+        return Err(fatal(
+            "-O (--Format) is incompatible with -o (--format)".into(),
+        ));
+    }
+    if long && format_short.is_some() {
+        return Err(vec![
+            "squeue: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry."
+                .to_string(),
+        ]);
+    }
+    let only_state = p.has("only-job-state");
+    if format_short.is_none() && format_long.is_none() && !long {
+        if let Some(f) = env("SQUEUE_FORMAT") {
+            format_short = Some(f);
+        } else if let Some(f) = env("SQUEUE_FORMAT2") {
+            format_long = Some(f);
+        }
+    }
+    let format = if let Some(f) = format_long {
+        let (fmt, bad) = format::parse_long_format(&f);
+        for b in bad {
+            warnings.push(format!("Invalid job format specification: {b}"));
+        }
+        fmt
+    } else {
+        let f = format_short.unwrap_or_else(|| {
+            if only_state {
+                format::STATE_ONLY_FORMAT.to_string()
+            } else if long {
+                format::LONG_FORMAT.to_string()
+            } else {
+                format::DEFAULT_FORMAT.to_string()
+            }
+        });
+        let (fmt, bad) = format::parse_format(&f);
+        for b in bad {
+            warnings.push(format!("Invalid job format specification: {b}"));
+        }
+        fmt
+    };
+
+    // Jobs: -j LIST, --jobs=LIST, or `-j` followed by a positional list.
+    let mut positional = p.positional.clone();
+    let mut job_texts: Vec<String> = Vec::new();
+    if p.has("jobs") {
+        for f in p.opts.iter().filter(|f| f.key == "jobs") {
+            if let Some(v) = &f.value {
+                job_texts.extend(jobids::split_job_list(v));
+            }
+        }
+        if job_texts.is_empty() && !positional.is_empty() {
+            job_texts = jobids::split_job_list(&positional.remove(0));
+        }
+    }
+    if let Some(extra) = positional.first() {
+        return Err(vec![
+            format!("squeue: error: Unrecognized option: {extra}"),
+            USAGE.trim_end().to_string(),
+        ]);
+    }
+    let mut jobs = None;
+    if !job_texts.is_empty() {
+        let mut v = Vec::new();
+        for t in &job_texts {
+            match jobids::parse_job_id(t) {
+                Some(j) => v.push(j),
+                None => return Err(fatal(format!("Invalid job id: {t}"))),
+            }
+        }
+        jobs = Some(v);
+    }
+
+    // Users: the last of --me / -u wins.
+    let me_pos = p.opts.iter().rposition(|f| f.key == "me");
+    let users_pos = p.opts.iter().rposition(|f| f.key == "users");
+    let users_text = match (me_pos, users_pos) {
+        (Some(m), Some(u)) if m > u => Some(euid.to_string()),
+        (Some(_), None) => Some(euid.to_string()),
+        (_, Some(_)) => p.value("users").map(str::to_string),
+        (None, None) => env("SQUEUE_USERS"),
+    };
+    let users = users_text.map(|t| {
+        let mut v = Vec::new();
+        for u in t.split(',').filter(|u| !u.is_empty()) {
+            match lookup_uid(u) {
+                Some(uid) => v.push(uid),
+                None => warnings.push(format!("Invalid user: {u}")),
+            }
+        }
+        v
+    });
+
+    let states_text = p
+        .value("states")
+        .map(str::to_string)
+        .or_else(|| env("SQUEUE_STATES"));
+    let (states, all_states) = match states_text {
+        None => (None, false),
+        Some(t) => match parse_states(&t) {
+            Ok(None) => (None, true),
+            Ok(Some(v)) => (Some(v), false),
+            Err(bad) => {
+                return Err(vec![
+                    format!("squeue: error: Invalid job state specified: {bad}"),
+                    format!(
+                        "squeue: error: Valid job states include: {}",
+                        valid_states_line()
+                    ),
+                ])
+            }
+        },
+    };
+
+    let nodes = match p.value("nodelist") {
+        Some(w) => match crate::hostlist::expand(w) {
+            Ok(h) => Some(h),
+            Err(_) => return Err(fatal(format!("'{w}' invalid entry for --nodelist"))),
+        },
+        None => None,
+    };
+
+    let iterate = match p.value("iterate") {
+        Some(s) => match s.trim().parse::<i64>() {
+            Ok(n) if n > 0 => n as u64,
+            _ => return Err(fatal(format!("--iterate={s}"))),
+        },
+        None => 0,
+    };
+
+    let sort = p
+        .value("sort")
+        .map(str::to_string)
+        .or_else(|| env("SQUEUE_SORT"))
+        .unwrap_or_else(|| "P,t,-p".to_string());
+    check_sort(&sort).map_err(|c| fatal(format!("Invalid sort specification: {c}")))?;
+
+    Ok(Parsed::Run(Box::new(Params {
+        format,
+        no_header: p.has("noheader"),
+        long,
+        array: p.has("array") || env("SQUEUE_ARRAY").is_some(),
+        json: p.has("json"),
+        iterate,
+        jobs,
+        job_texts,
+        users,
+        names: p
+            .value("name")
+            .map(list)
+            .or_else(|| env("SQUEUE_NAMES").map(|s| list(&s))),
+        states,
+        all_states,
+        partitions: p
+            .value("partitions")
+            .map(list)
+            .or_else(|| env("SQUEUE_PARTITION").map(|s| list(&s))),
+        accounts: p
+            .value("accounts")
+            .map(list)
+            .or_else(|| env("SQUEUE_ACCOUNT").map(|s| list(&s))),
+        qos: p
+            .value("qos")
+            .map(list)
+            .or_else(|| env("SQUEUE_QOS").map(|s| list(&s))),
+        reservation: p.value("reservation").map(str::to_string),
+        nodes,
+        sort,
+        verbose: p.count("verbose") as u32,
+        warnings,
+    })))
+}
+
+const SORT_KEYS: &str = "ABCDGLMNPQSTUVaceghijlmnpqtuvz";
+
+fn check_sort(spec: &str) -> Result<(), char> {
+    for c in spec.chars() {
+        if matches!(c, ',' | '+' | '-') || SORT_KEYS.contains(c) {
+            continue;
+        }
+        return Err(c);
+    }
+    Ok(())
+}

@@ -1,0 +1,306 @@
+//! `squeue`: view the job queue.
+
+pub mod args;
+pub mod filter;
+pub mod format;
+#[cfg(test)]
+mod perf;
+pub mod sort;
+
+use std::io::Write;
+
+use drover_proto::{GetJobsRequest, JobFilter, JobInfo};
+
+use crate::conn;
+pub use args::{parse_args, parse_states, Params, Parsed, TABLE, USAGE};
+pub use filter::{expand_arrays, filter};
+pub use sort::sort_rows;
+
+/// Render the whole listing (header unless `-h`).
+pub fn render(out: &mut String, p: &Params, jobs: &[JobInfo], now: i64) {
+    let timer = conn::Timer::new();
+    let mut rows = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        filter(j, p, &mut rows);
+    }
+    timer.mark("filtered");
+    sort_rows(&mut rows, &p.sort, now);
+    timer.mark("sorted");
+    if p.array {
+        rows = expand_arrays(rows);
+    }
+    if !p.no_header {
+        format::render_header(out, &p.format);
+        out.push('\n');
+    }
+    let mut scratch = String::with_capacity(128);
+    for r in &rows {
+        format::render_row(out, &mut scratch, &p.format, r, now);
+        out.push('\n');
+    }
+}
+
+/// The request sent to the controller (filters it can apply cheaply).
+pub fn request(p: &Params) -> GetJobsRequest {
+    let mut f = JobFilter::default();
+    if p.jobs.is_some() {
+        f.job_ids = p.job_texts.clone();
+        // State filtering happens here, so an id that exists but is
+        // finished is told apart from an unknown id.
+        f.all_states = true;
+    } else if p.all_states || p.states.is_some() {
+        f.all_states = true;
+    }
+    if let Some(u) = &p.users {
+        if !u.is_empty() {
+            f.user_ids = u.clone();
+        }
+    }
+    GetJobsRequest {
+        filter: Some(f),
+        details: false,
+    }
+}
+
+pub fn run(args: &[String]) -> i32 {
+    let timer = conn::Timer::new();
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let parsed = parse_args(args, &env, &crate::users::uid_of, crate::users::euid());
+    let p = match parsed {
+        Ok(Parsed::Run(p)) => p,
+        Ok(Parsed::Help) | Ok(Parsed::Usage) => {
+            print!("{USAGE}");
+            return 0;
+        }
+        Ok(Parsed::Version) => {
+            crate::print_version();
+            return 0;
+        }
+        Err(lines) => {
+            for l in lines {
+                eprintln!("{l}");
+            }
+            return 1;
+        }
+    };
+    for w in &p.warnings {
+        eprintln!("squeue: error: {w}");
+    }
+    let cfg = match conn::load_config("squeue") {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    timer.mark("config");
+    let rt = match conn::runtime() {
+        Ok(r) => r,
+        Err(rc) => return rc,
+    };
+    rt.block_on(async move {
+        let mut client = match conn::client_for("squeue", &cfg) {
+            Ok(c) => c,
+            Err(rc) => return rc,
+        };
+        timer.mark("credential");
+        let stdout = std::io::stdout();
+        loop {
+            let resp = match client.get_jobs(request(&p)).await {
+                Ok(r) => r.into_inner(),
+                Err(st) => {
+                    conn::report("squeue", "slurm_load_jobs error: ", &st);
+                    return 1;
+                }
+            };
+            timer.mark(&format!("{} jobs received", resp.jobs.len()));
+            if let Some(jobs) = &p.jobs {
+                if jobs.len() == 1 {
+                    let want = jobs[0].job();
+                    let known = resp.jobs.iter().any(|j| {
+                        j.job_id == want || (j.array_job_id != 0 && j.array_job_id == want)
+                    });
+                    if !known {
+                        eprintln!("slurm_load_jobs error: Invalid job id specified");
+                        return 1;
+                    }
+                }
+            }
+            let now = crate::timefmt::now();
+            let mut out = String::with_capacity(64 + resp.jobs.len() * 96);
+            if p.json {
+                let mut rows = Vec::with_capacity(resp.jobs.len());
+                for j in &resp.jobs {
+                    filter(j, &p, &mut rows);
+                }
+                let mut cmd = vec!["squeue".to_string()];
+                cmd.extend(args.iter().cloned());
+                let mut lock = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+                let _ = crate::json::squeue_to(&mut lock, &rows, now, &cfg.cluster_name, &cmd)
+                    .and_then(|_| lock.flush());
+            } else {
+                if !p.no_header && (p.iterate > 0 || p.verbose > 0 || p.long) {
+                    out.push_str(&crate::timefmt::fmt_ctime(&crate::timefmt::localtime(now)));
+                    out.push('\n');
+                }
+                render(&mut out, &p, &resp.jobs, now);
+            }
+            {
+                let mut lock = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+                if lock
+                    .write_all(out.as_bytes())
+                    .and_then(|_| lock.flush())
+                    .is_err()
+                {
+                    return 0;
+                }
+            }
+            timer.mark("written");
+            if p.iterate == 0 {
+                return 0;
+            }
+            println!();
+            tokio::time::sleep(std::time::Duration::from_secs(p.iterate)).await;
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format::tests::job;
+    use super::*;
+    use drover_proto::JobState;
+
+    fn params(args: &[&str]) -> Params {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let lookup = |u: &str| match u {
+            "alice" => Some(1000),
+            "bob" => Some(1001),
+            n => n.parse().ok(),
+        };
+        match parse_args(&args, &|_| None, &lookup, 1000).unwrap() {
+            Parsed::Run(p) => *p,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn ids(p: &Params, jobs: &[JobInfo]) -> Vec<String> {
+        let mut out = String::new();
+        let mut p = p.clone();
+        p.no_header = true;
+        p.format = format::parse_format("%i").0;
+        render(&mut out, &p, jobs, 1_700_000_100);
+        out.lines().map(str::to_string).collect()
+    }
+
+    fn queue() -> Vec<JobInfo> {
+        let mut v = Vec::new();
+        let mut r1 = job(1, "a", JobState::Running);
+        r1.start_time = 1_700_000_000;
+        r1.priority = 10;
+        v.push(r1);
+        let mut p2 = job(2, "b", JobState::Pending);
+        p2.priority = 5;
+        v.push(p2);
+        let mut p3 = job(3, "c", JobState::Pending);
+        p3.priority = 50;
+        p3.user_id = 1001;
+        p3.user_name = "bob".into();
+        v.push(p3);
+        let mut done = job(4, "d", JobState::Completed);
+        done.start_time = 1_699_999_000;
+        v.push(done);
+        let mut meta = job(10, "arr", JobState::Pending);
+        meta.array_job_id = 10;
+        meta.is_array_meta = true;
+        meta.array_pending = "2-4".into();
+        meta.priority = 1;
+        v.push(meta);
+        let mut t1 = job(11, "arr", JobState::Running);
+        t1.array_job_id = 10;
+        t1.array_task_id = 1;
+        t1.start_time = 1_700_000_050;
+        v.push(t1);
+        v
+    }
+
+    #[test]
+    fn default_sort_and_state_filter() {
+        let q = queue();
+        // Pending first (PD < R), by priority descending; finished hidden.
+        assert_eq!(
+            ids(&params(&[]), &q),
+            vec!["3", "2", "10_[2-4]", "10_1", "1"]
+        );
+        assert_eq!(ids(&params(&["-t", "all"]), &q).len(), 6);
+        assert_eq!(ids(&params(&["-t", "CD"]), &q), vec!["4"]);
+        assert_eq!(ids(&params(&["--states=pd,R"]), &q).len(), 5);
+    }
+
+    #[test]
+    fn filters() {
+        let q = queue();
+        assert_eq!(ids(&params(&["-u", "bob"]), &q), vec!["3"]);
+        assert_eq!(ids(&params(&["--me"]), &q).len(), 4);
+        assert_eq!(ids(&params(&["-j", "2,3"]), &q), vec!["3", "2"]);
+        assert_eq!(ids(&params(&["--jobs=1"]), &q), vec!["1"]);
+        assert_eq!(ids(&params(&["-j", "4"]), &q), Vec::<String>::new());
+        assert_eq!(ids(&params(&["-j", "10"]), &q), vec!["10_[2-4]", "10_1"]);
+        assert_eq!(ids(&params(&["-j", "10_3"]), &q), vec!["10_3"]);
+        assert_eq!(ids(&params(&["-j", "10_1"]), &q), vec!["10_1"]);
+        assert_eq!(ids(&params(&["--name", "B"]), &q), vec!["2"]);
+        assert_eq!(ids(&params(&["-p", "other"]), &q), Vec::<String>::new());
+        assert_eq!(
+            ids(&params(&["-r"]), &q),
+            vec!["3", "2", "10_2", "10_3", "10_4", "10_1", "1"]
+        );
+        assert_eq!(
+            ids(&params(&["--sort=i"]), &q),
+            vec!["1", "2", "3", "10_1", "10_[2-4]"]
+        );
+        assert_eq!(
+            ids(&params(&["--sort=-i"]), &q),
+            vec!["10_[2-4]", "10_1", "3", "2", "1"]
+        );
+    }
+
+    #[test]
+    fn arg_errors() {
+        let run = |a: &[&str]| {
+            let args: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+            parse_args(&args, &|_| None, &|_| None, 0)
+        };
+        assert_eq!(
+            run(&["-t", "bogus"]).unwrap_err()[0],
+            "squeue: error: Invalid job state specified: bogus"
+        );
+        assert_eq!(
+            run(&["--bogus"]).unwrap_err()[0],
+            "squeue: unrecognized option '--bogus'"
+        );
+        assert_eq!(
+            run(&["-j", "x"]).unwrap_err()[0],
+            "squeue: error: Invalid job id: x"
+        );
+        assert!(run(&["-o", "%i", "-O", "jobid"]).is_err());
+        assert!(run(&["-l", "-o", "%i"]).is_err());
+        assert!(run(&["--sort=Z"]).is_err());
+        assert!(run(&["-i", "0"]).is_err());
+        match run(&["-u", "nobody-here"]).unwrap() {
+            Parsed::Run(p) => {
+                assert_eq!(p.warnings, vec!["Invalid user: nobody-here"]);
+                assert_eq!(p.users, Some(vec![]));
+            }
+            _ => panic!(),
+        }
+        assert!(matches!(run(&["--version"]).unwrap(), Parsed::Version));
+    }
+
+    #[test]
+    fn request_shape() {
+        let p = params(&["-j", "5"]);
+        let r = request(&p);
+        let f = r.filter.unwrap();
+        assert_eq!(f.job_ids, vec!["5"]);
+        assert!(f.all_states);
+        let p = params(&["-u", "alice"]);
+        assert_eq!(request(&p).filter.unwrap().user_ids, vec![1000]);
+    }
+}
