@@ -145,7 +145,7 @@ pub fn parse_mem_mb(s: &str) -> Result<u64, String> {
 pub fn format_mem_mb(mb: u64) -> String {
     if mb == 0 {
         "0".to_string()
-    } else if mb % 1024 == 0 {
+    } else if mb.is_multiple_of(1024) {
         format!("{}G", mb / 1024)
     } else {
         format!("{mb}M")

@@ -87,7 +87,7 @@ fn mutate(base: &str, edits: &[(u8, usize, char)]) -> String {
 
 fn parse_all(text: &str) {
     let mut inc = |p: &str| -> Result<(String, String), String> {
-        if p.len() % 2 == 0 {
+        if p.len().is_multiple_of(2) {
             Ok(("inc.conf".to_string(), format!("NodeName={p} CPUs=1")))
         } else {
             Err("no".to_string())

@@ -1,7 +1,8 @@
 //! Node agents talking to the controller: registration, heartbeats, job ends.
 
 use drover_proto::{
-    HeartbeatRequest, HeartbeatResponse, JobEndedRequest, JobState, RegisterRequest, RegisterResponse,
+    HeartbeatRequest, HeartbeatResponse, JobEndedRequest, JobState, RegisterRequest,
+    RegisterResponse,
 };
 
 use crate::ctld::{now, Ctld};
@@ -20,8 +21,10 @@ impl Ctld {
             .copied()
             .filter(|id| {
                 !self.jobs.get(id).is_some_and(|j| {
-                    matches!(j.state(), JobState::Running | JobState::Completing | JobState::Suspended)
-                        && j.rt().alloc.iter().any(|a| a.node == node)
+                    matches!(
+                        j.state(),
+                        JobState::Running | JobState::Completing | JobState::Suspended
+                    ) && j.rt().alloc.iter().any(|a| a.node == node)
                 })
             })
             .collect()
@@ -35,7 +38,10 @@ impl Ctld {
         let mut lost = Vec::new();
         for reg in &req.nodes {
             let Some(i) = self.cluster.node_idx(&reg.name) else {
-                errors.push(format!("node {} is not in the controller's configuration", reg.name));
+                errors.push(format!(
+                    "node {} is not in the controller's configuration",
+                    reg.name
+                ));
                 continue;
             };
             let reported: Vec<u32> = req
@@ -87,7 +93,9 @@ impl Ctld {
                 if reported.contains(&id) {
                     continue;
                 }
-                let Some(j) = self.jobs.get(&id) else { continue };
+                let Some(j) = self.jobs.get(&id) else {
+                    continue;
+                };
                 if j.rt().batch_host != reg.name {
                     continue;
                 }
@@ -126,7 +134,9 @@ impl Ctld {
         let mut reregister = false;
         let mut kill = Vec::new();
         for (k, name) in req.nodes.iter().enumerate() {
-            let Some(i) = self.cluster.node_idx(name) else { continue };
+            let Some(i) = self.cluster.node_idx(name) else {
+                continue;
+            };
             if !self.cluster.nodes[i].registered || self.cluster.nodes[i].down {
                 reregister = true;
                 continue;

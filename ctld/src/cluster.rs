@@ -52,7 +52,10 @@ impl Node {
             }
         }
         let state = conf.state.to_ascii_uppercase();
-        let (drain, down) = (state.starts_with("DRAIN"), state == "DOWN" || state == "FAIL");
+        let (drain, down) = (
+            state.starts_with("DRAIN"),
+            state == "DOWN" || state == "FAIL",
+        );
         Node {
             alloc_cpus: vec![false; conf.cpus as usize],
             reason: conf.reason.clone().unwrap_or_default(),
@@ -225,7 +228,11 @@ impl Cluster {
             .partitions
             .iter()
             .map(|p| Partition {
-                nodes: p.nodes.iter().filter_map(|n| by_name.get(n).copied()).collect(),
+                nodes: p
+                    .nodes
+                    .iter()
+                    .filter_map(|n| by_name.get(n).copied())
+                    .collect(),
                 allow_gids: p.allow_groups.as_ref().map(|gs| {
                     gs.iter()
                         .filter_map(|g| crate::users::group_gid(g))
@@ -272,7 +279,9 @@ impl Cluster {
     /// Take a running job's resources out of its nodes.
     pub fn allocate(&mut self, job_id: u32, allocs: &[drover_proto::NodeAlloc]) {
         for a in allocs {
-            let Some(&i) = self.by_name.get(&a.node) else { continue };
+            let Some(&i) = self.by_name.get(&a.node) else {
+                continue;
+            };
             let n = &mut self.nodes[i];
             for &c in &a.cpu_ids {
                 if let Some(slot) = n.alloc_cpus.get_mut(c as usize) {
@@ -298,7 +307,9 @@ impl Cluster {
     /// Give a finished job's resources back.
     pub fn release(&mut self, job_id: u32, allocs: &[drover_proto::NodeAlloc], now: i64) {
         for a in allocs {
-            let Some(&i) = self.by_name.get(&a.node) else { continue };
+            let Some(&i) = self.by_name.get(&a.node) else {
+                continue;
+            };
             let n = &mut self.nodes[i];
             if !n.jobs.remove(&job_id) {
                 continue;

@@ -69,8 +69,14 @@ impl Ctld {
     }
 
     fn filter_matches(&self, f: &JobFilter, id: u32) -> bool {
-        let Some(j) = self.jobs.get(&id) else { return false };
-        let states: Vec<JobState> = f.states.iter().filter_map(|s| JobState::try_from(*s).ok()).collect();
+        let Some(j) = self.jobs.get(&id) else {
+            return false;
+        };
+        let states: Vec<JobState> = f
+            .states
+            .iter()
+            .filter_map(|s| JobState::try_from(*s).ok())
+            .collect();
         if !state_selected(j.state(), &states, f.all_states) {
             return false;
         }
@@ -83,16 +89,17 @@ impl Ctld {
         } else {
             j.rt().partition.as_str()
         };
-        if !f.partitions.is_empty() && !f.partitions.iter().any(|p| part.split(',').any(|x| x == p)) {
+        if !f.partitions.is_empty() && !f.partitions.iter().any(|p| part.split(',').any(|x| x == p))
+        {
             return false;
         }
-        if !f.names.is_empty() && !f.names.iter().any(|n| *n == spec.name) {
+        if !f.names.is_empty() && !f.names.contains(&spec.name) {
             return false;
         }
-        if !f.accounts.is_empty() && !f.accounts.iter().any(|a| *a == spec.account) {
+        if !f.accounts.is_empty() && !f.accounts.contains(&spec.account) {
             return false;
         }
-        if !f.qos.is_empty() && !f.qos.iter().any(|q| *q == spec.qos) {
+        if !f.qos.is_empty() && !f.qos.contains(&spec.qos) {
             return false;
         }
         if !f.nodes.is_empty() && !j.rt().alloc.iter().any(|a| f.nodes.contains(&a.node)) {
@@ -114,7 +121,8 @@ impl Ctld {
         }
         let mut out = Vec::new();
         for text in &f.job_ids {
-            let sel = parse_selector(text).ok_or_else(|| Status::invalid_argument(msg::INVALID_JOB))?;
+            let sel =
+                parse_selector(text).ok_or_else(|| Status::invalid_argument(msg::INVALID_JOB))?;
             let ids = self.select_ids(&sel);
             out.push((text.clone(), ids));
         }
@@ -133,13 +141,23 @@ impl Ctld {
         let explicit = !f.job_ids.is_empty();
         let mut jobs = Vec::with_capacity(ids.len());
         for id in ids {
-            if explicit && !self.filter_matches(&JobFilter { all_states: true, ..f.clone() }, id) {
+            if explicit
+                && !self.filter_matches(
+                    &JobFilter {
+                        all_states: true,
+                        ..f.clone()
+                    },
+                    id,
+                )
+            {
                 continue;
             }
             if explicit && !f.all_states && !f.states.is_empty() && !self.filter_matches(&f, id) {
                 continue;
             }
-            let Some(job) = self.jobs.get(&id) else { continue };
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
             let job = job.clone();
             jobs.push(self.job_info(&job));
         }
@@ -195,15 +213,28 @@ impl Ctld {
     }
 
     /// Cancel or signal one job record; `tasks` limits an array meta record.
-    fn cancel_one(&mut self, who: &Identity, id: u32, tasks: Option<&[u32]>, req: &CancelRequest) -> Result<(), &'static str> {
-        let Some(job) = self.jobs.get(&id) else { return Err(msg::INVALID_JOB) };
+    fn cancel_one(
+        &mut self,
+        who: &Identity,
+        id: u32,
+        tasks: Option<&[u32]>,
+        req: &CancelRequest,
+    ) -> Result<(), &'static str> {
+        let Some(job) = self.jobs.get(&id) else {
+            return Err(msg::INVALID_JOB);
+        };
         let state = job.state();
         if job.is_meta() {
             if req.signal != 0 && req.signal != libc::SIGKILL as u32 {
                 return Err(msg::PENDING);
             }
             let pending: Vec<u32> = match tasks {
-                Some(t) => job.pending_tasks.iter().copied().filter(|x| t.contains(x)).collect(),
+                Some(t) => job
+                    .pending_tasks
+                    .iter()
+                    .copied()
+                    .filter(|x| t.contains(x))
+                    .collect(),
                 None => job.pending_tasks.clone(),
             };
             if tasks.is_none() {
@@ -229,7 +260,11 @@ impl Ctld {
                 let nodes: Vec<String> = job.rt().alloc.iter().map(|a| a.node.clone()).collect();
                 let batch = job.rt().batch_host.clone();
                 if req.signal != 0 || req.batch_only {
-                    let sig = if req.signal == 0 { libc::SIGTERM as u32 } else { req.signal };
+                    let sig = if req.signal == 0 {
+                        libc::SIGTERM as u32
+                    } else {
+                        req.signal
+                    };
                     if req.batch_only {
                         self.signal_node(id, &batch, sig, true, false);
                     } else {
@@ -248,7 +283,8 @@ impl Ctld {
             JobState::Completing => {
                 if req.signal == 0 {
                     // Already being killed: repeat the kill, harmless.
-                    let nodes: Vec<String> = job.rt().alloc.iter().map(|a| a.node.clone()).collect();
+                    let nodes: Vec<String> =
+                        job.rt().alloc.iter().map(|a| a.node.clone()).collect();
                     for n in nodes {
                         self.signal_node(id, &n, 0, false, false);
                     }
@@ -290,7 +326,10 @@ mod tests {
     fn selectors() {
         assert_eq!(parse_selector("12"), Some(Selector::Job(12)));
         assert_eq!(parse_selector("12_3"), Some(Selector::Tasks(12, vec![3])));
-        assert_eq!(parse_selector("12_[1-3,7]"), Some(Selector::Tasks(12, vec![1, 2, 3, 7])));
+        assert_eq!(
+            parse_selector("12_[1-3,7]"),
+            Some(Selector::Tasks(12, vec![1, 2, 3, 7]))
+        );
         assert_eq!(parse_selector("x"), None);
         assert_eq!(parse_selector("12_"), None);
     }

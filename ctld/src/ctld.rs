@@ -11,7 +11,9 @@ use std::time::Duration;
 use drover_conf::slurmconf::Config;
 use drover_proto::auth::{ClusterKey, Identity};
 use drover_proto::client::{Agent, Credential};
-use drover_proto::state::{wal_record::Kind, Blob, JobRuntimeUpdate, NodeStateRecord, Snapshot, WalRecord};
+use drover_proto::state::{
+    wal_record::Kind, Blob, JobRuntimeUpdate, NodeStateRecord, Snapshot, WalRecord,
+};
 use drover_proto::{JobInfo, JobState};
 use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
@@ -171,8 +173,16 @@ impl Ctld {
             }
         }
         c.blobs.drop_unreferenced();
-        let running = c.jobs.values().filter(|j| !j.state().is_final() && j.state() != JobState::Pending).count();
-        let pending = c.jobs.values().filter(|j| j.state() == JobState::Pending).count();
+        let running = c
+            .jobs
+            .values()
+            .filter(|j| !j.state().is_final() && j.state() != JobState::Pending)
+            .count();
+        let pending = c
+            .jobs
+            .values()
+            .filter(|j| j.state() == JobState::Pending)
+            .count();
         tracing::info!(
             "recovered {} jobs ({} pending, {} running) from {} ({} log records); next job id {}",
             c.jobs.len(),
@@ -239,7 +249,9 @@ impl Ctld {
 
     /// Log the whole job record (submit, or a spec change).
     pub fn log_job(&mut self, id: u32) {
-        let Some(job) = self.jobs.get(&id) else { return };
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
         for b in [job.rec.script_blob, job.rec.env_blob] {
             if b != 0 && self.blobs_logged.insert(b) {
                 if let Some(data) = self.blobs.get(b) {
@@ -265,7 +277,9 @@ impl Ctld {
 
     /// Log a job's runtime part (state changes).
     pub fn log_runtime(&mut self, id: u32) {
-        let Some(job) = self.jobs.get_mut(&id) else { return };
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
         if job.is_meta() {
             let p = crate::array::ranges(&job.pending_tasks);
             job.rt_mut().array_pending = p;
@@ -347,7 +361,10 @@ impl Ctld {
 
     /// Allocate a fresh job id (never reused: the counter is durable and skips ids in use).
     pub fn alloc_job_id(&mut self) -> Result<u32, Status> {
-        let max = self.cfg.max_job_id.max(self.cfg.first_job_id.saturating_add(1));
+        let max = self
+            .cfg
+            .max_job_id
+            .max(self.cfg.first_job_id.saturating_add(1));
         for _ in 0..1_000_000 {
             let id = self.next_job_id;
             self.next_job_id = if id >= max {
@@ -371,7 +388,11 @@ impl Ctld {
     pub fn agent_for(&mut self, node: &str) -> Option<Agent> {
         let i = self.cluster.node_idx(node)?;
         let n = &self.cluster.nodes[i].conf;
-        let port = if n.port == 0 { self.cfg.slurmd_port } else { n.port };
+        let port = if n.port == 0 {
+            self.cfg.slurmd_port
+        } else {
+            n.port
+        };
         let addr = format!("{}:{}", n.node_addr, port);
         if let Some(a) = self.agents.get(&addr) {
             return Some(a.clone());

@@ -113,7 +113,9 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         .first()
         .map(|h| h.address().to_string())
         .unwrap_or_else(|| "0.0.0.0".into());
-    let bind_ip: std::net::IpAddr = addr_text.parse().unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
+    let bind_ip: std::net::IpAddr = addr_text
+        .parse()
+        .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
     let bind = SocketAddr::new(bind_ip, cfg.slurmctld_port);
     tracing::info!(
         "droverctld {} starting: config {}, cluster {}, state {}, {} nodes, {} partitions",
@@ -153,22 +155,28 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     }
     tracing::info!("auth socket {}", auth_path.display());
     let owner = tokio::spawn(ctld.run(rx));
-    let svc = ControllerServer::new(Svc { tx: tx.clone(), key })
-        .max_decoding_message_size(drover_proto::MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
+    let svc = ControllerServer::new(Svc {
+        tx: tx.clone(),
+        key,
+    })
+    .max_decoding_message_size(drover_proto::MAX_MESSAGE_BYTES)
+    .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     let stop_tx = tx.clone();
     let signals = async move {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return,
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return,
+            };
         tokio::select! {
             _ = term.recv() => {}
             _ = tokio::signal::ctrl_c() => {}
         }
         tracing::info!("signal received, shutting down");
-        let _ = stop_tx.send(Box::new(|c: &mut Ctld| c.shutdown = true)).await;
+        let _ = stop_tx
+            .send(Box::new(|c: &mut Ctld| c.shutdown = true))
+            .await;
     };
     tokio::spawn(signals);
     let server = tonic::transport::Server::builder()

@@ -31,9 +31,14 @@ pub struct Dependency {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Seen {
     Pending,
-    Running { since: i64 },
+    Running {
+        since: i64,
+    },
     /// Ended; ok = COMPLETED with exit 0.
-    Ended { ok: bool, at: i64 },
+    Ended {
+        ok: bool,
+        at: i64,
+    },
     /// Not known (purged): treated as done and successful, as Slurm does.
     Unknown,
 }
@@ -107,7 +112,8 @@ pub fn eval_cond(c: &Cond, seen: &[Seen], now: i64) -> Verdict {
     let each = |s: &Seen| -> Verdict {
         match (c.kind, *s) {
             (_, Seen::Unknown) => Satisfied,
-            (Kind::After, Seen::Running { since }) | (Kind::After, Seen::Ended { at: since, .. }) => {
+            (Kind::After, Seen::Running { since })
+            | (Kind::After, Seen::Ended { at: since, .. }) => {
                 if now >= since + i64::from(c.delay_min) * 60 {
                     Satisfied
                 } else {
@@ -177,8 +183,17 @@ mod tests {
         let d = parse("after:5+10,singleton").unwrap().unwrap();
         assert_eq!(d.conds[0].delay_min, 10);
         assert_eq!(d.conds[1].kind, Kind::Singleton);
-        assert_eq!(parse("afterok:7_3").unwrap().unwrap().conds[0].job, Some((7, Some(3))));
-        for bad in ["afterok", "bogus:1", "afterok:x", "afterok:1,afterok:2?afterok:3", ","] {
+        assert_eq!(
+            parse("afterok:7_3").unwrap().unwrap().conds[0].job,
+            Some((7, Some(3)))
+        );
+        for bad in [
+            "afterok",
+            "bogus:1",
+            "afterok:x",
+            "afterok:1,afterok:2?afterok:3",
+            ",",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert_eq!(parse("").unwrap(), None);
@@ -186,19 +201,44 @@ mod tests {
 
     #[test]
     fn evaluation() {
-        let c = |k| Cond { kind: k, job: Some((1, None)), delay_min: 0 };
+        let c = |k| Cond {
+            kind: k,
+            job: Some((1, None)),
+            delay_min: 0,
+        };
         let ok = Seen::Ended { ok: true, at: 0 };
         let bad = Seen::Ended { ok: false, at: 0 };
         assert_eq!(eval_cond(&c(Kind::AfterOk), &[ok], 0), Verdict::Satisfied);
         assert_eq!(eval_cond(&c(Kind::AfterOk), &[bad], 0), Verdict::Never);
-        assert_eq!(eval_cond(&c(Kind::AfterOk), &[ok, Seen::Pending], 0), Verdict::Wait);
+        assert_eq!(
+            eval_cond(&c(Kind::AfterOk), &[ok, Seen::Pending], 0),
+            Verdict::Wait
+        );
         assert_eq!(eval_cond(&c(Kind::AfterNotOk), &[ok], 0), Verdict::Never);
         assert_eq!(eval_cond(&c(Kind::AfterAny), &[bad], 0), Verdict::Satisfied);
-        assert_eq!(eval_cond(&c(Kind::After), &[Seen::Running { since: 0 }], 0), Verdict::Satisfied);
-        assert_eq!(eval_cond(&c(Kind::After), &[Seen::Pending], 0), Verdict::Wait);
-        let any = Dependency { conds: vec![], any: true };
-        assert_eq!(combine(&any, &[Verdict::Never, Verdict::Satisfied]), Verdict::Satisfied);
-        let all = Dependency { conds: vec![], any: false };
-        assert_eq!(combine(&all, &[Verdict::Wait, Verdict::Never]), Verdict::Never);
+        assert_eq!(
+            eval_cond(&c(Kind::After), &[Seen::Running { since: 0 }], 0),
+            Verdict::Satisfied
+        );
+        assert_eq!(
+            eval_cond(&c(Kind::After), &[Seen::Pending], 0),
+            Verdict::Wait
+        );
+        let any = Dependency {
+            conds: vec![],
+            any: true,
+        };
+        assert_eq!(
+            combine(&any, &[Verdict::Never, Verdict::Satisfied]),
+            Verdict::Satisfied
+        );
+        let all = Dependency {
+            conds: vec![],
+            any: false,
+        };
+        assert_eq!(
+            combine(&all, &[Verdict::Wait, Verdict::Never]),
+            Verdict::Never
+        );
     }
 }

@@ -24,8 +24,13 @@ pub struct EndReport {
 impl Ctld {
     /// A running job ended on `node`. Idempotent: a repeat is ignored.
     pub fn job_ended(&mut self, id: u32, node: &str, r: EndReport) {
-        let Some(job) = self.jobs.get(&id) else { return };
-        if !matches!(job.state(), JobState::Running | JobState::Completing | JobState::Suspended) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        if !matches!(
+            job.state(),
+            JobState::Running | JobState::Completing | JobState::Suspended
+        ) {
             return;
         }
         if !job.rt().alloc.iter().any(|a| a.node == node) && !node.is_empty() {
@@ -40,7 +45,9 @@ impl Ctld {
         }
         let job = self.jobs.get_mut(&id).expect("job present");
         let requeue = job.rt().requeue_pending
-            || (r.node_fail && (job.spec().requeue || (self.cfg.get("JobRequeue") == Some("1") && !job.spec().no_requeue)));
+            || (r.node_fail
+                && (job.spec().requeue
+                    || (self.cfg.get("JobRequeue") == Some("1") && !job.spec().no_requeue)));
         let rt = job.rt_mut();
         rt.exit_code = r.exit_code;
         rt.exit_signal = r.exit_signal;
@@ -97,8 +104,12 @@ impl Ctld {
     }
 
     pub fn notify_waiters(&mut self, id: u32) {
-        let Some(ws) = self.waiters.remove(&id) else { return };
-        let Some(job) = self.jobs.get(&id).cloned() else { return };
+        let Some(ws) = self.waiters.remove(&id) else {
+            return;
+        };
+        let Some(job) = self.jobs.get(&id).cloned() else {
+            return;
+        };
         let info = self.job_info(&job);
         for w in ws {
             let v = info.clone();
@@ -109,7 +120,9 @@ impl Ctld {
     /// Cancel a pending job (or array meta record) right away.
     pub fn cancel_pending(&mut self, id: u32, by_uid: u32, reason: &str) {
         let t = now();
-        let Some(job) = self.jobs.get_mut(&id) else { return };
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
         if job.is_meta() {
             job.pending_tasks.clear();
         }
@@ -129,7 +142,9 @@ impl Ctld {
 
     /// Ask the agent of `node` to signal (sig != 0) or terminate (sig == 0) a job.
     pub fn signal_node(&mut self, id: u32, node: &str, sig: u32, batch_only: bool, timeout: bool) {
-        let Some(mut agent) = self.agent_for(node) else { return };
+        let Some(mut agent) = self.agent_for(node) else {
+            return;
+        };
         let req = SignalJobRequest {
             job_id: id,
             signal: sig,
@@ -147,7 +162,9 @@ impl Ctld {
 
     /// Terminate a running job on all its nodes (cancel, timeout, requeue).
     pub fn terminate(&mut self, id: u32, timeout: bool) {
-        let Some(job) = self.jobs.get_mut(&id) else { return };
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
         let nodes: Vec<String> = job.rt().alloc.iter().map(|a| a.node.clone()).collect();
         let rt = job.rt_mut();
         rt.terminating = true;
@@ -215,14 +232,13 @@ impl Ctld {
         for (id, j) in &self.jobs {
             let rt = j.rt();
             match j.state() {
-                JobState::Running => {
+                JobState::Running
                     if rt.time_limit != INFINITE
                         && rt.time_limit != 0
                         && self.cfg.over_time_limit_min != u32::MAX
-                        && t >= rt.start_time + (i64::from(rt.time_limit) + over) * 60
-                    {
-                        expired.push(*id);
-                    }
+                        && t >= rt.start_time + (i64::from(rt.time_limit) + over) * 60 =>
+                {
+                    expired.push(*id);
                 }
                 JobState::Pending => {
                     let b = j.spec().begin_time;
@@ -230,10 +246,8 @@ impl Ctld {
                         wake = true;
                     }
                 }
-                s if s.is_final() => {
-                    if min_age > 0 && rt.end_time + min_age <= t {
-                        purge.push(*id);
-                    }
+                s if s.is_final() && min_age > 0 && rt.end_time + min_age <= t => {
+                    purge.push(*id);
                 }
                 _ => {}
             }
@@ -251,7 +265,9 @@ impl Ctld {
     }
 
     fn purge(&mut self, id: u32) {
-        let Some(job) = self.jobs.remove(&id) else { return };
+        let Some(job) = self.jobs.remove(&id) else {
+            return;
+        };
         self.blobs.release(job.rec.script_blob);
         self.blobs.release(job.rec.env_blob);
         let a = job.rt().array_job_id;

@@ -25,13 +25,19 @@ impl Job {
         self.rec.job_id
     }
     pub fn spec(&self) -> &JobSpec {
-        self.rec.spec.as_ref().expect("job records always carry a spec")
+        self.rec
+            .spec
+            .as_ref()
+            .expect("job records always carry a spec")
     }
     pub fn spec_mut(&mut self) -> &mut JobSpec {
         self.rec.spec.get_or_insert_with(Default::default)
     }
     pub fn rt(&self) -> &JobRuntime {
-        self.rec.runtime.as_ref().expect("job records always carry a runtime")
+        self.rec
+            .runtime
+            .as_ref()
+            .expect("job records always carry a runtime")
     }
     pub fn rt_mut(&mut self) -> &mut JobRuntime {
         self.rec.runtime.get_or_insert_with(Default::default)
@@ -55,9 +61,14 @@ impl Job {
     pub fn from_record(mut rec: JobRecord) -> Job {
         rec.spec.get_or_insert_with(Default::default);
         rec.runtime.get_or_insert_with(Default::default);
-        let dep = crate::deps::parse(&rec.spec.as_ref().map(|s| s.dependency.clone()).unwrap_or_default())
-            .ok()
-            .flatten();
+        let dep = crate::deps::parse(
+            &rec.spec
+                .as_ref()
+                .map(|s| s.dependency.clone())
+                .unwrap_or_default(),
+        )
+        .ok()
+        .flatten();
         let pending_tasks = rec
             .runtime
             .as_ref()
@@ -130,7 +141,10 @@ pub fn env_from_blob(b: &[u8]) -> Vec<String> {
     if b.is_empty() {
         return Vec::new();
     }
-    String::from_utf8_lossy(b).split('\0').map(str::to_string).collect()
+    String::from_utf8_lossy(b)
+        .split('\0')
+        .map(str::to_string)
+        .collect()
 }
 
 /// Default memory for a job that asked for none: DefMemPerCPU / DefMemPerNode

@@ -8,7 +8,7 @@ use crate::ctld::Ctld;
 use crate::job::Job;
 
 fn mem_text(mb: u64) -> String {
-    if mb > 0 && mb % 1024 == 0 {
+    if mb > 0 && mb.is_multiple_of(1024) {
         format!("{}G", mb / 1024)
     } else {
         format!("{mb}M")
@@ -109,10 +109,18 @@ impl Ctld {
         let batch_host = rt.batch_host.clone();
         let vars = PatternVars {
             job_id: job.id(),
-            array_job_id: if array_job_id != 0 { array_job_id } else { job.id() },
+            array_job_id: if array_job_id != 0 {
+                array_job_id
+            } else {
+                job.id()
+            },
             array_task_id: (array_job_id != 0 && !rt.is_array_meta).then_some(rt.array_task_id),
             job_name: &spec.name,
-            node: if batch_host.is_empty() { "%N" } else { &batch_host },
+            node: if batch_host.is_empty() {
+                "%N"
+            } else {
+                &batch_host
+            },
             user: &user,
             node_id: 0,
             task_id: 0,
@@ -194,7 +202,11 @@ impl Ctld {
             },
             priority: if rt.hold != 0 { 0 } else { rt.priority },
             nice: spec.nice,
-            time_limit: if rt.time_limit == 0 { INFINITE } else { rt.time_limit },
+            time_limit: if rt.time_limit == 0 {
+                INFINITE
+            } else {
+                rt.time_limit
+            },
             submit_time: rt.submit_time,
             eligible_time: rt.eligible_time,
             start_time: rt.start_time,
@@ -312,7 +324,11 @@ impl Ctld {
             weight: c.weight,
             node_addr: c.node_addr.clone(),
             node_hostname: c.node_hostname.clone(),
-            port: u32::from(if c.port == 0 { self.cfg.slurmd_port } else { c.port }),
+            port: u32::from(if c.port == 0 {
+                self.cfg.slurmd_port
+            } else {
+                c.port
+            }),
             boot_time: n.boot_time,
             last_busy: n.last_busy,
             slurmd_start_time: n.agent_start_time,
@@ -338,7 +354,11 @@ impl Ctld {
             None => "ALL".to_string(),
             Some(v) => v.join(","),
         };
-        let total_cpus: u32 = p.nodes.iter().map(|&n| self.cluster.nodes[n].conf.cpus).sum();
+        let total_cpus: u32 = p
+            .nodes
+            .iter()
+            .map(|&n| self.cluster.nodes[n].conf.cpus)
+            .sum();
         PartitionInfo {
             name: c.name.clone(),
             is_default: self.cluster.default_part == Some(i),
@@ -363,7 +383,10 @@ impl Ctld {
             total_nodes: names.len() as u32,
             qos: c.qos.clone().unwrap_or_default(),
             def_mem_per_cpu: c.def_mem_per_cpu.or(self.cfg.def_mem_per_cpu).unwrap_or(0),
-            def_mem_per_node: c.def_mem_per_node.or(self.cfg.def_mem_per_node).unwrap_or(0),
+            def_mem_per_node: c
+                .def_mem_per_node
+                .or(self.cfg.def_mem_per_node)
+                .unwrap_or(0),
             max_mem_per_cpu: c.max_mem_per_cpu.unwrap_or(0),
             max_mem_per_node: c.max_mem_per_node.unwrap_or(0),
             tres: format!("cpu={total_cpus},node={}", names.len()),

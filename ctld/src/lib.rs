@@ -10,6 +10,7 @@ pub mod array;
 pub mod cluster;
 pub mod control;
 pub mod ctld;
+mod daemon;
 pub mod deps;
 pub mod end;
 pub mod job;
@@ -22,6 +23,5 @@ pub mod submit;
 pub mod update;
 pub mod users;
 pub mod wal;
-mod daemon;
 
 pub use daemon::main_entry;

@@ -21,7 +21,10 @@ impl Ctld {
     pub fn config_entries(&self) -> ConfigResponse {
         let c = &self.cfg;
         let mut e: Vec<(String, String)> = vec![
-            ("AccountingStorageType".into(), c.accounting_storage_type.clone()),
+            (
+                "AccountingStorageType".into(),
+                c.accounting_storage_type.clone(),
+            ),
             ("AuthInfo".into(), format!("socket={}", c.auth_socket())),
             ("AuthKeyFile".into(), c.auth_key_file.clone()),
             ("AuthType".into(), c.auth_type.clone()),
@@ -31,7 +34,14 @@ impl Ctld {
             ("EnforcePartLimits".into(), c.enforce_part_limits.clone()),
             ("Epilog".into(), opt(&c.epilog)),
             ("FirstJobId".into(), c.first_job_id.to_string()),
-            ("GresTypes".into(), if c.gres_types.is_empty() { "(null)".into() } else { c.gres_types.join(",") }),
+            (
+                "GresTypes".into(),
+                if c.gres_types.is_empty() {
+                    "(null)".into()
+                } else {
+                    c.gres_types.join(",")
+                },
+            ),
             ("KillWait".into(), format!("{} sec", c.kill_wait)),
             ("MaxArraySize".into(), c.max_array_size.to_string()),
             ("MaxJobCount".into(), c.max_job_count.to_string()),
@@ -39,20 +49,43 @@ impl Ctld {
             ("MaxMemPerNode".into(), mem(c.max_mem_per_node)),
             ("MinJobAge".into(), format!("{} sec", c.min_job_age)),
             ("NEXT_JOB_ID".into(), self.next_job_id.to_string()),
-            ("OverTimeLimit".into(), if c.over_time_limit_min == u32::MAX { "UNLIMITED".into() } else { format!("{} min", c.over_time_limit_min) }),
+            (
+                "OverTimeLimit".into(),
+                if c.over_time_limit_min == u32::MAX {
+                    "UNLIMITED".into()
+                } else {
+                    format!("{} min", c.over_time_limit_min)
+                },
+            ),
             ("PriorityType".into(), c.priority_type.clone()),
             ("Prolog".into(), opt(&c.prolog)),
             ("ReturnToService".into(), c.return_to_service.to_string()),
             ("SchedulerType".into(), c.scheduler_type.clone()),
             ("SelectType".into(), c.select_type.clone()),
-            ("SelectTypeParameters".into(), if c.select_type_parameters.is_empty() { "(null)".into() } else { c.select_type_parameters.join(",") }),
+            (
+                "SelectTypeParameters".into(),
+                if c.select_type_parameters.is_empty() {
+                    "(null)".into()
+                } else {
+                    c.select_type_parameters.join(",")
+                },
+            ),
             ("SLURM_CONF".into(), self.config_path.display().to_string()),
             ("SLURM_VERSION".into(), env!("CARGO_PKG_VERSION").into()),
-            ("SlurmUser".into(), format!("{}({})", c.slurm_user, self.slurm_user_uid)),
-            ("SlurmctldHost[0]".into(), c.slurmctld_host.first().map(|h| match &h.addr {
-                Some(a) => format!("{}({a})", h.name),
-                None => h.name.clone(),
-            }).unwrap_or_default()),
+            (
+                "SlurmUser".into(),
+                format!("{}({})", c.slurm_user, self.slurm_user_uid),
+            ),
+            (
+                "SlurmctldHost[0]".into(),
+                c.slurmctld_host
+                    .first()
+                    .map(|h| match &h.addr {
+                        Some(a) => format!("{}({a})", h.name),
+                        None => h.name.clone(),
+                    })
+                    .unwrap_or_default(),
+            ),
             ("SlurmctldPort".into(), c.slurmctld_port.to_string()),
             ("SlurmdPort".into(), c.slurmd_port.to_string()),
             ("SlurmdSpoolDir".into(), c.slurmd_spool_dir.clone()),
@@ -66,9 +99,12 @@ impl Ctld {
                 e.push((k.clone(), v.clone()));
             }
         }
-        e.sort_by(|a, b| a.0.to_ascii_lowercase().cmp(&b.0.to_ascii_lowercase()));
+        e.sort_by_key(|a| a.0.to_ascii_lowercase());
         ConfigResponse {
-            entries: e.into_iter().map(|(key, value)| ConfigEntry { key, value }).collect(),
+            entries: e
+                .into_iter()
+                .map(|(key, value)| ConfigEntry { key, value })
+                .collect(),
             config_file: self.config_path.display().to_string(),
             boot_time: self.start_time,
         }
@@ -98,7 +134,10 @@ impl Ctld {
             }
         }
         for (id, j) in &self.jobs {
-            if matches!(j.state(), JobState::Running | JobState::Completing | JobState::Suspended) {
+            if matches!(
+                j.state(),
+                JobState::Running | JobState::Completing | JobState::Suspended
+            ) {
                 cluster.allocate(*id, &j.rt().alloc);
             }
         }

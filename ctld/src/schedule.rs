@@ -24,9 +24,12 @@ impl Ctld {
             let rt = j.rt();
             match j.state() {
                 JobState::Pending => Seen::Pending,
-                JobState::Running | JobState::Suspended | JobState::Completing | JobState::Configuring => {
-                    Seen::Running { since: rt.start_time }
-                }
+                JobState::Running
+                | JobState::Suspended
+                | JobState::Completing
+                | JobState::Configuring => Seen::Running {
+                    since: rt.start_time,
+                },
                 s => Seen::Ended {
                     ok: s == JobState::Completed && rt.exit_code == 0,
                     at: rt.end_time,
@@ -116,9 +119,9 @@ impl Ctld {
                 .map(|v| {
                     v.iter()
                         .filter(|id| {
-                            self.jobs
-                                .get(id)
-                                .is_some_and(|j| !j.state().is_final() && j.state() != JobState::Pending)
+                            self.jobs.get(id).is_some_and(|j| {
+                                !j.state().is_final() && j.state() != JobState::Pending
+                            })
                         })
                         .count()
                 })
@@ -149,7 +152,9 @@ impl Ctld {
         let mut candidates: Vec<(u32, u32)> = Vec::new();
         let mut never: Vec<u32> = Vec::new();
         for id in pending {
-            let Some(job) = self.jobs.get(&id) else { continue };
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
             let gate = self.gate(job, t);
             let job = self.jobs.get_mut(&id).expect("job present");
             match gate {
@@ -185,7 +190,10 @@ impl Ctld {
             let job = &self.jobs[&id];
             let spec = job.spec();
             let pnames: Vec<&str> = spec.partition.split(',').map(str::trim).collect();
-            let pidx: Vec<usize> = pnames.iter().filter_map(|n| self.cluster.part_idx(n)).collect();
+            let pidx: Vec<usize> = pnames
+                .iter()
+                .filter_map(|n| self.cluster.part_idx(n))
+                .collect();
             let req = match build_request(spec, &self.cfg, &self.cluster, pidx.first().copied()) {
                 Ok(r) => r,
                 Err(_) => continue,
@@ -232,9 +240,9 @@ impl Ctld {
             .map(|v| {
                 v.iter()
                     .filter(|id| {
-                        self.jobs
-                            .get(id)
-                            .is_some_and(|j| !j.state().is_final() && j.state() != JobState::Pending)
+                        self.jobs.get(id).is_some_and(|j| {
+                            !j.state().is_final() && j.state() != JobState::Pending
+                        })
                     })
                     .count() as u32
             })
@@ -281,10 +289,18 @@ impl Ctld {
         Some(new_id)
     }
 
-    fn start_job(&mut self, id: u32, part: usize, allocs: &[sched::Alloc], nodes: &[sched::NodeSnap]) {
+    fn start_job(
+        &mut self,
+        id: u32,
+        part: usize,
+        allocs: &[sched::Alloc],
+        nodes: &[sched::NodeSnap],
+    ) {
         let id = match self.jobs.get(&id) {
             Some(j) if j.is_meta() => {
-                let Some(&task) = j.pending_tasks.first() else { return };
+                let Some(&task) = j.pending_tasks.first() else {
+                    return;
+                };
                 match self.split_task(id, task) {
                     Some(n) => n,
                     None => return,
@@ -300,8 +316,13 @@ impl Ctld {
                 let n = &self.cluster.nodes[a.node];
                 let mut gres: Vec<GresAlloc> = Vec::new();
                 for &g in &a.gres {
-                    let Some(d) = nodes.get(a.node).and_then(|s| s.gres.get(g)) else { continue };
-                    match gres.iter_mut().find(|x| x.name == d.name && x.r#type == d.r#type) {
+                    let Some(d) = nodes.get(a.node).and_then(|s| s.gres.get(g)) else {
+                        continue;
+                    };
+                    match gres
+                        .iter_mut()
+                        .find(|x| x.name == d.name && x.r#type == d.r#type)
+                    {
                         Some(x) => x.indices.push(d.index),
                         None => gres.push(GresAlloc {
                             name: d.name.clone(),
@@ -322,7 +343,9 @@ impl Ctld {
             })
             .collect();
         let part_conf = self.cluster.parts[part].conf.clone();
-        let Some(job) = self.jobs.get_mut(&id) else { return };
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
         let spec_limit = job.spec().time_limit;
         let rt = job.rt_mut();
         rt.state = JobState::Running as i32;
@@ -341,7 +364,10 @@ impl Ctld {
                 .or(part_conf.max_time_min)
                 .unwrap_or(INFINITE)
         };
-        rt.batch_host = node_allocs.first().map(|a| a.node.clone()).unwrap_or_default();
+        rt.batch_host = node_allocs
+            .first()
+            .map(|a| a.node.clone())
+            .unwrap_or_default();
         rt.alloc = node_allocs.clone();
         rt.launched = false;
         rt.terminating = false;
@@ -354,7 +380,9 @@ impl Ctld {
 
     /// Send (or re-send: the agent makes it idempotent) the batch launch.
     pub fn send_launch(&mut self, id: u32) {
-        let Some(job) = self.jobs.get(&id) else { return };
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
         let job = job.clone();
         let rt = job.rt();
         let node = rt.batch_host.clone();
@@ -384,19 +412,25 @@ impl Ctld {
             cluster_name: self.cfg.cluster_name.clone(),
             node_id: 0,
         };
-        let Some(mut agent) = self.agent_for(&node) else { return };
+        let Some(mut agent) = self.agent_for(&node) else {
+            return;
+        };
         let tx = self.tx.clone();
         let start = rt.start_time;
         tokio::spawn(async move {
             let res = agent.launch(req).await;
             let _ = tx
-                .send(Box::new(move |c: &mut Ctld| c.launch_done(id, start, res.map(|_| ()))))
+                .send(Box::new(move |c: &mut Ctld| {
+                    c.launch_done(id, start, res.map(|_| ()))
+                }))
                 .await;
         });
     }
 
     fn launch_done(&mut self, id: u32, start: i64, res: Result<(), tonic::Status>) {
-        let Some(job) = self.jobs.get_mut(&id) else { return };
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
         if job.state() != JobState::Running || job.rt().start_time != start {
             return;
         }
@@ -407,14 +441,19 @@ impl Ctld {
                     self.log_runtime(id);
                 }
             }
-            Err(e) if e.code() == tonic::Code::Unavailable || e.code() == tonic::Code::DeadlineExceeded => {
+            Err(e)
+                if e.code() == tonic::Code::Unavailable
+                    || e.code() == tonic::Code::DeadlineExceeded =>
+            {
                 // Agent unreachable: try again; SlurmdTimeout takes the node down if it stays away.
                 tracing::debug!("launch of job {id} failed ({}), retrying", e.message());
                 self.later(
                     Duration::from_secs(1),
                     Box::new(move |c: &mut Ctld| {
                         if c.jobs.get(&id).is_some_and(|j| {
-                            j.state() == JobState::Running && !j.rt().launched && j.rt().start_time == start
+                            j.state() == JobState::Running
+                                && !j.rt().launched
+                                && j.rt().start_time == start
                         }) {
                             c.send_launch(id);
                         }

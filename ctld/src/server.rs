@@ -45,13 +45,19 @@ impl Svc {
 
 #[tonic::async_trait]
 impl Controller for Svc {
-    async fn submit(&self, req: Request<SubmitRequest>) -> Result<Response<SubmitResponse>, Status> {
+    async fn submit(
+        &self,
+        req: Request<SubmitRequest>,
+    ) -> Result<Response<SubmitResponse>, Status> {
         let who = self.who(&req)?;
         let spec = req.into_inner().spec.unwrap_or_default();
         self.call(move |c, r| c.submit(who, spec, r)).await
     }
 
-    async fn get_jobs(&self, req: Request<GetJobsRequest>) -> Result<Response<GetJobsResponse>, Status> {
+    async fn get_jobs(
+        &self,
+        req: Request<GetJobsRequest>,
+    ) -> Result<Response<GetJobsResponse>, Status> {
         self.who(&req)?;
         let req = req.into_inner();
         self.call(move |c, r| {
@@ -60,7 +66,10 @@ impl Controller for Svc {
         .await
     }
 
-    async fn cancel(&self, req: Request<CancelRequest>) -> Result<Response<CancelResponse>, Status> {
+    async fn cancel(
+        &self,
+        req: Request<CancelRequest>,
+    ) -> Result<Response<CancelResponse>, Status> {
         let who = self.who(&req)?;
         let req = req.into_inner();
         self.call(move |c, r| {
@@ -70,7 +79,10 @@ impl Controller for Svc {
         .await
     }
 
-    async fn update_job(&self, req: Request<UpdateJobRequest>) -> Result<Response<UpdateJobResponse>, Status> {
+    async fn update_job(
+        &self,
+        req: Request<UpdateJobRequest>,
+    ) -> Result<Response<UpdateJobResponse>, Status> {
         let who = self.who(&req)?;
         let req = req.into_inner();
         self.call(move |c, r| {
@@ -80,7 +92,10 @@ impl Controller for Svc {
         .await
     }
 
-    async fn wait_job(&self, req: Request<WaitJobRequest>) -> Result<Response<WaitJobResponse>, Status> {
+    async fn wait_job(
+        &self,
+        req: Request<WaitJobRequest>,
+    ) -> Result<Response<WaitJobResponse>, Status> {
         self.who(&req)?;
         let id = req.into_inner().job_id;
         let (tx, rx) = oneshot::channel();
@@ -94,7 +109,10 @@ impl Controller for Svc {
         Ok(Response::new(WaitJobResponse { job: Some(info) }))
     }
 
-    async fn get_nodes(&self, req: Request<GetNodesRequest>) -> Result<Response<GetNodesResponse>, Status> {
+    async fn get_nodes(
+        &self,
+        req: Request<GetNodesRequest>,
+    ) -> Result<Response<GetNodesResponse>, Status> {
         self.who(&req)?;
         let names = req.into_inner().names;
         self.call(move |c, r| {
@@ -116,7 +134,10 @@ impl Controller for Svc {
         .await
     }
 
-    async fn update_node(&self, req: Request<UpdateNodeRequest>) -> Result<Response<UpdateNodeResponse>, Status> {
+    async fn update_node(
+        &self,
+        req: Request<UpdateNodeRequest>,
+    ) -> Result<Response<UpdateNodeResponse>, Status> {
         let who = self.who(&req)?;
         let req = req.into_inner();
         self.call(move |c, r| {
@@ -155,7 +176,12 @@ impl Controller for Svc {
         self.who(&req)?;
         self.call(|c, r| {
             let _ = r.send(Ok(PingResponse {
-                host: c.cfg.slurmctld_host.first().map(|h| h.name.clone()).unwrap_or_else(|| c.host.clone()),
+                host: c
+                    .cfg
+                    .slurmctld_host
+                    .first()
+                    .map(|h| h.name.clone())
+                    .unwrap_or_else(|| c.host.clone()),
                 version: env!("CARGO_PKG_VERSION").into(),
                 start_time: c.start_time,
                 cluster: c.cfg.cluster_name.clone(),
@@ -164,7 +190,10 @@ impl Controller for Svc {
         .await
     }
 
-    async fn get_config(&self, req: Request<ConfigRequest>) -> Result<Response<ConfigResponse>, Status> {
+    async fn get_config(
+        &self,
+        req: Request<ConfigRequest>,
+    ) -> Result<Response<ConfigResponse>, Status> {
         self.who(&req)?;
         self.call(|c, r| {
             let _ = r.send(Ok(c.config_entries()));
@@ -188,7 +217,10 @@ impl Controller for Svc {
         .await
     }
 
-    async fn shutdown(&self, req: Request<ShutdownRequest>) -> Result<Response<ShutdownResponse>, Status> {
+    async fn shutdown(
+        &self,
+        req: Request<ShutdownRequest>,
+    ) -> Result<Response<ShutdownResponse>, Status> {
         let who = self.who(&req)?;
         self.call(move |c, r| {
             if !c.is_admin(&who) {
@@ -202,7 +234,10 @@ impl Controller for Svc {
         .await
     }
 
-    async fn register(&self, req: Request<RegisterRequest>) -> Result<Response<RegisterResponse>, Status> {
+    async fn register(
+        &self,
+        req: Request<RegisterRequest>,
+    ) -> Result<Response<RegisterResponse>, Status> {
         self.daemon(&req)?;
         let req = req.into_inner();
         self.call(move |c, r| {
@@ -212,7 +247,10 @@ impl Controller for Svc {
         .await
     }
 
-    async fn heartbeat(&self, req: Request<HeartbeatRequest>) -> Result<Response<HeartbeatResponse>, Status> {
+    async fn heartbeat(
+        &self,
+        req: Request<HeartbeatRequest>,
+    ) -> Result<Response<HeartbeatResponse>, Status> {
         self.daemon(&req)?;
         let req = req.into_inner();
         self.call(move |c, r| {
@@ -221,7 +259,10 @@ impl Controller for Svc {
         .await
     }
 
-    async fn job_ended(&self, req: Request<JobEndedRequest>) -> Result<Response<JobEndedResponse>, Status> {
+    async fn job_ended(
+        &self,
+        req: Request<JobEndedRequest>,
+    ) -> Result<Response<JobEndedResponse>, Status> {
         self.daemon(&req)?;
         let req = req.into_inner();
         self.call(move |c, r| {

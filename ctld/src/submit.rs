@@ -149,12 +149,22 @@ impl Ctld {
             }
         })?;
         if let Some(c) = &req.constraint {
-            let known = |f: &str| self.cluster.nodes.iter().any(|n| n.conf.features.iter().any(|x| x == f));
+            let known = |f: &str| {
+                self.cluster
+                    .nodes
+                    .iter()
+                    .any(|n| n.conf.features.iter().any(|x| x == f))
+            };
             if c.names().any(|f| !known(f)) {
                 return Err(msg::FEATURE);
             }
         }
-        let pristine: Vec<NodeSnap> = self.cluster.nodes.iter().map(|n| n.snap().pristine()).collect();
+        let pristine: Vec<NodeSnap> = self
+            .cluster
+            .nodes
+            .iter()
+            .map(|n| n.snap().pristine())
+            .collect();
         if (req.min_nodes as usize) > p.nodes.len() {
             return Err(msg::NODE_CONFIG);
         }
@@ -174,7 +184,11 @@ impl Ctld {
         }
     }
 
-    fn validate_and_create(&mut self, who: &Identity, spec: &mut JobSpec) -> Result<SubmitResponse, Status> {
+    fn validate_and_create(
+        &mut self,
+        who: &Identity,
+        spec: &mut JobSpec,
+    ) -> Result<SubmitResponse, Status> {
         if spec.script.is_empty() {
             return Err(invalid(msg::SCRIPT));
         }
@@ -190,7 +204,10 @@ impl Ctld {
         let mut first_err = None;
         let mut usable = Vec::new();
         for &p in &parts {
-            match self.time_limit_for(spec, p).and_then(|t| self.feasible(spec, p).map(|_| t)) {
+            match self
+                .time_limit_for(spec, p)
+                .and_then(|t| self.feasible(spec, p).map(|_| t))
+            {
                 Ok(t) => usable.push((p, t)),
                 Err(e) => {
                     first_err.get_or_insert(e);
@@ -243,7 +260,11 @@ impl Ctld {
         let hold = u32::from(spec.hold);
         let mut rt = JobRuntime {
             state: JobState::Pending as i32,
-            reason: if hold != 0 { "JobHeldUser".into() } else { "None".into() },
+            reason: if hold != 0 {
+                "JobHeldUser".into()
+            } else {
+                "None".into()
+            },
             priority: base_priority(id, spec.nice, spec.priority),
             submit_time: t,
             hold,

@@ -1,7 +1,10 @@
 //! `scontrol hold/release/requeue/update` on jobs and `update NodeName=`.
 
 use drover_proto::auth::Identity;
-use drover_proto::{JobResult, JobState, UpdateJobRequest, UpdateJobResponse, UpdateNodeRequest, UpdateNodeResponse, INFINITE};
+use drover_proto::{
+    JobResult, JobState, UpdateJobRequest, UpdateJobResponse, UpdateNodeRequest,
+    UpdateNodeResponse, INFINITE,
+};
 use tonic::Status;
 
 use crate::control::parse_selector;
@@ -9,10 +12,16 @@ use crate::ctld::{now, Ctld};
 use crate::submit::{base_priority, msg};
 
 impl Ctld {
-    pub fn update_job(&mut self, who: Identity, req: UpdateJobRequest) -> Result<UpdateJobResponse, Status> {
+    pub fn update_job(
+        &mut self,
+        who: Identity,
+        req: UpdateJobRequest,
+    ) -> Result<UpdateJobResponse, Status> {
         let mut results = Vec::new();
         for text in &req.job_ids {
-            let ids = parse_selector(text).map(|s| self.select_ids(&s)).unwrap_or_default();
+            let ids = parse_selector(text)
+                .map(|s| self.select_ids(&s))
+                .unwrap_or_default();
             if ids.is_empty() {
                 results.push(JobResult {
                     job_id: text.clone(),
@@ -23,7 +32,9 @@ impl Ctld {
             }
             let mut err: Option<String> = None;
             for id in ids {
-                let r = if !self.is_admin(&who) && self.jobs.get(&id).is_some_and(|j| j.rec.uid != who.uid) {
+                let r = if !self.is_admin(&who)
+                    && self.jobs.get(&id).is_some_and(|j| j.rec.uid != who.uid)
+                {
                     Err(msg::ACCESS.to_string())
                 } else if req.action.is_empty() {
                     self.update_fields(&who, id, &req)
@@ -53,10 +64,19 @@ impl Ctld {
                 if state != JobState::Pending {
                     return Err(msg::NOT_PENDING.into());
                 }
-                let level = if action.eq_ignore_ascii_case("hold") && admin { 2 } else { 1 };
+                let level = if action.eq_ignore_ascii_case("hold") && admin {
+                    2
+                } else {
+                    1
+                };
                 let j = self.jobs.get_mut(&id).expect("present");
                 j.rt_mut().hold = level;
-                j.rt_mut().reason = if level == 2 { "JobHeldAdmin" } else { "JobHeldUser" }.into();
+                j.rt_mut().reason = if level == 2 {
+                    "JobHeldAdmin"
+                } else {
+                    "JobHeldUser"
+                }
+                .into();
                 self.log_runtime(id);
                 Ok(())
             }
@@ -117,7 +137,12 @@ impl Ctld {
         }
     }
 
-    fn update_fields(&mut self, who: &Identity, id: u32, req: &UpdateJobRequest) -> Result<(), String> {
+    fn update_fields(
+        &mut self,
+        who: &Identity,
+        id: u32,
+        req: &UpdateJobRequest,
+    ) -> Result<(), String> {
         let admin = self.is_admin(who);
         let job = self.jobs.get(&id).ok_or(msg::INVALID_JOB)?;
         let pending = job.state() == JobState::Pending;
@@ -144,7 +169,11 @@ impl Ctld {
                     let m = drover_conf::units::parse_time_minutes(text)
                         .map_err(|_| msg::TIME_LIMIT.to_string())?
                         .unwrap_or(INFINITE);
-                    let cur = if rt.time_limit == 0 { INFINITE } else { rt.time_limit };
+                    let cur = if rt.time_limit == 0 {
+                        INFINITE
+                    } else {
+                        rt.time_limit
+                    };
                     let new = match rel {
                         0 => m,
                         1 => cur.saturating_add(m),
@@ -168,7 +197,9 @@ impl Ctld {
                     if !admin {
                         return Err(msg::ACCESS.into());
                     }
-                    let p: u32 = v.parse().map_err(|_| format!("Invalid Priority value: {v}"))?;
+                    let p: u32 = v
+                        .parse()
+                        .map_err(|_| format!("Invalid Priority value: {v}"))?;
                     spec.priority = p;
                     rt.priority = base_priority(id, spec.nice, p);
                 }
@@ -198,11 +229,14 @@ impl Ctld {
                 }
                 "numtasks" => {
                     need_pending()?;
-                    spec.ntasks = v.parse().map_err(|_| format!("Invalid NumTasks value: {v}"))?;
+                    spec.ntasks = v
+                        .parse()
+                        .map_err(|_| format!("Invalid NumTasks value: {v}"))?;
                 }
                 "minmemorynode" | "minmemorycpu" => {
                     need_pending()?;
-                    let mb = drover_conf::units::parse_mem_mb(v).map_err(|_| format!("Invalid {k} value: {v}"))?;
+                    let mb = drover_conf::units::parse_mem_mb(v)
+                        .map_err(|_| format!("Invalid {k} value: {v}"))?;
                     if k.eq_ignore_ascii_case("minmemorynode") {
                         spec.mem_per_node_mb = mb;
                         spec.mem_per_cpu_mb = 0;
@@ -235,7 +269,9 @@ impl Ctld {
                 }
                 "requeue" => spec.requeue = v == "1" || v.eq_ignore_ascii_case("yes"),
                 "arraytaskthrottle" => {
-                    rt.array_max_running = v.parse().map_err(|_| format!("Invalid ArrayTaskThrottle value: {v}"))?;
+                    rt.array_max_running = v
+                        .parse()
+                        .map_err(|_| format!("Invalid ArrayTaskThrottle value: {v}"))?;
                 }
                 "account" => {
                     need_pending()?;
@@ -258,19 +294,28 @@ impl Ctld {
                 }
                 "exclusive" | "oversubscribe" => {
                     need_pending()?;
-                    spec.exclusive = k.eq_ignore_ascii_case("exclusive") && v != "0" && !v.eq_ignore_ascii_case("no");
+                    spec.exclusive = k.eq_ignore_ascii_case("exclusive")
+                        && v != "0"
+                        && !v.eq_ignore_ascii_case("no");
                 }
                 other => return Err(format!("Update of {other} is not supported")),
             }
         }
         // The new request must still be possible somewhere.
         if pending {
-            let parts = self.resolve_partitions(&spec, who).map_err(|e| e.message().to_string())?;
+            let parts = self
+                .resolve_partitions(&spec, who)
+                .map_err(|e| e.message().to_string())?;
             let ok = parts.iter().any(|&p| {
                 crate::job::build_request(&spec, &self.cfg, &self.cluster, Some(p))
                     .ok()
                     .is_some_and(|r| {
-                        let pristine: Vec<_> = self.cluster.nodes.iter().map(|n| n.snap().pristine()).collect();
+                        let pristine: Vec<_> = self
+                            .cluster
+                            .nodes
+                            .iter()
+                            .map(|n| n.snap().pristine())
+                            .collect();
                         crate::sched::place(&r, &self.cluster.parts[p].nodes, &pristine).is_ok()
                     })
             });
@@ -286,7 +331,11 @@ impl Ctld {
         Ok(())
     }
 
-    pub fn update_node(&mut self, who: Identity, req: UpdateNodeRequest) -> Result<UpdateNodeResponse, Status> {
+    pub fn update_node(
+        &mut self,
+        who: Identity,
+        req: UpdateNodeRequest,
+    ) -> Result<UpdateNodeResponse, Status> {
         if !self.is_admin(&who) {
             return Err(Status::permission_denied(msg::ACCESS));
         }
@@ -358,8 +407,11 @@ impl Ctld {
                         Ok(w) => self.cluster.nodes[i].conf.weight = w,
                         Err(_) => errors.push(format!("Invalid weight: {v}")),
                     }
-                } else if k.eq_ignore_ascii_case("features") || k.eq_ignore_ascii_case("availablefeatures") {
-                    self.cluster.nodes[i].conf.features = v.split(',').map(str::to_string).collect();
+                } else if k.eq_ignore_ascii_case("features")
+                    || k.eq_ignore_ascii_case("availablefeatures")
+                {
+                    self.cluster.nodes[i].conf.features =
+                        v.split(',').map(str::to_string).collect();
                 } else if k.eq_ignore_ascii_case("reason") {
                     self.cluster.nodes[i].reason = v.clone();
                 } else {

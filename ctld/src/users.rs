@@ -18,12 +18,13 @@ pub fn user_name(uid: u32) -> String {
     // SAFETY: zeroed passwd is a valid out-parameter; buf outlives the call.
     let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
     let mut res: *mut libc::passwd = std::ptr::null_mut();
-    let rc = unsafe {
-        libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut res)
-    };
+    let rc =
+        unsafe { libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut res) };
     if rc == 0 && !res.is_null() && !pw.pw_name.is_null() {
         // SAFETY: pw_name points into buf, NUL-terminated by getpwuid_r.
-        unsafe { CStr::from_ptr(pw.pw_name) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(pw.pw_name) }
+            .to_string_lossy()
+            .into_owned()
     } else {
         uid.to_string()
     }
@@ -40,7 +41,13 @@ pub fn user_uid(name: &str) -> Option<u32> {
     let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
     let mut res: *mut libc::passwd = std::ptr::null_mut();
     let rc = unsafe {
-        libc::getpwnam_r(c.as_ptr(), &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut res)
+        libc::getpwnam_r(
+            c.as_ptr(),
+            &mut pw,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut res,
+        )
     };
     (rc == 0 && !res.is_null()).then_some(pw.pw_uid)
 }
@@ -51,12 +58,13 @@ pub fn group_name(gid: u32) -> String {
     // SAFETY: zeroed group is a valid out-parameter; buf outlives the call.
     let mut gr: libc::group = unsafe { std::mem::zeroed() };
     let mut res: *mut libc::group = std::ptr::null_mut();
-    let rc = unsafe {
-        libc::getgrgid_r(gid, &mut gr, buf.as_mut_ptr().cast(), buf.len(), &mut res)
-    };
+    let rc =
+        unsafe { libc::getgrgid_r(gid, &mut gr, buf.as_mut_ptr().cast(), buf.len(), &mut res) };
     if rc == 0 && !res.is_null() && !gr.gr_name.is_null() {
         // SAFETY: gr_name points into buf.
-        unsafe { CStr::from_ptr(gr.gr_name) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(gr.gr_name) }
+            .to_string_lossy()
+            .into_owned()
     } else {
         gid.to_string()
     }
@@ -73,7 +81,13 @@ pub fn group_gid(name: &str) -> Option<u32> {
     let mut gr: libc::group = unsafe { std::mem::zeroed() };
     let mut res: *mut libc::group = std::ptr::null_mut();
     let rc = unsafe {
-        libc::getgrnam_r(c.as_ptr(), &mut gr, buf.as_mut_ptr().cast(), buf.len(), &mut res)
+        libc::getgrnam_r(
+            c.as_ptr(),
+            &mut gr,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut res,
+        )
     };
     (rc == 0 && !res.is_null()).then_some(gr.gr_gid)
 }

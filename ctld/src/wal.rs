@@ -207,8 +207,10 @@ impl Wal {
     /// Queue a record (not yet durable).
     pub fn append(&mut self, rec: &WalRecord) {
         let body = rec.encode_to_vec();
-        self.buf.extend_from_slice(&(body.len() as u32).to_le_bytes());
-        self.buf.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        self.buf
+            .extend_from_slice(&(body.len() as u32).to_le_bytes());
+        self.buf
+            .extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
         self.buf.extend_from_slice(&body);
     }
 
@@ -322,7 +324,10 @@ mod tests {
         wait_durable(&mut w);
         drop(w);
         // Simulate a crash mid-frame.
-        let mut f = OpenOptions::new().append(true).open(dir.path().join("wal.0")).unwrap();
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(dir.path().join("wal.0"))
+            .unwrap();
         f.write_all(&[200, 0, 0, 0, 1, 2]).unwrap();
         let r = recover(dir.path()).unwrap();
         assert_eq!(r.records.len(), 100);

@@ -25,7 +25,11 @@ fn missing_or_open_key_is_refused() {
     let key = dir.path().join("k");
     std::fs::write(
         &conf,
-        format!("ClusterName=x\nAuthKeyFile={}\nStateSaveLocation={}/s\n", key.display(), dir.path().display()),
+        format!(
+            "ClusterName=x\nAuthKeyFile={}\nStateSaveLocation={}/s\n",
+            key.display(),
+            dir.path().display()
+        ),
     )
     .unwrap();
     let o = ctld().arg("-f").arg(&conf).output().unwrap();
@@ -36,7 +40,11 @@ fn missing_or_open_key_is_refused() {
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
     let o = ctld().arg("-f").arg(&conf).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("chmod 600"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("chmod 600"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

@@ -136,7 +136,15 @@ impl ClusterKey {
         self.issue('d', uid, gid, &[], host, 300)
     }
 
-    fn issue(&self, kind: char, uid: u32, gid: u32, groups: &[u32], host: &str, ttl: i64) -> String {
+    fn issue(
+        &self,
+        kind: char,
+        uid: u32,
+        gid: u32,
+        groups: &[u32],
+        host: &str,
+        ttl: i64,
+    ) -> String {
         let mut nonce = [0u8; 8];
         let _ = SystemRandom::new().fill(&mut nonce);
         let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
@@ -194,7 +202,7 @@ impl ClusterKey {
 }
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 || !s.is_ascii() {
+    if !s.len().is_multiple_of(2) || !s.is_ascii() {
         return None;
     }
     (0..s.len())
@@ -211,7 +219,11 @@ pub fn process_groups(pid: i32) -> Vec<u32> {
     status
         .lines()
         .find_map(|l| l.strip_prefix("Groups:"))
-        .map(|g| g.split_whitespace().filter_map(|x| x.parse().ok()).collect())
+        .map(|g| {
+            g.split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -279,7 +291,10 @@ pub fn fetch_token(path: &Path) -> Result<String, String> {
         .map_err(|e| format!("authentication socket {}: {e}", path.display()))?;
     let t = out.trim().to_string();
     if t.is_empty() {
-        return Err(format!("authentication socket {} gave no credential", path.display()));
+        return Err(format!(
+            "authentication socket {} gave no credential",
+            path.display()
+        ));
     }
     Ok(t)
 }

@@ -21,11 +21,13 @@ enum CredInner {
     /// A user's token from the local auth socket.
     Fixed(String),
     /// A daemon signing its own tokens, refreshed well before they expire.
-    Daemon {
-        key: ClusterKey,
-        host: String,
-        cached: Mutex<(String, Instant)>,
-    },
+    Daemon(Box<DaemonCred>),
+}
+
+struct DaemonCred {
+    key: ClusterKey,
+    host: String,
+    cached: Mutex<(String, Instant)>,
 }
 
 impl Credential {
@@ -38,21 +40,21 @@ impl Credential {
     pub fn daemon(key: ClusterKey, host: String) -> Credential {
         let tok = key.issue_daemon(&host);
         Credential {
-            inner: Arc::new(CredInner::Daemon {
+            inner: Arc::new(CredInner::Daemon(Box::new(DaemonCred {
                 key,
                 host,
                 cached: Mutex::new((tok, Instant::now())),
-            }),
+            }))),
         }
     }
 
     pub fn token(&self) -> String {
         match &*self.inner {
             CredInner::Fixed(t) => t.clone(),
-            CredInner::Daemon { key, host, cached } => {
-                let mut c = cached.lock().unwrap_or_else(|p| p.into_inner());
+            CredInner::Daemon(d) => {
+                let mut c = d.cached.lock().unwrap_or_else(|p| p.into_inner());
                 if c.1.elapsed() > Duration::from_secs(60) {
-                    *c = (key.issue_daemon(host), Instant::now());
+                    *c = (d.key.issue_daemon(&d.host), Instant::now());
                 }
                 c.0.clone()
             }

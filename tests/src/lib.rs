@@ -97,15 +97,18 @@ impl Cluster {
             .tempdir()
             .map_err(|e| e.to_string())?;
         // Other users (the permission tests) must reach the auth socket and binaries.
-        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755))
+            .map_err(|e| e.to_string())?;
         let bin = dir.path().join("bin");
         fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
         let real = bin_dir();
         for c in COMMANDS {
-            std::os::unix::fs::symlink(real.join("drover"), bin.join(c)).map_err(|e| e.to_string())?;
+            std::os::unix::fs::symlink(real.join("drover"), bin.join(c))
+                .map_err(|e| e.to_string())?;
         }
         let key = dir.path().join("drover.key");
-        fs::write(&key, "0123456789abcdef0123456789abcdef-test-key\n").map_err(|e| e.to_string())?;
+        fs::write(&key, "0123456789abcdef0123456789abcdef-test-key\n")
+            .map_err(|e| e.to_string())?;
         fs::set_permissions(&key, fs::Permissions::from_mode(0o600)).map_err(|e| e.to_string())?;
         let ctld_port = free_port();
         let agent_port = free_port();
@@ -184,11 +187,17 @@ impl Cluster {
             }
             if let Some(c) = self.ctld.as_mut() {
                 if let Ok(Some(st)) = c.try_wait() {
-                    return Err(format!("droverctld exited {st}: {}", self.log_text("droverctld")));
+                    return Err(format!(
+                        "droverctld exited {st}: {}",
+                        self.log_text("droverctld")
+                    ));
                 }
             }
             if Instant::now() > deadline {
-                return Err(format!("controller not up: {}", self.log_text("droverctld")));
+                return Err(format!(
+                    "controller not up: {}",
+                    self.log_text("droverctld")
+                ));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -265,7 +274,10 @@ impl Cluster {
         let mut c = Command::new(self.bin.join(prog));
         c.env("DROVER_CONF", &self.conf)
             .env_remove("SLURM_CONF")
-            .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display()))
+            .env(
+                "PATH",
+                format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display()),
+            )
             .current_dir(self.path());
         c
     }
@@ -365,7 +377,14 @@ impl Cluster {
     pub fn wait_done(&self, id: u32) -> String {
         self.wait_state(
             &id.to_string(),
-            &["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"],
+            &[
+                "COMPLETED",
+                "FAILED",
+                "CANCELLED",
+                "TIMEOUT",
+                "NODE_FAIL",
+                "OUT_OF_MEMORY",
+            ],
             Duration::from_secs(60),
         )
     }
@@ -412,7 +431,9 @@ pub fn unique() -> u64 {
 /// Pids whose command line mentions `needle`.
 pub fn pids_mentioning(needle: &str) -> Vec<i32> {
     let mut out = Vec::new();
-    let Ok(rd) = fs::read_dir("/proc") else { return out };
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return out;
+    };
     for e in rd.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
@@ -430,7 +451,10 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         // Cancel what is left so no job outlives its test, then stop the daemons.
         if self.ctld.is_some() && self.agent.is_some() {
-            let _ = self.cmd("scancel").args(["--state=RUNNING", "-u", "root"]).output();
+            let _ = self
+                .cmd("scancel")
+                .args(["--state=RUNNING", "-u", "root"])
+                .output();
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
                 let out = self.run("squeue", &["-h", "-t", "R,CG", "-o", "%i"]);

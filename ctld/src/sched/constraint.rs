@@ -32,7 +32,11 @@ pub fn parse_constraint(s: &str) -> Result<Option<Constraint>, String> {
         let mut all = Vec::new();
         for f in alt.split(['&', ',']) {
             let f = f.trim();
-            if f.is_empty() || !f.chars().all(|c| c.is_ascii_alphanumeric() || "_-.:".contains(c)) {
+            if f.is_empty()
+                || !f
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.:".contains(c))
+            {
                 return Err(format!("Invalid feature specification: {s}"));
             }
             all.push(f.to_string());

@@ -66,14 +66,13 @@ fn node_fit(req: &Request, n: &NodeSnap, free_cpus: u32) -> NodeFit {
     let cpt = req.cpus_per_task.max(1);
     let mut max_tasks = free_cpus / cpt;
     // Per-task GPUs.
-    if req.gpus_per_task > 0 {
-        let g = GresReq {
-            name: "gpu".into(),
-            r#type: req.gpus_total.as_ref().and_then(|t| t.r#type.clone()),
-            count: 0,
-        };
-        let free = free_gres(n, &g).len() as u32;
-        max_tasks = max_tasks.min(free / req.gpus_per_task);
+    let g = GresReq {
+        name: "gpu".into(),
+        r#type: req.gpus_total.as_ref().and_then(|t| t.r#type.clone()),
+        count: 0,
+    };
+    if let Some(by_gpu) = (free_gres(n, &g).len() as u32).checked_div(req.gpus_per_task) {
+        max_tasks = max_tasks.min(by_gpu);
     }
     // Memory.
     let mut mem_fixed = req.mem_per_node;
@@ -208,7 +207,10 @@ pub fn place(req: &Request, candidates: &[usize], nodes: &[NodeSnap]) -> Result<
         }
         let mut extra_gpus = t * req.gpus_per_task;
         if let Some(g) = &req.gpus_total {
-            let free = free_gres(n, g).into_iter().filter(|p| !gres.contains(p)).count() as u32;
+            let free = free_gres(n, g)
+                .into_iter()
+                .filter(|p| !gres.contains(p))
+                .count() as u32;
             let nodes_after = (chosen.len() - k - 1) as u32;
             let take = if nodes_after == 0 {
                 total_gpus_left
@@ -243,7 +245,9 @@ pub fn place(req: &Request, candidates: &[usize], nodes: &[NodeSnap]) -> Result<
             let c = (t * cpt)
                 .max(req.min_cpus_per_node)
                 .max(gpus * req.cpus_per_gpu);
-            let mem = req.mem_per_node + req.mem_per_cpu * u64::from(c) + req.mem_per_gpu * u64::from(gpus);
+            let mem = req.mem_per_node
+                + req.mem_per_cpu * u64::from(c)
+                + req.mem_per_gpu * u64::from(gpus);
             (c, mem)
         };
         if cpu_count as usize > n.free_cpus.len() || mem > n.free_memory {

@@ -55,7 +55,9 @@ fn part(n: usize) -> Vec<PartSnap> {
 fn starts(d: &[Decision]) -> Vec<(u32, Vec<usize>)> {
     d.iter()
         .filter_map(|d| match d {
-            Decision::Start { job, allocs, .. } => Some((*job, allocs.iter().map(|a| a.node).collect())),
+            Decision::Start { job, allocs, .. } => {
+                Some((*job, allocs.iter().map(|a| a.node).collect()))
+            }
             _ => None,
         })
         .collect()
@@ -68,8 +70,14 @@ fn jobs_pack_onto_a_node_without_overcommit() {
     let d = schedule(&nodes, &part(2), &jobs);
     let s = starts(&d);
     // Two 2-CPU jobs fill node 0 before node 1 is used; the fifth waits.
-    assert_eq!(s, vec![(1, vec![0]), (2, vec![0]), (3, vec![1]), (4, vec![1])]);
-    assert!(d.contains(&Decision::Wait { job: 5, reason: "Resources" }));
+    assert_eq!(
+        s,
+        vec![(1, vec![0]), (2, vec![0]), (3, vec![1]), (4, vec![1])]
+    );
+    assert!(d.contains(&Decision::Wait {
+        job: 5,
+        reason: "Resources"
+    }));
 }
 
 #[test]
@@ -83,8 +91,14 @@ fn blocked_top_job_holds_back_lower_jobs_in_its_partition() {
     let jobs = vec![job(1, big), job(2, req(1, 1))];
     let d = schedule(&running, &part(1), &jobs);
     assert!(starts(&d).is_empty());
-    assert!(d.contains(&Decision::Wait { job: 1, reason: "Resources" }));
-    assert!(d.contains(&Decision::Wait { job: 2, reason: "Priority" }));
+    assert!(d.contains(&Decision::Wait {
+        job: 1,
+        reason: "Resources"
+    }));
+    assert!(d.contains(&Decision::Wait {
+        job: 2,
+        reason: "Priority"
+    }));
 }
 
 #[test]
@@ -94,7 +108,9 @@ fn multi_node_is_all_or_nothing_and_spreads_tasks() {
     r.min_nodes = 2;
     r.max_nodes = 2;
     let d = schedule(&nodes, &part(3), &[job(1, r.clone())]);
-    let Decision::Start { allocs, .. } = &d[0] else { panic!("{d:?}") };
+    let Decision::Start { allocs, .. } = &d[0] else {
+        panic!("{d:?}")
+    };
     assert_eq!(allocs.len(), 2);
     assert_eq!(allocs.iter().map(|a| a.tasks).sum::<u32>(), 6);
     let mut r4 = r;
@@ -112,9 +128,15 @@ fn gpu_jobs_best_fit_keep_whole_nodes_free() {
     nodes[1].jobs = 1;
     nodes[1].free_cpus = (2..16).collect();
     let mut r = req(1, 1);
-    r.gres = vec![GresReq { name: "gpu".into(), r#type: None, count: 1 }];
+    r.gres = vec![GresReq {
+        name: "gpu".into(),
+        r#type: None,
+        count: 1,
+    }];
     let d = schedule(&nodes, &part(2), &[job(1, r)]);
-    let Decision::Start { allocs, .. } = &d[0] else { panic!() };
+    let Decision::Start { allocs, .. } = &d[0] else {
+        panic!()
+    };
     assert_eq!(allocs[0].node, 1, "partly used node chosen");
     assert_eq!(allocs[0].gres, vec![2]);
 }
@@ -124,7 +146,11 @@ fn typed_gres_and_constraints_and_exclusive() {
     let mut nodes = vec![node(8, 8000, 2), node(8, 8000, 0)];
     nodes[1].features = vec!["fast".into(), "ib".into()];
     let mut r = req(1, 1);
-    r.gres = vec![GresReq { name: "gpu".into(), r#type: Some("h100".into()), count: 1 }];
+    r.gres = vec![GresReq {
+        name: "gpu".into(),
+        r#type: Some("h100".into()),
+        count: 1,
+    }];
     assert!(place(&r, &[0, 1], &nodes).is_err(), "no h100 anywhere");
     let mut r = req(1, 1);
     r.constraint = parse_constraint("fast&ib").unwrap();
@@ -138,7 +164,10 @@ fn typed_gres_and_constraints_and_exclusive() {
     assert_eq!(a[0].mem, 8000);
     nodes[0].jobs = 1;
     nodes[0].free_cpus = (1..8).collect();
-    assert!(place(&ex, &[0], &nodes).is_err(), "exclusive needs an idle node");
+    assert!(
+        place(&ex, &[0], &nodes).is_err(),
+        "exclusive needs an idle node"
+    );
 }
 
 #[test]
@@ -150,7 +179,10 @@ fn memory_is_accounted() {
     assert_eq!(starts(&d).len(), 1);
     let mut per_cpu = req(4, 1);
     per_cpu.mem_per_cpu = 300;
-    assert!(place(&per_cpu, &[0], &nodes).is_err(), "4 x 300 MB > 1000 MB");
+    assert!(
+        place(&per_cpu, &[0], &nodes).is_err(),
+        "4 x 300 MB > 1000 MB"
+    );
 }
 
 #[test]
@@ -173,7 +205,13 @@ fn unusable_nodes_give_req_node_not_avail() {
     let mut nodes = vec![node(2, 1000, 0)];
     nodes[0].usable = false;
     let d = schedule(&nodes, &part(1), &[job(1, req(1, 1))]);
-    assert_eq!(d, vec![Decision::Wait { job: 1, reason: "Resources" }]);
+    assert_eq!(
+        d,
+        vec![Decision::Wait {
+            job: 1,
+            reason: "Resources"
+        }]
+    );
 }
 
 fn arb_cluster() -> impl Strategy<Value = (Vec<NodeSnap>, Vec<JobSnap>)> {
@@ -183,7 +221,15 @@ fn arb_cluster() -> impl Strategy<Value = (Vec<NodeSnap>, Vec<JobSnap>)> {
             .collect::<Vec<_>>()
     });
     let jobs = prop::collection::vec(
-        (1u32..=3, 1u32..=8, 1u32..=4, 0u64..=3000, 0u32..=2, any::<bool>(), 1u32..=3),
+        (
+            1u32..=3,
+            1u32..=8,
+            1u32..=4,
+            0u64..=3000,
+            0u32..=2,
+            any::<bool>(),
+            1u32..=3,
+        ),
         1..30,
     )
     .prop_map(|v| {
@@ -196,7 +242,11 @@ fn arb_cluster() -> impl Strategy<Value = (Vec<NodeSnap>, Vec<JobSnap>)> {
                 r.mem_per_node = mem;
                 r.exclusive = excl && i % 5 == 0;
                 if gpus > 0 {
-                    r.gres = vec![GresReq { name: "gpu".into(), r#type: None, count: gpus }];
+                    r.gres = vec![GresReq {
+                        name: "gpu".into(),
+                        r#type: None,
+                        count: gpus,
+                    }];
                 }
                 JobSnap {
                     id: i as u32 + 1,

@@ -21,7 +21,9 @@ fn array_tasks_get_ids_environment_and_throttle() {
         let q = c.ok("squeue", &["-h", "-o", "%i %t"]);
         let running = q.lines().filter(|l| l.ends_with(" R")).count();
         assert!(running <= 2, "throttle broken:\n{q}");
-        if q.lines().any(|l| l.starts_with(&format!("{id}_[")) && l.contains("%2]")) {
+        if q.lines()
+            .any(|l| l.starts_with(&format!("{id}_[")) && l.contains("%2]"))
+        {
             saw_meta = true;
         }
         let done = (0..6)
@@ -30,7 +32,10 @@ fn array_tasks_get_ids_environment_and_throttle() {
         if q.trim().is_empty() && done == 6 {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "array did not finish:\n{q}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "array did not finish:\n{q}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(saw_meta, "pending remainder never shown as {id}_[..%2]");
@@ -38,12 +43,28 @@ fn array_tasks_get_ids_environment_and_throttle() {
     for t in 0..6 {
         let text = std::fs::read_to_string(out.join(format!("{id}_{t}.out"))).unwrap();
         let f: Vec<&str> = text.split_whitespace().collect();
-        assert_eq!(&f[..5], &[id.to_string().as_str(), &t.to_string(), "6", "0", "5"], "{text}");
+        assert_eq!(
+            &f[..5],
+            &[id.to_string().as_str(), &t.to_string(), "6", "0", "5"],
+            "{text}"
+        );
         job_ids.insert(f[5].to_string());
     }
     assert_eq!(job_ids.len(), 6, "each task has its own SLURM_JOB_ID");
     // squeue -r -t all lists one line per task, A_i.
-    let q = c.ok("squeue", &["-h", "-r", "-t", "all", "-j", &id.to_string(), "-o", "%i %T"]);
+    let q = c.ok(
+        "squeue",
+        &[
+            "-h",
+            "-r",
+            "-t",
+            "all",
+            "-j",
+            &id.to_string(),
+            "-o",
+            "%i %T",
+        ],
+    );
     let mut lines: Vec<&str> = q.lines().collect();
     lines.sort();
     assert_eq!(lines.len(), 6, "{q}");
@@ -52,7 +73,11 @@ fn array_tasks_get_ids_environment_and_throttle() {
 
 #[test]
 fn cancel_single_array_tasks_and_ranges() {
-    let c = Cluster::start(Spec { nodes: 1, cpus: 1, ..Spec::default() });
+    let c = Cluster::start(Spec {
+        nodes: 1,
+        cpus: 1,
+        ..Spec::default()
+    });
     let id = c.sbatch(&["--array=1-6", "-o", "/dev/null"], "#!/bin/sh\nsleep 60\n");
     c.wait_state(&format!("{id}_1"), &["RUNNING"], Duration::from_secs(20));
     c.ok("scancel", &[&format!("{id}_3")]);
@@ -60,8 +85,19 @@ fn cancel_single_array_tasks_and_ranges() {
     let q = c.ok("squeue", &["-h", "-r", "-o", "%i %t"]);
     let mut have: Vec<String> = q.lines().map(|l| l.to_string()).collect();
     have.sort();
-    assert_eq!(have, vec![format!("{id}_1 R"), format!("{id}_2 PD"), format!("{id}_6 PD")], "{q}");
-    assert_eq!(c.job_field(&format!("{id}_4"), "JobState").as_deref(), Some("CANCELLED"));
+    assert_eq!(
+        have,
+        vec![
+            format!("{id}_1 R"),
+            format!("{id}_2 PD"),
+            format!("{id}_6 PD")
+        ],
+        "{q}"
+    );
+    assert_eq!(
+        c.job_field(&format!("{id}_4"), "JobState").as_deref(),
+        Some("CANCELLED")
+    );
     c.ok("scancel", &[&id.to_string()]);
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while !c.ok("squeue", &["-h"]).trim().is_empty() {
@@ -74,16 +110,29 @@ fn cancel_single_array_tasks_and_ranges() {
 fn dependencies_and_holds() {
     let c = Cluster::start(Spec::default());
     let first = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\nsleep 1\nexit 1\n");
-    let ok_dep = c.sbatch(&["-o", "/dev/null", &format!("--dependency=afterok:{first}")], "#!/bin/sh\ntrue\n");
-    let notok = c.sbatch(&["-o", "/dev/null", "-d", &format!("afternotok:{first}")], "#!/bin/sh\ntrue\n");
-    let any = c.sbatch(&["-o", "/dev/null", "-d", &format!("afterany:{first}")], "#!/bin/sh\ntrue\n");
-    assert_eq!(c.job_field(&ok_dep.to_string(), "Reason").as_deref(), Some("Dependency"));
+    let ok_dep = c.sbatch(
+        &["-o", "/dev/null", &format!("--dependency=afterok:{first}")],
+        "#!/bin/sh\ntrue\n",
+    );
+    let notok = c.sbatch(
+        &["-o", "/dev/null", "-d", &format!("afternotok:{first}")],
+        "#!/bin/sh\ntrue\n",
+    );
+    let any = c.sbatch(
+        &["-o", "/dev/null", "-d", &format!("afterany:{first}")],
+        "#!/bin/sh\ntrue\n",
+    );
+    assert_eq!(
+        c.job_field(&ok_dep.to_string(), "Reason").as_deref(),
+        Some("Dependency")
+    );
     assert_eq!(c.wait_done(first), "FAILED");
     assert_eq!(c.wait_done(notok), "COMPLETED");
     assert_eq!(c.wait_done(any), "COMPLETED");
     c.wait_state(&ok_dep.to_string(), &["PENDING"], Duration::from_secs(5));
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while c.job_field(&ok_dep.to_string(), "Reason").as_deref() != Some("DependencyNeverSatisfied") {
+    while c.job_field(&ok_dep.to_string(), "Reason").as_deref() != Some("DependencyNeverSatisfied")
+    {
         assert!(std::time::Instant::now() < deadline);
         std::thread::sleep(Duration::from_millis(25));
     }
@@ -93,20 +142,35 @@ fn dependencies_and_holds() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("Job dependency problem"));
     // Singleton: the second waits for the first of the same name.
     let a = c.sbatch(&["-J", "single", "-o", "/dev/null"], "#!/bin/sh\nsleep 2\n");
-    let b = c.sbatch(&["-J", "single", "-o", "/dev/null", "-d", "singleton"], "#!/bin/sh\ntrue\n");
+    let b = c.sbatch(
+        &["-J", "single", "-o", "/dev/null", "-d", "singleton"],
+        "#!/bin/sh\ntrue\n",
+    );
     c.wait_state(&a.to_string(), &["RUNNING"], Duration::from_secs(10));
-    assert_eq!(c.job_field(&b.to_string(), "JobState").as_deref(), Some("PENDING"));
+    assert_eq!(
+        c.job_field(&b.to_string(), "JobState").as_deref(),
+        Some("PENDING")
+    );
     assert_eq!(c.wait_done(b), "COMPLETED");
     // Holds: held job stays pending until released.
     let h = c.sbatch(&["-H", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(c.job_field(&h.to_string(), "JobState").as_deref(), Some("PENDING"));
-    assert_eq!(c.job_field(&h.to_string(), "Priority").as_deref(), Some("0"));
+    assert_eq!(
+        c.job_field(&h.to_string(), "JobState").as_deref(),
+        Some("PENDING")
+    );
+    assert_eq!(
+        c.job_field(&h.to_string(), "Priority").as_deref(),
+        Some("0")
+    );
     c.ok("scontrol", &["release", &h.to_string()]);
     assert_eq!(c.wait_done(h), "COMPLETED");
     let h2 = c.sbatch(&["--begin=now+1", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
     c.ok("scontrol", &["hold", &h2.to_string()]);
-    assert_eq!(c.job_field(&h2.to_string(), "Reason").as_deref(), Some("JobHeldAdmin"));
+    assert_eq!(
+        c.job_field(&h2.to_string(), "Reason").as_deref(),
+        Some("JobHeldAdmin")
+    );
     c.ok("scontrol", &["release", &h2.to_string()]);
     assert_eq!(c.wait_done(h2), "COMPLETED");
 }

@@ -14,12 +14,30 @@ fn refusals_name_the_problem() {
         ..Spec::default()
     });
     let cases: &[(&[&str], &str)] = &[
-        (&["-p", "nope"], "Batch job submission failed: Invalid partition name specified"),
-        (&["-c", "64"], "Batch job submission failed: Requested node configuration is not available"),
-        (&["-N", "3"], "Requested node configuration is not available"),
-        (&["--mem=100G"], "Requested node configuration is not available"),
-        (&["--gres=gpu:1"], "Requested node configuration is not available"),
-        (&["-t", "2:00:00"], "Requested time limit is invalid (missing or exceeds some limit)"),
+        (
+            &["-p", "nope"],
+            "Batch job submission failed: Invalid partition name specified",
+        ),
+        (
+            &["-c", "64"],
+            "Batch job submission failed: Requested node configuration is not available",
+        ),
+        (
+            &["-N", "3"],
+            "Requested node configuration is not available",
+        ),
+        (
+            &["--mem=100G"],
+            "Requested node configuration is not available",
+        ),
+        (
+            &["--gres=gpu:1"],
+            "Requested node configuration is not available",
+        ),
+        (
+            &["-t", "2:00:00"],
+            "Requested time limit is invalid (missing or exceeds some limit)",
+        ),
         (&["-C", "nosuchfeature"], "Invalid feature specification"),
         (&["-w", "node9"], "Invalid node name specified"),
         (&["--array=0-5000"], "Invalid job array specification"),
@@ -41,11 +59,26 @@ fn refusals_name_the_problem() {
     let p = c.script("noshebang.sh", "echo hi\n");
     let o = c.run("sbatch", &[p.to_str().unwrap()]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("This does not look like a batch script"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("This does not look like a batch script"),
+        "{}",
+        stderr(&o)
+    );
     // AllowGroups=root: nobody is refused, root is not.
-    let o = c.run_as(65534, "sbatch", &["-p", "secret", "-D", "/tmp", "--wrap", "true"]);
-    assert!(stderr(&o).contains("User's group not permitted to use this partition"), "{}", stderr(&o));
-    let o = c.run("sbatch", &["-p", "secret", "-o", "/dev/null", "--wrap", "true"]);
+    let o = c.run_as(
+        65534,
+        "sbatch",
+        &["-p", "secret", "-D", "/tmp", "--wrap", "true"],
+    );
+    assert!(
+        stderr(&o).contains("User's group not permitted to use this partition"),
+        "{}",
+        stderr(&o)
+    );
+    let o = c.run(
+        "sbatch",
+        &["-p", "secret", "-o", "/dev/null", "--wrap", "true"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -67,7 +100,10 @@ fn malformed_config_line_names_file_line_and_key() {
             .unwrap();
         assert!(!o.status.success(), "{prog} accepted a bad config");
         let e = stderr(&o);
-        assert!(e.contains(&format!("{}:4", conf.display())) && e.contains("CPUs"), "{prog}: {e}");
+        assert!(
+            e.contains(&format!("{}:4", conf.display())) && e.contains("CPUs"),
+            "{prog}: {e}"
+        );
     }
     let o = std::process::Command::new(bin.join("drover"))
         .arg("squeue")
@@ -75,5 +111,9 @@ fn malformed_config_line_names_file_line_and_key() {
         .output()
         .unwrap();
     assert!(!o.status.success());
-    assert!(stderr(&o).contains(":4") && stderr(&o).contains("CPUs"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(":4") && stderr(&o).contains("CPUs"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -4,7 +4,11 @@ use drover_tests::{Cluster, Spec};
 
 #[test]
 fn controller_kill_9_keeps_pending_and_running_jobs() {
-    let mut c = Cluster::start(Spec { nodes: 1, cpus: 2, ..Spec::default() });
+    let mut c = Cluster::start(Spec {
+        nodes: 1,
+        cpus: 2,
+        ..Spec::default()
+    });
     let marker = c.path().join("ran");
     let running = c.sbatch(
         &["-o", "/dev/null"],
@@ -19,9 +23,15 @@ fn controller_kill_9_keeps_pending_and_running_jobs() {
     c.start_ctld().unwrap();
     // Everything accepted before the crash is still there.
     for id in [running, running2, pending, held] {
-        assert!(c.job_field(&id.to_string(), "JobState").is_some(), "job {id} lost");
+        assert!(
+            c.job_field(&id.to_string(), "JobState").is_some(),
+            "job {id} lost"
+        );
     }
-    assert_eq!(c.job_field(&held.to_string(), "Reason").as_deref(), Some("JobHeldUser"));
+    assert_eq!(
+        c.job_field(&held.to_string(), "Reason").as_deref(),
+        Some("JobHeldUser")
+    );
     // The running job finished while the controller was away or after: its end is recorded.
     assert_eq!(c.wait_done(running), "COMPLETED");
     assert!(marker.exists());
@@ -38,13 +48,20 @@ fn controller_kill_9_keeps_pending_and_running_jobs() {
     c.kill_ctld();
     c.start_ctld().unwrap();
     for id in ids {
-        assert_eq!(c.job_field(&id.to_string(), "JobState").as_deref(), Some("PENDING"), "job {id}");
+        assert_eq!(
+            c.job_field(&id.to_string(), "JobState").as_deref(),
+            Some("PENDING"),
+            "job {id}"
+        );
     }
 }
 
 #[test]
 fn agent_restart_keeps_running_job() {
-    let mut c = Cluster::start(Spec { nodes: 1, ..Spec::default() });
+    let mut c = Cluster::start(Spec {
+        nodes: 1,
+        ..Spec::default()
+    });
     let out = c.path().join("agent-restart.out");
     let id = c.sbatch(
         &["-o", out.to_str().unwrap()],
@@ -54,12 +71,19 @@ fn agent_restart_keeps_running_job() {
     c.kill_agent();
     c.start_agent().unwrap();
     assert_eq!(c.wait_done(id), "COMPLETED");
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), "started\nfinished\n");
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "started\nfinished\n"
+    );
 }
 
 #[test]
 fn lost_node_fails_its_jobs_or_requeues_them() {
-    let mut c = Cluster::start(Spec { nodes: 1, slurmd_timeout: 3, ..Spec::default() });
+    let mut c = Cluster::start(Spec {
+        nodes: 1,
+        slurmd_timeout: 3,
+        ..Spec::default()
+    });
     let failing = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\nsleep 300\n");
     let requeued = c.sbatch(&["-o", "/dev/null", "--requeue"], "#!/bin/sh\nsleep 300\n");
     c.wait_state(&failing.to_string(), &["RUNNING"], Duration::from_secs(20));
@@ -67,7 +91,10 @@ fn lost_node_fails_its_jobs_or_requeues_them() {
     c.kill_agent();
     assert_eq!(c.wait_done(failing), "NODE_FAIL");
     c.wait_state(&requeued.to_string(), &["PENDING"], Duration::from_secs(20));
-    assert_eq!(c.job_field(&requeued.to_string(), "Restarts").as_deref(), Some("1"));
+    assert_eq!(
+        c.job_field(&requeued.to_string(), "Restarts").as_deref(),
+        Some("1")
+    );
     let s = c.ok("sinfo", &["-h", "-N", "-o", "%N %t"]);
     assert!(s.contains("node1 down"), "{s}");
     // The node comes back: the controller tells it to kill what it gave up on.
@@ -80,7 +107,10 @@ fn lost_node_fails_its_jobs_or_requeues_them() {
         if stepds.is_empty() {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "failed job still running: {stepds:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "failed job still running: {stepds:?}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
