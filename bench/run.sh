@@ -18,7 +18,7 @@ trap 'kill $UP 2>/dev/null; wait $UP 2>/dev/null; rm -rf "$DIR"' EXIT
 UP=$!
 for _ in $(seq 600); do grep -q '^export' "$DIR/up.out" 2>/dev/null && break; sleep 0.05; done
 eval "$(grep '^export' "$DIR/up.out")"
-CTLD_PID=$(pgrep -f "droverctld -f $DIR/drover.conf" | head -n1)
+CTLD_PID=$(pgrep -f "droverctld.*$DIR/drover.conf" | head -n1 || true)
 
 now_ns() { date +%s%N; }
 ms() { echo "scale=1; ($2 - $1) / 1000000" | bc; }

@@ -7,6 +7,7 @@
 //! array and hostlist texts) lives in I/O-free modules with unit tests; each
 //! command has one module for its I/O glue.
 
+pub mod bench;
 pub mod conn;
 pub mod fmtspec;
 pub mod hostlist;
@@ -67,6 +68,7 @@ pub fn run_command(cmd: &str, args: &[String]) -> i32 {
         "sacct" => sacct::run(args),
         "up" => up::run(args),
         "keygen" => up::keygen(args),
+        "bench" => bench::run(args),
         "version" | "--version" | "-V" => {
             println!(
                 "drover {} (Slurm {SLURM_VERSION} compatible)",

@@ -70,6 +70,7 @@ pub fn config_text(s: &Shape) -> String {
     c.push_str(&format!("AuthKeyFile={d}/drover.key\n"));
     c.push_str("SlurmdTimeout=30\n");
     c.push_str("MinJobAge=300\n");
+    c.push_str("MaxJobCount=200000\n");
     c.push_str("KillWait=5\n");
     c.push_str("SelectType=select/cons_tres\n");
     c.push_str("SelectTypeParameters=CR_CPU_Memory\n");

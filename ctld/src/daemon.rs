@@ -161,7 +161,8 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     })
     .max_decoding_message_size(drover_proto::MAX_MESSAGE_BYTES)
     .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    // Small RPCs must not wait for delayed ACKs (Nagle).
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let stop_tx = tx.clone();
     let signals = async move {
         let mut term =
