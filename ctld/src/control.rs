@@ -130,7 +130,14 @@ impl Ctld {
     }
 
     pub fn get_jobs(&mut self, req: GetJobsRequest) -> Result<GetJobsResponse, Status> {
-        let f = req.filter.unwrap_or_default();
+        let t0 = std::time::Instant::now();
+        let r = self.get_jobs_inner(req);
+        tracing::debug!("get_jobs: {:?}", t0.elapsed());
+        r
+    }
+
+    fn get_jobs_inner(&mut self, req: GetJobsRequest) -> Result<GetJobsResponse, Status> {
+        let f = req.filter.clone().unwrap_or_default();
         let groups = self.matching(&f)?;
         if !f.job_ids.is_empty() && groups.iter().all(|(_, ids)| ids.is_empty()) {
             return Err(Status::not_found(msg::INVALID_JOB));
@@ -155,11 +162,9 @@ impl Ctld {
             if explicit && !f.all_states && !f.states.is_empty() && !self.filter_matches(&f, id) {
                 continue;
             }
-            let Some(job) = self.jobs.get(&id) else {
-                continue;
-            };
-            let job = job.clone();
-            jobs.push(self.job_info(&job));
+            if let Some(info) = self.job_info_by_id(id, req.details) {
+                jobs.push(info);
+            }
         }
         Ok(GetJobsResponse { jobs, now: now() })
     }

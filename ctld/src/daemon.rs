@@ -182,6 +182,8 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     tokio::spawn(signals);
     let server = tonic::transport::Server::builder()
         .tcp_nodelay(true)
+        .initial_stream_window_size(Some(8 * 1024 * 1024))
+        .initial_connection_window_size(Some(16 * 1024 * 1024))
         .add_service(svc)
         .serve_with_incoming(incoming);
     tokio::select! {

@@ -4,7 +4,10 @@ use drover_conf::hostlist;
 use drover_proto::pattern::{expand_path, PatternVars};
 use drover_proto::{JobInfo, JobState, NodeInfo, PartitionInfo, INFINITE};
 
+use drover_conf::slurmconf::Config;
+
 use crate::ctld::Ctld;
+use crate::users::NameCache;
 use crate::job::Job;
 
 fn mem_text(mb: u64) -> String {
@@ -16,12 +19,28 @@ fn mem_text(mb: u64) -> String {
 }
 
 impl Ctld {
+    /// Everything about a job (launches, scontrol, waiters).
     pub fn job_info(&mut self, job: &Job) -> JobInfo {
+        job_info(&self.cfg, &mut self.names, job, true)
+    }
+
+    /// A job by id; `details` adds expanded paths and per-node allocations.
+    pub fn job_info_by_id(&mut self, id: u32, details: bool) -> Option<JobInfo> {
+        let job = self.jobs.get(&id)?;
+        Some(job_info(&self.cfg, &mut self.names, job, details))
+    }
+}
+
+/// JobInfo of one job. Without `details`, the fields squeue's common formats
+/// never show (expanded output paths, per-node allocation, TRES strings) are
+/// left empty: a 10,000-job queue is then a small message, cheap to build.
+pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -> JobInfo {
+    {
         let spec = job.spec();
         let rt = job.rt();
         let state = job.state();
-        let user = self.names.user(job.rec.uid);
-        let group = self.names.group(job.rec.gid);
+        let user = names.user(job.rec.uid);
+        let group = names.group(job.rec.gid);
         let node_names: Vec<&str> = rt.alloc.iter().map(|a| a.node.as_str()).collect();
         let nodes = if node_names.is_empty() {
             String::new()
@@ -54,10 +73,10 @@ impl Ctld {
             (spec.mem_per_node_mb, false)
         } else if let Some(a) = rt.alloc.first() {
             (a.mem_mb, false)
-        } else if let Some(m) = self.cfg.def_mem_per_cpu {
+        } else if let Some(m) = cfg.def_mem_per_cpu {
             (m, true)
         } else {
-            (self.cfg.def_mem_per_node.unwrap_or(0), false)
+            (cfg.def_mem_per_node.unwrap_or(0), false)
         };
         let total_mem: u64 = if running {
             rt.alloc.iter().map(|a| a.mem_mb).sum()
@@ -83,12 +102,15 @@ impl Ctld {
                 + u64::from(spec.gpus)
                 + u64::from(spec.gpus_per_node) * u64::from(num_nodes)
         };
-        let mut tres = format!(
-            "cpu={num_cpus},mem={},node={num_nodes},billing={num_cpus}",
-            mem_text(total_mem)
-        );
-        if gpus > 0 {
-            tres.push_str(&format!(",gres/gpu={gpus}"));
+        let mut tres = String::new();
+        if details {
+            tres = format!(
+                "cpu={num_cpus},mem={},node={num_nodes},billing={num_cpus}",
+                mem_text(total_mem)
+            );
+            if gpus > 0 {
+                tres.push_str(&format!(",gres/gpu={gpus}"));
+            }
         }
         let mut tres_per_node = String::new();
         if !spec.gres.is_empty() {
@@ -136,19 +158,26 @@ impl Ctld {
         } else {
             &spec.std_out
         };
-        let std_out = expand_path(out_pat, &vars, &spec.work_dir);
-        let std_err = if spec.std_err.is_empty() {
-            std_out.clone()
+        let (std_out, std_err, std_in) = if details {
+            let std_out = expand_path(out_pat, &vars, &spec.work_dir);
+            let std_err = if spec.std_err.is_empty() {
+                std_out.clone()
+            } else {
+                expand_path(&spec.std_err, &vars, &spec.work_dir)
+            };
+            let std_in = if spec.std_in.is_empty() {
+                "/dev/null".to_string()
+            } else {
+                expand_path(&spec.std_in, &vars, &spec.work_dir)
+            };
+            (std_out, std_err, std_in)
         } else {
-            expand_path(&spec.std_err, &vars, &spec.work_dir)
+            Default::default()
         };
-        let std_in = if spec.std_in.is_empty() {
-            "/dev/null".to_string()
+        let gres_detail = if !details {
+            String::new()
         } else {
-            expand_path(&spec.std_in, &vars, &spec.work_dir)
-        };
-        let gres_detail = rt
-            .alloc
+            rt.alloc
             .iter()
             .map(|a| {
                 let gpus: Vec<u32> = a
@@ -164,7 +193,8 @@ impl Ctld {
                 }
             })
             .collect::<Vec<_>>()
-            .join(";");
+            .join(";")
+        };
         let derived_pending = if job.is_meta() {
             crate::array::ranges(&job.pending_tasks)
         } else {
@@ -245,7 +275,7 @@ impl Ctld {
             comment: spec.comment.clone(),
             batch_host,
             hold: rt.hold,
-            alloc: rt.alloc.clone(),
+            alloc: if details { rt.alloc.clone() } else { Vec::new() },
             pre_sus_time: 0,
             submit_host: spec.submit_host.clone(),
             reservation: spec.reservation.clone(),
@@ -267,6 +297,9 @@ impl Ctld {
             time_min: spec.time_min,
         }
     }
+}
+
+impl Ctld {
 
     pub fn node_info(&self, i: usize) -> NodeInfo {
         let n = &self.cluster.nodes[i];

@@ -85,6 +85,10 @@ pub fn channel(addr: &str, connect_timeout: Duration) -> Result<Channel, String>
         .map_err(|e| format!("bad address {addr}: {e}"))?
         .connect_timeout(connect_timeout)
         .tcp_nodelay(true)
+        // Big answers (a 100,000-job queue) should not crawl through 64 KiB
+        // flow-control windows.
+        .initial_stream_window_size(Some(8 * 1024 * 1024))
+        .initial_connection_window_size(Some(16 * 1024 * 1024))
         .http2_keep_alive_interval(Duration::from_secs(30))
         .keep_alive_while_idle(true);
     Ok(ep.connect_lazy())

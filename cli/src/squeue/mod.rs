@@ -56,9 +56,21 @@ pub fn request(p: &Params) -> GetJobsRequest {
             f.user_ids = u.clone();
         }
     }
+    // Expanded paths and allocation strings cost the controller time and
+    // the wire bytes: ask for them only when the output shows them.
+    let details = p.json
+        || p.format.fields.iter().any(|f| {
+            matches!(
+                f.kind,
+                format::JobField::StdOut
+                    | format::JobField::StdErr
+                    | format::JobField::StdIn
+                    | format::JobField::TresAlloc
+            )
+        });
     GetJobsRequest {
         filter: Some(f),
-        details: false,
+        details,
     }
 }
 
