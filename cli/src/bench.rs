@@ -32,8 +32,14 @@ pub fn run(args: &[String]) -> i32 {
             _ => return usage(),
         }
     }
-    let Ok(cfg) = conn::load_config("drover") else { return 1 };
-    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let Ok(cfg) = conn::load_config("drover") else {
+        return 1;
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("drover: error: {e}");
@@ -41,8 +47,12 @@ pub fn run(args: &[String]) -> i32 {
         }
     };
     rt.block_on(async move {
-        let Ok(client) = conn::client_for("drover", &cfg) else { return 1 };
-        let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/tmp".into());
+        let Ok(client) = conn::client_for("drover", &cfg) else {
+            return 1;
+        };
+        let cwd = std::env::current_dir()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "/tmp".into());
         let spec = JobSpec {
             name: "bench".into(),
             script: b"#!/bin/sh\ntrue\n".to_vec(),
@@ -80,7 +90,11 @@ pub fn run(args: &[String]) -> i32 {
                 "api submit: {count} jobs, {conc} in flight: {:.0} ms = {:.0} jobs/s{}",
                 secs * 1000.0,
                 f64::from(count - failed) / secs,
-                if failed > 0 { format!(" ({failed} failed)") } else { String::new() }
+                if failed > 0 {
+                    format!(" ({failed} failed)")
+                } else {
+                    String::new()
+                }
             );
         }
         if let Some(e) = first_err {

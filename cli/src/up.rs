@@ -643,6 +643,7 @@ AuthInfo=socket=/tmp/c/run/auth.sock
 AuthKeyFile=/tmp/c/drover.key
 SlurmdTimeout=30
 MinJobAge=300
+MaxJobCount=200000
 KillWait=5
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU_Memory

@@ -15,18 +15,21 @@ impl Ctld {
     }
 
     /// Jobs an agent reports that the controller does not have running there.
-    fn strays(&self, node: &str, reported: &[u32]) -> Vec<u32> {
+    /// A job is a stray if it is not running there, or the agent runs an
+    /// earlier run of it (the job was requeued meanwhile).
+    fn strays(&self, node: &str, reported: &[(u32, u32)]) -> Vec<u32> {
         reported
             .iter()
-            .copied()
-            .filter(|id| {
+            .filter(|(id, run)| {
                 !self.jobs.get(id).is_some_and(|j| {
                     matches!(
                         j.state(),
                         JobState::Running | JobState::Completing | JobState::Suspended
-                    ) && j.rt().alloc.iter().any(|a| a.node == node)
+                    ) && j.rt().restart_count == *run
+                        && j.rt().alloc.iter().any(|a| a.node == node)
                 })
             })
+            .map(|(id, _)| *id)
             .collect()
     }
 
@@ -44,13 +47,22 @@ impl Ctld {
                 ));
                 continue;
             };
-            let reported: Vec<u32> = req
+            let reported_runs: Vec<(u32, u32)> = req
                 .jobs
                 .iter()
                 .filter(|j| j.node == reg.name)
-                .map(|j| j.job_id)
+                .map(|j| (j.job_id, j.restart_count))
                 .collect();
-            kill.extend(self.strays(&reg.name, &reported));
+            kill.extend(self.strays(&reg.name, &reported_runs));
+            let reported: Vec<u32> = reported_runs
+                .iter()
+                .filter(|(id, run)| {
+                    self.jobs
+                        .get(id)
+                        .is_some_and(|j| j.rt().restart_count == *run)
+                })
+                .map(|(id, _)| *id)
+                .collect();
             let rts = self.cfg.return_to_service;
             let n = &mut self.cluster.nodes[i];
             n.registered = true;
@@ -141,11 +153,11 @@ impl Ctld {
                 reregister = true;
                 continue;
             }
-            let reported: Vec<u32> = req
+            let reported: Vec<(u32, u32)> = req
                 .jobs
                 .iter()
                 .filter(|j| &j.node == name && j.running)
-                .map(|j| j.job_id)
+                .map(|j| (j.job_id, j.restart_count))
                 .collect();
             kill.extend(self.strays(name, &reported));
             let n = &mut self.cluster.nodes[i];
@@ -169,6 +181,20 @@ impl Ctld {
     pub fn agent_job_ended(&mut self, req: JobEndedRequest) {
         if let Some(i) = self.cluster.node_idx(&req.node) {
             self.cluster.nodes[i].last_seen = now();
+        }
+        // A report about an earlier run of a requeued job changes nothing.
+        if self
+            .jobs
+            .get(&req.job_id)
+            .is_some_and(|j| j.rt().restart_count != req.restart_count)
+        {
+            tracing::debug!(
+                "job {}: ignoring end of run {} (current run {:?})",
+                req.job_id,
+                req.restart_count,
+                self.jobs.get(&req.job_id).map(|j| j.rt().restart_count)
+            );
+            return;
         }
         self.job_ended(
             req.job_id,

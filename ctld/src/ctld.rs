@@ -3,7 +3,8 @@
 //! scheduler on the result, and hands the batch's log records to the
 //! write-ahead log. Nobody else touches jobs or nodes.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,6 +62,10 @@ pub struct Ctld {
     pub full_pass_needed: bool,
     pub shutdown: bool,
     pub queue_depth: usize,
+    /// Pending jobs by (effective priority desc, id): the scheduler's queue.
+    /// Kept in step by [`Ctld::sync_queue`], which every logged change calls.
+    pub queue: BTreeSet<(Reverse<u32>, u32)>,
+    queue_key: HashMap<u32, u32>,
 }
 
 pub fn now() -> i64 {
@@ -108,6 +113,8 @@ impl Ctld {
             full_pass_needed: true,
             shutdown: false,
             queue_depth: DEFAULT_QUEUE_DEPTH,
+            queue: BTreeSet::new(),
+            queue_key: HashMap::new(),
         };
         let mut node_records = Vec::new();
         if let Some(s) = rec.snapshot {
@@ -173,6 +180,10 @@ impl Ctld {
             }
         }
         c.blobs.drop_unreferenced();
+        let all: Vec<u32> = c.jobs.keys().copied().collect();
+        for id in all {
+            c.sync_queue(id);
+        }
         let running = c
             .jobs
             .values()
@@ -247,8 +258,28 @@ impl Ctld {
 
     // ------------------------------------------------------------ logging
 
+    /// Put a job where it belongs in the pending queue (or take it out).
+    pub fn sync_queue(&mut self, id: u32) {
+        if let Some(old) = self.queue_key.remove(&id) {
+            self.queue.remove(&(Reverse(old), id));
+        }
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        if job.state() == JobState::Pending {
+            let prio = if job.rt().hold != 0 {
+                0
+            } else {
+                job.rt().priority
+            };
+            self.queue.insert((Reverse(prio), id));
+            self.queue_key.insert(id, prio);
+        }
+    }
+
     /// Log the whole job record (submit, or a spec change).
     pub fn log_job(&mut self, id: u32) {
+        self.sync_queue(id);
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
@@ -277,6 +308,7 @@ impl Ctld {
 
     /// Log a job's runtime part (state changes).
     pub fn log_runtime(&mut self, id: u32) {
+        self.sync_queue(id);
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };

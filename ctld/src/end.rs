@@ -268,6 +268,7 @@ impl Ctld {
         let Some(job) = self.jobs.remove(&id) else {
             return;
         };
+        self.sync_queue(id);
         self.blobs.release(job.rec.script_blob);
         self.blobs.release(job.rec.env_blob);
         let a = job.rt().array_job_id;

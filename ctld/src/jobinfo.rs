@@ -7,8 +7,8 @@ use drover_proto::{JobInfo, JobState, NodeInfo, PartitionInfo, INFINITE};
 use drover_conf::slurmconf::Config;
 
 use crate::ctld::Ctld;
-use crate::users::NameCache;
 use crate::job::Job;
+use crate::users::NameCache;
 
 fn mem_text(mb: u64) -> String {
     if mb > 0 && mb.is_multiple_of(1024) {
@@ -178,22 +178,22 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
             String::new()
         } else {
             rt.alloc
-            .iter()
-            .map(|a| {
-                let gpus: Vec<u32> = a
-                    .gres
-                    .iter()
-                    .filter(|g| g.name == "gpu")
-                    .flat_map(|g| g.indices.iter().copied())
-                    .collect();
-                if gpus.is_empty() {
-                    String::new()
-                } else {
-                    format!("gpu(IDX:{})", crate::array::ranges(&gpus))
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(";")
+                .iter()
+                .map(|a| {
+                    let gpus: Vec<u32> = a
+                        .gres
+                        .iter()
+                        .filter(|g| g.name == "gpu")
+                        .flat_map(|g| g.indices.iter().copied())
+                        .collect();
+                    if gpus.is_empty() {
+                        String::new()
+                    } else {
+                        format!("gpu(IDX:{})", crate::array::ranges(&gpus))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(";")
         };
         let derived_pending = if job.is_meta() {
             crate::array::ranges(&job.pending_tasks)
@@ -275,7 +275,11 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
             comment: spec.comment.clone(),
             batch_host,
             hold: rt.hold,
-            alloc: if details { rt.alloc.clone() } else { Vec::new() },
+            alloc: if details {
+                rt.alloc.clone()
+            } else {
+                Vec::new()
+            },
             pre_sus_time: 0,
             submit_host: spec.submit_host.clone(),
             reservation: spec.reservation.clone(),
@@ -300,7 +304,6 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
 }
 
 impl Ctld {
-
     pub fn node_info(&self, i: usize) -> NodeInfo {
         let n = &self.cluster.nodes[i];
         let state = n.state_name();

@@ -140,12 +140,15 @@ impl Ctld {
         self.sched_needed = false;
         self.full_pass_needed = false;
         let t = now();
-        let pending: Vec<u32> = self
-            .jobs
-            .iter()
-            .filter(|(_, j)| j.state() == JobState::Pending)
-            .map(|(id, _)| *id)
-            .collect();
+        // The queue is ordered by priority: a quick (event-driven) pass looks
+        // at the top of it only; held jobs sort last and cost nothing.
+        let depth = if full { usize::MAX } else { self.queue_depth };
+        let examine = if full {
+            usize::MAX
+        } else {
+            self.queue_depth * 10
+        };
+        let pending: Vec<u32> = self.queue.iter().take(examine).map(|(_, id)| *id).collect();
         if pending.is_empty() {
             return;
         }
@@ -163,6 +166,9 @@ impl Ctld {
                         job.rt_mut().eligible_time = t;
                     }
                     candidates.push((job.rt().priority, id));
+                    if candidates.len() >= depth {
+                        break;
+                    }
                 }
                 Gate::Closed(r) => set_reason(job, r),
                 Gate::Never => {
@@ -179,7 +185,6 @@ impl Ctld {
         if candidates.is_empty() {
             return;
         }
-        let depth = if full { usize::MAX } else { self.queue_depth };
         if candidates.len() > depth {
             candidates.select_nth_unstable_by(depth, |a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
             candidates.truncate(depth);

@@ -1,1 +1,46 @@
+//! droverd, the Drover node agent.
+//!
+//! One agent process serves one or more configured node names on one port.
+//! Each batch job runs under its own supervisor process (`droverd --stepd
+//! JOBDIR`, see [`stepd`]) that survives agent restarts; the agent talks to
+//! it over `JOBDIR/stepd.sock` and reports job ends to the controller.
 
+pub mod agent;
+pub mod args;
+pub mod daemon;
+pub mod env;
+pub mod hostinfo;
+pub mod jobs;
+pub mod launch;
+pub mod proctree;
+pub mod settings;
+pub mod spawner;
+pub mod startup;
+pub mod status;
+pub mod stepd;
+pub mod stepd_client;
+
+/// `main` of the `droverd` binary; returns the exit code.
+pub fn main_entry() -> i32 {
+    let argv: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    match args::parse(argv) {
+        Err(e) => {
+            eprintln!("droverd: {e}\n{}", args::USAGE);
+            1
+        }
+        Ok(args::Command::Help) => {
+            print!("{}", args::USAGE);
+            0
+        }
+        Ok(args::Command::Version) => {
+            println!("droverd {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Ok(args::Command::Stepd(dir)) => stepd::run(&dir),
+        Ok(args::Command::StepdServer) => stepd::zygote::run(),
+        Ok(args::Command::Run(a)) => startup::run(a),
+    }
+}

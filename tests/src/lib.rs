@@ -389,6 +389,19 @@ impl Cluster {
         )
     }
 
+    /// Wait for the end and require a final state, with diagnostics if not.
+    pub fn expect_end(&self, id: u32, want: &str) {
+        let got = self.wait_done(id);
+        if got != want {
+            panic!(
+                "job {id} ended {got}, expected {want}:\n{}\n--- ctld\n{}\n--- agent\n{}",
+                self.ok("scontrol", &["show", "job", &id.to_string()]),
+                tail(&self.log_text("droverctld")),
+                tail(&self.log_text("droverd"))
+            );
+        }
+    }
+
     /// Wait for a file to exist with content matching `pred`.
     pub fn wait_file(&self, path: &Path, pred: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);

@@ -3,8 +3,6 @@
 pub mod args;
 pub mod filter;
 pub mod format;
-#[cfg(test)]
-mod perf;
 pub mod sort;
 
 use std::io::Write;

@@ -1,0 +1,83 @@
+//! Process setup: standard descriptors, detaching, pid file, logging.
+
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+/// Make sure fds 0, 1 and 2 are open (on /dev/null if they were closed), so
+/// no file or socket the agent opens later lands on them.
+pub fn ensure_std_fds() {
+    for fd in 0..3 {
+        // SAFETY: fcntl(F_GETFD) only queries the descriptor.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+            if let Ok(f) = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/null")
+            {
+                // SAFETY: duplicating an fd we own onto a closed slot.
+                unsafe { libc::dup2(f.as_raw_fd(), fd) };
+            }
+        }
+    }
+}
+
+/// Detach from the terminal (fork, setsid); the parent exits 0. Standard
+/// output and error go to `log` (appended) or /dev/null. Must be called
+/// before any thread is started.
+pub fn detach(log: Option<&Path>) -> Result<(), String> {
+    let out = match log {
+        Some(p) => std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .map_err(|e| format!("cannot open log file {}: {e}", p.display()))?,
+        None => std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .map_err(|e| format!("cannot open /dev/null: {e}"))?,
+    };
+    let null =
+        std::fs::File::open("/dev/null").map_err(|e| format!("cannot open /dev/null: {e}"))?;
+    // SAFETY: the process is single-threaded here; the parent leaves with _exit.
+    unsafe {
+        match libc::fork() {
+            -1 => return Err(format!("fork: {}", std::io::Error::last_os_error())),
+            0 => {}
+            _ => libc::_exit(0),
+        }
+        libc::setsid();
+        libc::dup2(null.as_raw_fd(), 0);
+        libc::dup2(out.as_raw_fd(), 1);
+        libc::dup2(out.as_raw_fd(), 2);
+    }
+    let _ = std::env::set_current_dir("/");
+    Ok(())
+}
+
+pub fn write_pid_file(path: &Path) -> Result<(), String> {
+    std::fs::write(path, format!("{}\n", std::process::id()))
+        .map_err(|e| format!("cannot write pid file {}: {e}", path.display()))
+}
+
+/// Log to stderr; `-v` = debug, `-vv` = trace; `DROVER_LOG` (then
+/// `RUST_LOG`) overrides with an env-filter directive.
+pub fn init_logging(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let level = match verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_env("DROVER_LOG")
+        .or_else(|_| EnvFilter::try_from_env("RUST_LOG"))
+        .unwrap_or_else(|_| {
+            EnvFilter::new(format!(
+                "{level},h2=warn,hyper=warn,hyper_util=warn,tower=warn"
+            ))
+        });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}

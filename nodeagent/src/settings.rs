@@ -1,0 +1,441 @@
+//! What the agent takes from the configuration: which nodes it serves,
+//! where it listens, where the controller is, the spool directory.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use drover_conf::slurmconf::Config;
+use drover_conf::NodeConf;
+use drover_proto::{GresInventory, NodeRegistration};
+
+use crate::args::Args;
+
+/// Resources of one node this agent serves, as configured.
+#[derive(Debug, Clone)]
+pub struct ServedNode {
+    pub name: String,
+    pub addr: String,
+    pub hostname: String,
+    pub cpus: u32,
+    pub boards: u32,
+    pub sockets: u32,
+    pub cores_per_socket: u32,
+    pub threads_per_core: u32,
+    pub real_memory: u64,
+    pub tmp_disk: u64,
+    pub gres: Vec<GresInventory>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub config_path: PathBuf,
+    pub cluster_name: String,
+    pub nodes: Vec<ServedNode>,
+    /// More than one node, or --emulate: report configured resources as is.
+    pub emulated: bool,
+    pub listen: SocketAddr,
+    pub spool_dir: PathBuf,
+    /// `host:port` of the primary controller.
+    pub controller: String,
+    pub auth_socket: PathBuf,
+    pub auth_ttl: i64,
+    pub key_file: PathBuf,
+    pub kill_wait: u32,
+    pub log_file: Option<PathBuf>,
+    pub pid_file: Option<PathBuf>,
+    /// This host's short name.
+    pub host: String,
+}
+
+/// `-f`, else `$DROVER_CONF`, else `$SLURM_CONF`, else `/etc/drover/drover.conf`.
+pub fn config_path(args: &Args) -> PathBuf {
+    if let Some(p) = &args.config {
+        return p.clone();
+    }
+    for var in ["DROVER_CONF", "SLURM_CONF"] {
+        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            return PathBuf::from(v);
+        }
+    }
+    PathBuf::from("/etc/drover/drover.conf")
+}
+
+/// A configured node reduced to what node selection looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct NodeRef<'a> {
+    pub name: &'a str,
+    pub addr: &'a str,
+    pub hostname: &'a str,
+}
+
+/// How the agent picks its nodes.
+#[derive(Debug, Clone, Copy)]
+pub enum Selection<'a> {
+    /// `-N hostlist`.
+    List(&'a str),
+    /// `--emulate N`.
+    Emulate(u32),
+    /// Neither: nodes whose NodeHostname is this host.
+    Host,
+}
+
+fn short(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
+}
+
+/// Whether an address names this host (loopback, `localhost`, our host name).
+pub fn is_local_addr(addr: &str, host_short: &str, host_full: &str) -> bool {
+    let a = addr.trim().trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = a.parse::<IpAddr>() {
+        return ip.is_loopback();
+    }
+    a.eq_ignore_ascii_case("localhost")
+        || a.eq_ignore_ascii_case(host_full)
+        || short(a).eq_ignore_ascii_case(host_short)
+}
+
+/// Pick the served nodes (indices into `nodes`), plus warnings. Pure.
+pub fn select_nodes(
+    nodes: &[NodeRef<'_>],
+    sel: Selection<'_>,
+    host_short: &str,
+    host_full: &str,
+) -> Result<(Vec<usize>, Vec<String>), String> {
+    let mut warnings = Vec::new();
+    let picked: Vec<usize> = match sel {
+        Selection::List(expr) => {
+            let names = drover_conf::hostlist::expand(expr)
+                .map_err(|e| format!("-N {expr}: {}", e.message))?;
+            if names.is_empty() {
+                return Err(format!("-N {expr}: no node names"));
+            }
+            let mut out: Vec<usize> = Vec::new();
+            for n in names {
+                let i = nodes
+                    .iter()
+                    .position(|c| c.name == n)
+                    .ok_or_else(|| format!("node {n} is not in the configuration"))?;
+                if !out.contains(&i) {
+                    out.push(i);
+                }
+            }
+            out
+        }
+        Selection::Emulate(n) => {
+            if n == 0 {
+                return Err("--emulate needs a node count of at least 1".into());
+            }
+            let local: Vec<usize> = nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| is_local_addr(c.addr, host_short, host_full))
+                .map(|(i, _)| i)
+                .take(n as usize)
+                .collect();
+            if local.is_empty() {
+                return Err(
+                    "--emulate: no configured node has a loopback NodeAddr or this host's name"
+                        .into(),
+                );
+            }
+            if local.len() < n as usize {
+                warnings.push(format!(
+                    "--emulate {n}: only {} configured node(s) are local; serving those",
+                    local.len()
+                ));
+            }
+            local
+        }
+        Selection::Host => {
+            let out: Vec<usize> = nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| {
+                    let h = if c.hostname.is_empty() {
+                        c.name
+                    } else {
+                        c.hostname
+                    };
+                    short(h).eq_ignore_ascii_case(host_short)
+                })
+                .map(|(i, _)| i)
+                .collect();
+            if out.is_empty() {
+                return Err(format!(
+                    "this host ({host_short}) is not a node of the configuration: give -N NODES or --emulate N"
+                ));
+            }
+            out
+        }
+    };
+    Ok((picked, warnings))
+}
+
+/// Replace `%n` (first node name) and `%h` (host name) in a spool path, as slurmd does.
+pub fn expand_spool(pattern: &str, node: &str, host: &str) -> String {
+    pattern.replace("%n", node).replace("%h", host)
+}
+
+/// `host:port`, bracketing IPv6 literals.
+pub fn join_host_port(host: &str, port: u16) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+fn full_hostname() -> String {
+    drover_proto::auth::hostname()
+}
+
+/// The GRES a node reports: the configured counts, with device files from gres.conf.
+fn gres_inventory(node: &NodeConf, gres: Option<&drover_conf::GresConf>) -> Vec<GresInventory> {
+    let entries = gres.map(|g| g.for_node(&node.name)).unwrap_or_default();
+    node.gres
+        .iter()
+        .map(|g| {
+            let ty = g.r#type.clone().unwrap_or_default();
+            let mut files: Vec<String> = entries
+                .iter()
+                .filter(|e| e.name == g.name && (ty.is_empty() || e.r#type.as_deref() == Some(&ty)))
+                .flat_map(|e| e.files.iter().cloned())
+                .collect();
+            files.truncate(g.count as usize);
+            let minors = files.iter().filter_map(|f| device_minor(f)).collect();
+            let autodetect = gres
+                .and_then(|c| c.auto_detect_for(&node.name))
+                .unwrap_or("")
+                .to_string();
+            GresInventory {
+                name: g.name.clone(),
+                r#type: ty,
+                count: g.count,
+                files,
+                minors,
+                autodetect,
+            }
+        })
+        .collect()
+}
+
+/// The trailing number of a device path (`/dev/nvidia3` → 3).
+pub fn device_minor(path: &str) -> Option<u32> {
+    let digits: String = path
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    digits.parse().ok()
+}
+
+/// Turn the loaded configuration and the command line into settings.
+pub fn from_config(
+    cfg: &Config,
+    config_path: &Path,
+    args: &Args,
+) -> Result<(Settings, Vec<String>), String> {
+    let host_full = full_hostname();
+    let host = short(&host_full).to_string();
+    let refs: Vec<NodeRef<'_>> = cfg
+        .nodes
+        .iter()
+        .map(|n| NodeRef {
+            name: &n.name,
+            addr: &n.node_addr,
+            hostname: &n.node_hostname,
+        })
+        .collect();
+    let sel = match (&args.nodes, args.emulate) {
+        (Some(list), _) => Selection::List(list),
+        (None, Some(n)) => Selection::Emulate(n),
+        (None, None) => Selection::Host,
+    };
+    let (picked, mut warnings) = select_nodes(&refs, sel, &host, &host_full)?;
+    let Some(&first_idx) = picked.first() else {
+        return Err("no node to serve".into());
+    };
+    let first = &cfg.nodes[first_idx];
+
+    let gres_path = config_path
+        .parent()
+        .unwrap_or(Path::new("/"))
+        .join("gres.conf");
+    let gres = if gres_path.exists() {
+        match drover_conf::gresconf::load(&gres_path) {
+            Ok((g, w)) => {
+                warnings.extend(w.iter().map(|w| w.to_string()));
+                Some(g)
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    } else {
+        None
+    };
+
+    let nodes: Vec<ServedNode> = picked
+        .iter()
+        .map(|&i| {
+            let n = &cfg.nodes[i];
+            ServedNode {
+                name: n.name.clone(),
+                addr: n.node_addr.clone(),
+                hostname: n.node_hostname.clone(),
+                cpus: n.cpus,
+                boards: n.boards,
+                sockets: n.sockets,
+                cores_per_socket: n.cores_per_socket,
+                threads_per_core: n.threads_per_core,
+                real_memory: n.real_memory,
+                tmp_disk: n.tmp_disk,
+                gres: gres_inventory(n, gres.as_ref()),
+            }
+        })
+        .collect();
+
+    let port = cfg.node_port(first);
+    let bind_ip: IpAddr = first
+        .node_addr
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    let spool_dir = PathBuf::from(expand_spool(&cfg.slurmd_spool_dir, &first.name, &host));
+    let controller = join_host_port(cfg.control_addr(), cfg.slurmctld_port);
+
+    let settings = Settings {
+        config_path: config_path.to_path_buf(),
+        cluster_name: cfg.cluster_name.clone(),
+        emulated: args.emulate.is_some() || nodes.len() > 1,
+        nodes,
+        listen: SocketAddr::new(bind_ip, port),
+        spool_dir,
+        controller,
+        auth_socket: PathBuf::from(cfg.auth_socket()),
+        auth_ttl: cfg.auth_ttl_secs().min(i64::MAX as u64) as i64,
+        key_file: PathBuf::from(&cfg.auth_key_file),
+        kill_wait: cfg.kill_wait.min(u64::from(u32::MAX)) as u32,
+        log_file: cfg.slurmd_log_file.as_ref().map(PathBuf::from),
+        pid_file: cfg.get("SlurmdPidFile").map(PathBuf::from),
+        host,
+    };
+    Ok((settings, warnings))
+}
+
+impl Settings {
+    pub fn node_names(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.name.clone()).collect()
+    }
+
+    pub fn serves(&self, node: &str) -> bool {
+        self.nodes.iter().any(|n| n.name == node)
+    }
+
+    /// Registration records for the served nodes.
+    pub fn registrations(&self, boot_time: i64, os: &str) -> Vec<NodeRegistration> {
+        self.nodes
+            .iter()
+            .map(|n| NodeRegistration {
+                name: n.name.clone(),
+                cpus: n.cpus,
+                boards: n.boards,
+                sockets: n.sockets,
+                cores_per_socket: n.cores_per_socket,
+                threads_per_core: n.threads_per_core,
+                real_memory: n.real_memory,
+                gres: n.gres.clone(),
+                port: u32::from(self.listen.port()),
+                addr: n.addr.clone(),
+                boot_time,
+                os: os.to_string(),
+                tmp_disk: n.tmp_disk,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refs() -> Vec<NodeRef<'static>> {
+        vec![
+            NodeRef {
+                name: "ctl",
+                addr: "10.0.0.1",
+                hostname: "ctl",
+            },
+            NodeRef {
+                name: "node1",
+                addr: "127.0.0.1",
+                hostname: "node1",
+            },
+            NodeRef {
+                name: "node2",
+                addr: "localhost",
+                hostname: "node2",
+            },
+            NodeRef {
+                name: "node3",
+                addr: "vm.example.org",
+                hostname: "vm",
+            },
+            NodeRef {
+                name: "node4",
+                addr: "::1",
+                hostname: "node4",
+            },
+        ]
+    }
+
+    #[test]
+    fn selects_by_list() {
+        let (p, w) = select_nodes(&refs(), Selection::List("node[1-2],node1"), "vm", "vm").unwrap();
+        assert_eq!(p, vec![1, 2]);
+        assert!(w.is_empty());
+        assert!(select_nodes(&refs(), Selection::List("node9"), "vm", "vm")
+            .unwrap_err()
+            .contains("node9"));
+        assert!(select_nodes(&refs(), Selection::List("node[1-"), "vm", "vm").is_err());
+    }
+
+    #[test]
+    fn selects_local_nodes_for_emulation() {
+        let (p, w) = select_nodes(&refs(), Selection::Emulate(3), "vm", "vm.example.org").unwrap();
+        assert_eq!(p, vec![1, 2, 3]);
+        assert!(w.is_empty());
+        let (p, w) = select_nodes(&refs(), Selection::Emulate(10), "vm", "vm.example.org").unwrap();
+        assert_eq!(p, vec![1, 2, 3, 4]);
+        assert_eq!(w.len(), 1);
+        assert!(select_nodes(&refs(), Selection::Emulate(0), "vm", "vm").is_err());
+        assert!(select_nodes(&refs()[..1], Selection::Emulate(2), "vm", "vm").is_err());
+    }
+
+    #[test]
+    fn selects_by_host_name() {
+        let (p, _) = select_nodes(&refs(), Selection::Host, "vm", "vm.example.org").unwrap();
+        assert_eq!(p, vec![3]);
+        assert!(select_nodes(&refs(), Selection::Host, "elsewhere", "elsewhere").is_err());
+    }
+
+    #[test]
+    fn small_helpers() {
+        assert_eq!(
+            expand_spool("/var/spool/d.%n", "node1", "vm"),
+            "/var/spool/d.node1"
+        );
+        assert_eq!(expand_spool("/s/%h", "node1", "vm"), "/s/vm");
+        assert_eq!(join_host_port("ctl", 6817), "ctl:6817");
+        assert_eq!(join_host_port("::1", 6817), "[::1]:6817");
+        assert_eq!(device_minor("/dev/nvidia3"), Some(3));
+        assert_eq!(device_minor("/dev/nvidia12"), Some(12));
+        assert_eq!(device_minor("/dev/null"), None);
+        assert!(is_local_addr("127.0.0.2", "vm", "vm"));
+        assert!(is_local_addr("[::1]", "vm", "vm"));
+        assert!(!is_local_addr("10.1.1.1", "vm", "vm"));
+        assert!(is_local_addr("VM", "vm", "vm"));
+    }
+}

@@ -1,0 +1,228 @@
+//! `droverd` start-up: configuration, key, listener, detaching, then the
+//! async agent until SIGTERM/SIGINT (which leaves every job running).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tonic::transport::server::TcpIncoming;
+use tracing::{info, warn};
+
+use drover_proto::auth::ClusterKey;
+use drover_proto::client::Credential;
+use drover_proto::node_agent_server::NodeAgentServer;
+
+use crate::agent::{self, AgentService, Shared};
+use crate::args::Args;
+use crate::settings::{self, Settings};
+
+/// Run the agent; returns the process exit code.
+pub fn run(args: Args) -> i32 {
+    crate::daemon::ensure_std_fds();
+    let path = settings::config_path(&args);
+    let (cfg, conf_warnings) = match drover_conf::slurmconf::load(&path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("droverd: {e}");
+            return 1;
+        }
+    };
+    let (settings, warnings) = match settings::from_config(&cfg, &path, &args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("droverd: {}: {e}", path.display());
+            return 1;
+        }
+    };
+    let key = match ClusterKey::load(&settings.key_file) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("droverd: {e}");
+            return 1;
+        }
+    };
+    if let Err(e) = crate::launch::ensure_spool(&settings.spool_dir) {
+        eprintln!(
+            "droverd: cannot create SlurmdSpoolDir {}: {e}",
+            settings.spool_dir.display()
+        );
+        return 1;
+    }
+    let listener = match std::net::TcpListener::bind(settings.listen) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("droverd: cannot listen on {}: {e}", settings.listen);
+            return 1;
+        }
+    };
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("droverd: cannot find its own executable: {e}");
+            return 1;
+        }
+    };
+
+    crate::daemon::init_logging(args.verbose);
+    if !args.foreground {
+        if let Err(e) = crate::daemon::detach(settings.log_file.as_deref()) {
+            eprintln!("droverd: {e}");
+            return 1;
+        }
+    }
+    if let Some(p) = &settings.pid_file {
+        if let Err(e) = crate::daemon::write_pid_file(p) {
+            warn!("{e}");
+        }
+    }
+    for w in &conf_warnings {
+        warn!("{w}");
+    }
+    for w in &warnings {
+        warn!("{w}");
+    }
+    info!(
+        "droverd {} starting: config {}, port {} (listening on {}), spool dir {}, controller {}, serving {} node(s): {}",
+        env!("CARGO_PKG_VERSION"),
+        settings.config_path.display(),
+        settings.listen.port(),
+        settings.listen,
+        settings.spool_dir.display(),
+        settings.controller,
+        settings.nodes.len(),
+        drover_conf::hostlist::compress(&settings.node_names()),
+    );
+    check_host_resources(&settings);
+
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("droverd: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    let code = rt.block_on(serve(settings, key, exe, listener, args.verbose > 0));
+    rt.shutdown_timeout(Duration::from_secs(1));
+    code
+}
+
+/// Warn when a single real node is configured bigger than this host.
+fn check_host_resources(settings: &Settings) {
+    if settings.emulated {
+        return;
+    }
+    let Some(n) = settings.nodes.first() else {
+        return;
+    };
+    let cpus = crate::hostinfo::online_cpus();
+    if cpus < n.cpus {
+        warn!(
+            "node {}: configured with CPUs={} but this host has {cpus}",
+            n.name, n.cpus
+        );
+    }
+    if let Some(mem) = crate::hostinfo::mem_total_mb() {
+        if mem < n.real_memory {
+            warn!(
+                "node {}: configured with RealMemory={} but this host has {mem} MB",
+                n.name, n.real_memory
+            );
+        }
+    }
+}
+
+async fn serve(
+    settings: Settings,
+    key: ClusterKey,
+    exe: std::path::PathBuf,
+    listener: std::net::TcpListener,
+    stepd_debug: bool,
+) -> i32 {
+    let listener = match listener
+        .set_nonblocking(true)
+        .and_then(|_| tokio::net::TcpListener::from_std(listener))
+    {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("listener: {e}");
+            return 1;
+        }
+    };
+    let cred = Credential::daemon(key.clone(), settings.host.clone());
+    let ctl = match drover_proto::client::controller(&settings.controller, cred) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("controller address: {e}");
+            return 1;
+        }
+    };
+    let shared = match tokio::task::spawn_blocking(move || {
+        Shared::new(settings, key, exe, ctl, stepd_debug)
+    })
+    .await
+    {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            tracing::error!("start-up: {e}");
+            return 1;
+        }
+    };
+    agent::reattach(&shared).await;
+    tokio::spawn(agent::auth_socket_loop(shared.clone()));
+    tokio::spawn(agent::control_loop(shared.clone()));
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        wait_for_stop_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let svc = NodeAgentServer::new(AgentService::new(shared.clone()))
+        .max_decoding_message_size(drover_proto::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let mut stop_server = stop_rx.clone();
+    let server = tonic::transport::Server::builder()
+        .add_service(svc)
+        .serve_with_incoming_shutdown(incoming, async move {
+            let _ = stop_server.wait_for(|s| *s).await;
+        });
+    let mut stop = stop_rx;
+    let grace = async move {
+        let _ = stop.wait_for(|s| *s).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    };
+    let code = tokio::select! {
+        r = server => match r {
+            Ok(()) => 0,
+            Err(e) => {
+                tracing::error!("server: {e}");
+                1
+            }
+        },
+        _ = grace => 0,
+    };
+    let n = shared.jobs().len();
+    info!("droverd stopping; {n} job(s) left to their supervisors");
+    code
+}
+
+async fn wait_for_stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        warn!("cannot install signal handlers");
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::select! {
+            _ = term.recv() => { info!("SIGTERM received"); return; }
+            _ = int.recv() => { info!("SIGINT received"); return; }
+            _ = hup.recv() => { info!("SIGHUP ignored: restart droverd to apply a new configuration"); }
+        }
+    }
+}

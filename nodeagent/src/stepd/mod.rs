@@ -1,0 +1,513 @@
+//! The per-job supervisor (`droverd --stepd JOBDIR`): plain std + libc,
+//! single-threaded, one `poll` loop.
+//!
+//! It starts its own session, becomes a child subreaper (so every process
+//! the job creates, even double-forked daemons, stays its descendant),
+//! listens on `JOBDIR/stepd.sock` (see [`protocol`]), starts the script as
+//! the user, waits for it, kills whatever the job left behind, writes
+//! `JOBDIR/status` atomically, answers `wait` clients and exits.
+
+pub mod kill;
+pub mod protocol;
+pub mod spawn;
+pub mod sys;
+pub mod zygote;
+
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use prost::Message;
+
+use crate::status::{JobStatus, LAUNCH_FILE, LOG_FILE, SCRIPT_FILE, SOCKET_FILE};
+use protocol::Request;
+
+/// Environment variable naming the fd of the agent's notify pipe (the
+/// agent passes the pipe as the supervisor's stdout: `1`).
+pub const NOTIFY_FD_ENV: &str = "DROVER_STEPD_NOTIFY_FD";
+/// Environment variable carrying the agent's config path (for `SLURM_CONF`).
+pub const CONF_ENV: &str = "DROVER_STEPD_CONF";
+/// Set to `1` to log routine events to `stepd.log` too (agent `-v`).
+pub const DEBUG_ENV: &str = "DROVER_STEPD_DEBUG";
+
+/// A request line may not be longer than this.
+const MAX_LINE: usize = 4096;
+
+/// `JOBDIR/stepd.log`, opened on the first message.
+struct Log {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+    debug: bool,
+}
+
+static LOG: Mutex<Option<Log>> = Mutex::new(None);
+
+fn log_line(msg: &str, routine: bool) {
+    let mut guard = LOG.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(log) = guard.as_mut() else {
+        return;
+    };
+    if routine && !log.debug {
+        return;
+    }
+    if log.file.is_none() {
+        log.file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&log.path)
+            .ok();
+    }
+    let Some(f) = log.file.as_mut() else {
+        return;
+    };
+    // SAFETY: time/gmtime_r write into the provided struct.
+    let stamp = unsafe {
+        let t = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::gmtime_r(&t, &mut tm);
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            tm.tm_year + 1900,
+            tm.tm_mon + 1,
+            tm.tm_mday,
+            tm.tm_hour,
+            tm.tm_min,
+            tm.tm_sec
+        )
+    };
+    let _ = writeln!(f, "{stamp} stepd[{}]: {msg}", std::process::id());
+}
+
+/// A message that is always written (errors, anomalies).
+fn log(msg: &str) {
+    log_line(msg, false);
+}
+
+/// A routine message, written only in debug mode.
+fn debug(msg: &str) {
+    log_line(msg, true);
+}
+
+/// The agent's notify pipe (absent when the supervisor runs on its own).
+struct Notify(Option<RawFd>);
+
+impl Notify {
+    /// Take the pipe `fd` onto a private close-on-exec descriptor; `fd`
+    /// then points at /dev/null so that nothing else can write into the
+    /// protocol (it is stdout when the agent exec'ed us).
+    fn take(fd: Option<RawFd>) -> Notify {
+        let Some(fd) = fd.filter(|&fd| fd >= 0 && sys::is_fifo(fd)) else {
+            return Notify(None);
+        };
+        // SAFETY: plain descriptor juggling on fds this process owns.
+        unsafe {
+            let private = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3);
+            if private < 0 {
+                return Notify(None);
+            }
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+            if null >= 0 {
+                libc::dup2(null, fd);
+                libc::close(null);
+            } else if fd > 2 {
+                libc::close(fd);
+            }
+            sys::set_blocking(private);
+            Notify(Some(private))
+        }
+    }
+
+    fn send(&self, line: &str) {
+        if let Some(fd) = self.0 {
+            sys::write_fd(fd, line.as_bytes());
+        }
+    }
+}
+
+impl Drop for Notify {
+    fn drop(&mut self) {
+        if let Some(fd) = self.0.take() {
+            // SAFETY: closing the fd we own.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+struct Client {
+    stream: UnixStream,
+    buf: Vec<u8>,
+    waiting: bool,
+    /// The peer closed its side: no more reads (kept only to answer `wait`).
+    eof: bool,
+    dead: bool,
+}
+
+struct Supervisor {
+    script_pid: i32,
+    sigfd: RawFd,
+    listener: UnixListener,
+    clients: Vec<Client>,
+    kill_deadline: Option<Instant>,
+    timeout: bool,
+}
+
+/// How the supervisor was started.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Write end of the agent's notify pipe.
+    pub notify_fd: Option<RawFd>,
+    /// The agent's config path (`SLURM_CONF` of the job).
+    pub conf: String,
+    /// Log routine events to `stepd.log`.
+    pub debug: bool,
+}
+
+/// Entry point of `droverd --stepd JOBDIR` (options from the environment);
+/// returns the process exit code.
+pub fn run(jobdir: &Path) -> i32 {
+    let opts = Options {
+        notify_fd: std::env::var(NOTIFY_FD_ENV)
+            .ok()
+            .and_then(|v| v.parse::<RawFd>().ok()),
+        conf: std::env::var(CONF_ENV).unwrap_or_default(),
+        debug: std::env::var(DEBUG_ENV).is_ok_and(|v| v == "1"),
+    };
+    run_with(jobdir, opts)
+}
+
+/// The supervisor proper (also entered by forked children of the fork server).
+pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
+    *LOG.lock().unwrap_or_else(|p| p.into_inner()) = Some(Log {
+        path: jobdir.join(LOG_FILE),
+        file: None,
+        debug: opts.debug,
+    });
+    std::panic::set_hook(Box::new(|info| log(&format!("panic: {info}"))));
+    sys::set_process_name("drover-stepd");
+    // Hold no directory busy (the job itself runs in its work dir).
+    let _ = std::env::set_current_dir("/");
+    let notify = Notify::take(opts.notify_fd);
+    // SAFETY: process-wide settings of this single-threaded process.
+    unsafe {
+        libc::setsid();
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        // Children must be waited for (an inherited SIG_IGN would auto-reap them).
+        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+        for sig in [
+            libc::SIGHUP,
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGQUIT,
+            libc::SIGUSR1,
+            libc::SIGUSR2,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
+    let conf = opts.conf;
+
+    let req = match std::fs::read(jobdir.join(LAUNCH_FILE)) {
+        Ok(bytes) => match drover_proto::LaunchRequest::decode(bytes.as_slice()) {
+            Ok(r) => r,
+            Err(e) => return launch_failed(jobdir, &notify, &format!("bad launch record: {e}")),
+        },
+        Err(e) => {
+            return launch_failed(
+                jobdir,
+                &notify,
+                &format!(
+                    "cannot read launch record: {}",
+                    sys::strerror(e.raw_os_error().unwrap_or(0))
+                ),
+            )
+        }
+    };
+    debug(&format!("job {} on {}: starting", req.job_id, req.node));
+
+    let sigfd = match sys::signalfd_for(&[libc::SIGCHLD]) {
+        Ok(fd) => fd,
+        Err(e) => return launch_failed(jobdir, &notify, &e),
+    };
+    let sock = jobdir.join(SOCKET_FILE);
+    let _ = std::fs::remove_file(&sock);
+    let listener = match UnixListener::bind(&sock) {
+        Ok(l) => l,
+        Err(e) => {
+            return launch_failed(
+                jobdir,
+                &notify,
+                &format!("cannot listen on {}: {e}", sock.display()),
+            )
+        }
+    };
+    let _ = std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600));
+    let _ = listener.set_nonblocking(true);
+
+    let script_pid = match spawn::spawn_script(&req, &jobdir.join(SCRIPT_FILE), &conf) {
+        Ok(pid) => pid,
+        Err(reason) => {
+            drop(listener);
+            let _ = std::fs::remove_file(&sock);
+            return launch_failed(jobdir, &notify, &reason);
+        }
+    };
+    debug(&format!(
+        "job {}: script started, pid {script_pid}",
+        req.job_id
+    ));
+    notify.send(&format!("started {script_pid}\n"));
+
+    let mut sup = Supervisor {
+        script_pid,
+        sigfd,
+        listener,
+        clients: Vec::new(),
+        kill_deadline: None,
+        timeout: false,
+    };
+    let wstatus = sup.run_loop();
+    let end_time = sys::now_secs();
+    let (exit_code, signal) = if libc::WIFEXITED(wstatus) {
+        (libc::WEXITSTATUS(wstatus), 0)
+    } else if libc::WIFSIGNALED(wstatus) {
+        (0, libc::WTERMSIG(wstatus))
+    } else {
+        (1, 0)
+    };
+    kill::kill_all_and_reap(sigfd);
+    let (cpu_time_usec, max_rss_kb) = children_usage();
+    let st = JobStatus {
+        exit_code,
+        signal,
+        timeout: sup.timeout,
+        launch_failed: false,
+        failure: String::new(),
+        cpu_time_usec,
+        max_rss_kb,
+        end_time,
+    };
+    if let Err(e) = st.write_atomic(jobdir) {
+        log(&format!("cannot write status file: {e}"));
+    }
+    debug(&format!(
+        "job {}: ended, exit code {exit_code}, signal {signal}, timeout {}",
+        req.job_id, sup.timeout
+    ));
+    // No new clients from here on: late ones find the status file instead.
+    let _ = std::fs::remove_file(&sock);
+    let line = st.done_line();
+    notify.send(&line);
+    sup.answer_waiters(&line);
+    drop(sup);
+    0
+}
+
+/// The script could not start: record it, tell the agent, exit.
+fn launch_failed(jobdir: &Path, notify: &Notify, reason: &str) -> i32 {
+    log(&format!("launch failed: {reason}"));
+    let st = JobStatus::launch_failure(reason, sys::now_secs());
+    if let Err(e) = st.write_atomic(jobdir) {
+        log(&format!("cannot write status file: {e}"));
+    }
+    notify.send(&format!("failed {}\n", st.failure));
+    notify.send(&st.done_line());
+    0
+}
+
+fn children_usage() -> (u64, u64) {
+    // SAFETY: getrusage writes into a zeroed struct.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        ru
+    };
+    let usec = |t: libc::timeval| (t.tv_sec.max(0) as u64) * 1_000_000 + t.tv_usec.max(0) as u64;
+    (
+        usec(ru.ru_utime) + usec(ru.ru_stime),
+        ru.ru_maxrss.max(0) as u64,
+    )
+}
+
+impl Supervisor {
+    /// Serve requests until the script has exited; returns its wait status.
+    fn run_loop(&mut self) -> i32 {
+        loop {
+            // Reap first: orphans re-parented to us, and the script itself.
+            let (reaped, _) = kill::reap_nohang();
+            if let Some(&(_, st)) = reaped.iter().find(|(pid, _)| *pid == self.script_pid) {
+                return st;
+            }
+
+            let mut pfds: Vec<libc::pollfd> = vec![
+                libc::pollfd {
+                    fd: self.sigfd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: self.listener.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            let polled: Vec<usize> = (0..self.clients.len())
+                .filter(|&i| !self.clients[i].eof)
+                .collect();
+            for &i in &polled {
+                pfds.push(libc::pollfd {
+                    fd: self.clients[i].stream.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+            }
+            let timeout_ms = match self.kill_deadline {
+                None => -1,
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    left.as_millis().min(60_000) as i32
+                }
+            };
+            // SAFETY: pfds is a valid array of pollfd of the given length.
+            unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+
+            if let Some(d) = self.kill_deadline {
+                if Instant::now() >= d {
+                    log("kill wait expired: SIGKILL");
+                    kill::signal_all(libc::SIGKILL, Some(self.script_pid));
+                    self.kill_deadline = None;
+                }
+            }
+            if pfds[0].revents != 0 {
+                sys::drain_signalfd(self.sigfd);
+            }
+            if pfds[1].revents != 0 {
+                self.accept_clients();
+            }
+            for (k, &i) in polled.iter().enumerate() {
+                if pfds[2 + k].revents != 0 {
+                    self.serve_client(i);
+                }
+            }
+            self.clients.retain(|c| !c.dead);
+        }
+    }
+
+    fn accept_clients(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nonblocking(true);
+                    self.clients.push(Client {
+                        stream,
+                        buf: Vec::new(),
+                        waiting: false,
+                        eof: false,
+                        dead: false,
+                    });
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn serve_client(&mut self, i: usize) {
+        let mut chunk = [0u8; 1024];
+        loop {
+            let n = match self.clients[i].stream.read(&mut chunk) {
+                Ok(0) => {
+                    let c = &mut self.clients[i];
+                    c.eof = true;
+                    if !c.waiting {
+                        c.dead = true;
+                    }
+                    break;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    self.clients[i].dead = true;
+                    return;
+                }
+            };
+            self.clients[i].buf.extend_from_slice(&chunk[..n]);
+            if self.clients[i].buf.len() > MAX_LINE && !self.clients[i].buf.contains(&b'\n') {
+                self.clients[i].dead = true;
+                return;
+            }
+        }
+        while let Some(pos) = self.clients[i].buf.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.clients[i].buf.drain(..=pos).collect();
+            let line = String::from_utf8_lossy(&line).into_owned();
+            let reply = match Request::parse(&line) {
+                Ok(req) => self.handle(i, req),
+                Err(e) => Some(format!("error {e}\n")),
+            };
+            if let Some(r) = reply {
+                if self.clients[i].stream.write_all(r.as_bytes()).is_err() {
+                    self.clients[i].dead = true;
+                    return;
+                }
+            }
+        }
+        let c = &mut self.clients[i];
+        if c.eof && !c.waiting {
+            c.dead = true;
+        }
+    }
+
+    fn handle(&mut self, client: usize, req: Request) -> Option<String> {
+        match req {
+            Request::Signal { signal, batch_only } => {
+                debug(&format!("signal {signal} (batch only: {batch_only})"));
+                if batch_only {
+                    // SAFETY: kill has no memory effects; the script is not reaped yet.
+                    unsafe { libc::kill(self.script_pid, signal) };
+                } else {
+                    kill::signal_all(signal, Some(self.script_pid));
+                }
+                Some("ok\n".into())
+            }
+            Request::Terminate { kill_wait, timeout } => {
+                debug(&format!(
+                    "terminate (kill wait {kill_wait}s, timeout: {timeout})"
+                ));
+                if timeout {
+                    self.timeout = true;
+                }
+                kill::signal_all(libc::SIGCONT, Some(self.script_pid));
+                kill::signal_all(libc::SIGTERM, Some(self.script_pid));
+                if kill_wait == 0 {
+                    kill::signal_all(libc::SIGKILL, Some(self.script_pid));
+                } else {
+                    let d = Instant::now() + Duration::from_secs(u64::from(kill_wait));
+                    self.kill_deadline = Some(match self.kill_deadline {
+                        Some(old) if old < d => old,
+                        _ => d,
+                    });
+                }
+                Some("ok\n".into())
+            }
+            Request::Wait => {
+                self.clients[client].waiting = true;
+                None
+            }
+            Request::Status => Some(format!("running {}\n", self.script_pid)),
+        }
+    }
+
+    fn answer_waiters(&mut self, line: &str) {
+        for c in self.clients.iter_mut().filter(|c| c.waiting && !c.dead) {
+            let _ = c.stream.set_nonblocking(false);
+            let _ = c.stream.set_write_timeout(Some(Duration::from_secs(1)));
+            let _ = c.stream.write_all(line.as_bytes());
+        }
+    }
+}

@@ -1,0 +1,448 @@
+//! Starting the batch script: fork, then in the child switch to the user,
+//! open the output files as the user, and exec the script.
+
+use std::ffi::CString;
+use std::path::Path;
+
+use drover_proto::pattern::{expand_path, PatternVars};
+use drover_proto::LaunchRequest;
+
+use super::sys::{cstring, errno, last_error, strerror, write_fd};
+use crate::env::{default_stdout_pattern, job_environment, EnvContext};
+
+/// Where the script's standard streams go and where it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoPaths {
+    pub work_dir: String,
+    pub stdin: String,
+    pub stdout: String,
+    /// None = the same open file as stdout.
+    pub stderr: Option<String>,
+    pub append: bool,
+}
+
+/// Expand the `--output/--error/--input` patterns of a launch (pure).
+pub fn io_paths(req: &LaunchRequest) -> IoPaths {
+    let spec = req.spec.clone().unwrap_or_default();
+    let info = req.info.clone().unwrap_or_default();
+    let work_dir = if !spec.work_dir.is_empty() {
+        spec.work_dir.clone()
+    } else if !info.work_dir.is_empty() {
+        info.work_dir.clone()
+    } else {
+        "/tmp".to_string()
+    };
+    let is_array = info.array_job_id != 0;
+    let user = if req.user_name.is_empty() {
+        info.user_name.clone()
+    } else {
+        req.user_name.clone()
+    };
+    let name = if spec.name.is_empty() {
+        info.name.clone()
+    } else {
+        spec.name.clone()
+    };
+    let vars = PatternVars {
+        job_id: req.job_id,
+        array_job_id: if is_array {
+            info.array_job_id
+        } else {
+            req.job_id
+        },
+        array_task_id: is_array.then_some(info.array_task_id),
+        job_name: &name,
+        node: &req.node,
+        user: &user,
+        node_id: 0,
+        task_id: 0,
+        step: "batch",
+    };
+    let out_pat = if spec.std_out.is_empty() {
+        default_stdout_pattern(req)
+    } else {
+        spec.std_out.as_str()
+    };
+    let stdout = expand_path(out_pat, &vars, &work_dir);
+    let stderr = if spec.std_err.is_empty() {
+        None
+    } else {
+        Some(expand_path(&spec.std_err, &vars, &work_dir)).filter(|e| *e != stdout)
+    };
+    let stdin = if spec.std_in.is_empty() {
+        "/dev/null".to_string()
+    } else {
+        expand_path(&spec.std_in, &vars, &work_dir)
+    };
+    IoPaths {
+        work_dir,
+        stdin,
+        stdout,
+        stderr,
+        append: spec.open_append,
+    }
+}
+
+/// The file mode creation mask the job asked for (`SLURM_UMASK` from sbatch), else 022.
+pub fn job_umask(req: &LaunchRequest) -> u32 {
+    req.spec
+        .as_ref()
+        .and_then(|s| {
+            s.environment
+                .iter()
+                .find_map(|e| e.strip_prefix("SLURM_UMASK="))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .filter(|m| *m <= 0o777)
+        .unwrap_or(0o022)
+}
+
+/// Everything the child needs, prepared before fork.
+struct Prepared {
+    script: CString,
+    argv: Vec<CString>,
+    sh_argv: Vec<CString>,
+    sh: CString,
+    work_dir: CString,
+    work_dir_text: String,
+    tmp: CString,
+    stdin: CString,
+    stdin_text: String,
+    stdout: CString,
+    stdout_text: String,
+    stderr: Option<(CString, String)>,
+    append: bool,
+    uid: u32,
+    gid: u32,
+    groups: Vec<libc::gid_t>,
+    umask: u32,
+}
+
+fn prepare(req: &LaunchRequest, script: &Path) -> Result<Prepared, String> {
+    let io = io_paths(req);
+    let script_text = script.to_string_lossy().into_owned();
+    let script_c = cstring(&script_text)?;
+    let mut argv = vec![script_c.clone()];
+    if let Some(spec) = &req.spec {
+        for a in &spec.argv {
+            argv.push(cstring(a)?);
+        }
+    }
+    let sh = cstring("/bin/sh")?;
+    let mut sh_argv = vec![sh.clone()];
+    sh_argv.extend(argv.iter().cloned());
+    let mut groups: Vec<libc::gid_t> = req.groups.clone();
+    if groups.is_empty() {
+        groups.push(req.gid);
+    }
+    Ok(Prepared {
+        script: script_c,
+        argv,
+        sh_argv,
+        sh,
+        work_dir: cstring(&io.work_dir)?,
+        work_dir_text: io.work_dir.clone(),
+        tmp: cstring("/tmp")?,
+        stdin: cstring(&io.stdin)?,
+        stdin_text: io.stdin.clone(),
+        stdout: cstring(&io.stdout)?,
+        stdout_text: io.stdout.clone(),
+        stderr: match &io.stderr {
+            Some(e) => Some((cstring(e)?, e.clone())),
+            None => None,
+        },
+        append: io.append,
+        uid: req.uid,
+        gid: req.gid,
+        groups,
+        umask: job_umask(req),
+    })
+}
+
+fn nul_terminated(v: &[CString]) -> Vec<*const libc::c_char> {
+    let mut p: Vec<*const libc::c_char> = v.iter().map(|c| c.as_ptr()).collect();
+    p.push(std::ptr::null());
+    p
+}
+
+/// Fork and exec the batch script. Returns its pid once the exec succeeded,
+/// or the reason it could not start (the child has then been reaped).
+pub fn spawn_script(req: &LaunchRequest, script: &Path, conf_path: &str) -> Result<i32, String> {
+    let p = prepare(req, script)?;
+    let (home, shell) = super::sys::user_home_shell(req.uid);
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: fds has room for two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!("pipe: {}", last_error()));
+    }
+    let (rd, wr) = (fds[0], fds[1]);
+    // SAFETY: the supervisor is single-threaded, so the child may allocate freely.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        let e = last_error();
+        // SAFETY: closing our own pipe ends.
+        unsafe {
+            libc::close(rd);
+            libc::close(wr);
+        }
+        return Err(format!("fork: {e}"));
+    }
+    if pid == 0 {
+        // SAFETY: closing the read end in the child.
+        unsafe { libc::close(rd) };
+        let msg = child(req, &p, conf_path, home.as_deref(), shell.as_deref());
+        write_fd(wr, msg.as_bytes());
+        // SAFETY: leave the child without running the parent's destructors.
+        unsafe { libc::_exit(127) };
+    }
+    // SAFETY: closing the write end in the parent; setpgid on our child
+    // (mirrors the child's own call; whichever runs first wins).
+    unsafe {
+        libc::close(wr);
+        libc::setpgid(pid, pid);
+    }
+    let mut msg = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        // SAFETY: buf is valid for its length.
+        let n = unsafe { libc::read(rd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 && errno() == libc::EINTR {
+            continue;
+        }
+        if n <= 0 {
+            break;
+        }
+        msg.extend_from_slice(&buf[..n as usize]);
+        if msg.len() > 64 * 1024 {
+            break;
+        }
+    }
+    // SAFETY: closing our read end.
+    unsafe { libc::close(rd) };
+    if msg.is_empty() {
+        return Ok(pid);
+    }
+    let mut status = 0;
+    // SAFETY: reaping the failed child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    Err(String::from_utf8_lossy(&msg).trim().to_string())
+}
+
+/// Runs in the forked child; returns only on failure (the reason).
+fn child(
+    req: &LaunchRequest,
+    p: &Prepared,
+    conf_path: &str,
+    home: Option<&str>,
+    shell: Option<&str>,
+) -> String {
+    // SAFETY: plain syscalls in a single-threaded child process.
+    unsafe {
+        libc::setpgid(0, 0);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+        for sig in 1..65 {
+            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+
+        if libc::geteuid() == 0 {
+            if libc::setgroups(p.groups.len(), p.groups.as_ptr()) != 0 {
+                return format!("setgroups: {}", last_error());
+            }
+            if libc::setgid(p.gid) != 0 {
+                return format!("setgid({}): {}", p.gid, last_error());
+            }
+            if libc::setuid(p.uid) != 0 {
+                return format!("setuid({}): {}", p.uid, last_error());
+            }
+        } else if p.uid != libc::getuid() {
+            return format!(
+                "cannot run the job as uid {}: droverd is not running as root (it runs as uid {})",
+                p.uid,
+                libc::getuid()
+            );
+        }
+        libc::umask(p.umask as libc::mode_t);
+
+        let mut chdir_err = None;
+        if libc::chdir(p.work_dir.as_ptr()) != 0 {
+            chdir_err = Some(errno());
+            libc::chdir(p.tmp.as_ptr());
+        }
+        let chdir_failure = |e: i32| format!("chdir({}): {}", p.work_dir_text, strerror(e));
+
+        let fd_in = libc::open(p.stdin.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd_in < 0 {
+            let e = errno();
+            return match chdir_err {
+                Some(c) => chdir_failure(c),
+                None => format!(
+                    "Could not open stdin file {}: {}",
+                    p.stdin_text,
+                    strerror(e)
+                ),
+            };
+        }
+        let mode = libc::O_WRONLY
+            | libc::O_CREAT
+            | libc::O_CLOEXEC
+            | if p.append {
+                libc::O_APPEND
+            } else {
+                libc::O_TRUNC
+            };
+        let fd_out = libc::open(p.stdout.as_ptr(), mode, 0o666 as libc::c_uint);
+        if fd_out < 0 {
+            let e = errno();
+            return match chdir_err {
+                Some(c) => chdir_failure(c),
+                None => format!(
+                    "Could not open stdout file {}: {}",
+                    p.stdout_text,
+                    strerror(e)
+                ),
+            };
+        }
+        let fd_err = match &p.stderr {
+            None => fd_out,
+            Some((c, text)) => {
+                let fd = libc::open(c.as_ptr(), mode, 0o666 as libc::c_uint);
+                if fd < 0 {
+                    let e = errno();
+                    return match chdir_err {
+                        Some(c) => chdir_failure(c),
+                        None => format!("Could not open stderr file {text}: {}", strerror(e)),
+                    };
+                }
+                fd
+            }
+        };
+        if libc::dup2(fd_in, 0) < 0 || libc::dup2(fd_out, 1) < 0 || libc::dup2(fd_err, 2) < 0 {
+            return format!("dup2: {}", last_error());
+        }
+        if let Some(e) = chdir_err {
+            let line = format!(
+                "slurmstepd: error: couldn't chdir to `{}': {}: going to /tmp instead\n",
+                p.work_dir_text,
+                strerror(e)
+            );
+            write_fd(2, line.as_bytes());
+        }
+
+        let ctx = EnvContext {
+            task_pid: libc::getpid() as u32,
+            conf_path,
+            home,
+            shell,
+            now: super::sys::now_secs(),
+        };
+        let env: Vec<CString> = job_environment(req, &ctx)
+            .into_iter()
+            .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+            .collect();
+        let envp = nul_terminated(&env);
+        let argv = nul_terminated(&p.argv);
+        libc::execve(p.script.as_ptr(), argv.as_ptr(), envp.as_ptr());
+        let e = errno();
+        if e == libc::ENOEXEC {
+            // No "#!" line: run it with the shell, like execvp does.
+            let sh_argv = nul_terminated(&p.sh_argv);
+            libc::execve(p.sh.as_ptr(), sh_argv.as_ptr(), envp.as_ptr());
+        }
+        format!("execve({}): {}", p.script.to_string_lossy(), strerror(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drover_proto::{JobInfo, JobSpec};
+
+    fn req(spec: JobSpec, info: JobInfo) -> LaunchRequest {
+        LaunchRequest {
+            job_id: 7,
+            spec: Some(spec),
+            info: Some(info),
+            user_name: "bob".into(),
+            node: "n1".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn default_paths() {
+        let r = req(
+            JobSpec {
+                work_dir: "/home/bob/".into(),
+                ..Default::default()
+            },
+            JobInfo::default(),
+        );
+        let io = io_paths(&r);
+        assert_eq!(io.stdout, "/home/bob/slurm-7.out");
+        assert_eq!(io.stderr, None);
+        assert_eq!(io.stdin, "/dev/null");
+        assert_eq!(io.work_dir, "/home/bob/");
+        assert!(!io.append);
+    }
+
+    #[test]
+    fn array_and_patterns() {
+        let r = req(
+            JobSpec {
+                work_dir: "/w".into(),
+                name: "tr".into(),
+                std_err: "err/%x-%u-%N.%j".into(),
+                std_in: "in.txt".into(),
+                open_append: true,
+                ..Default::default()
+            },
+            JobInfo {
+                array_job_id: 5,
+                array_task_id: 2,
+                ..Default::default()
+            },
+        );
+        let io = io_paths(&r);
+        assert_eq!(io.stdout, "/w/slurm-5_2.out");
+        assert_eq!(io.stderr.as_deref(), Some("/w/err/tr-bob-n1.7"));
+        assert_eq!(io.stdin, "/w/in.txt");
+        assert!(io.append);
+    }
+
+    #[test]
+    fn same_stderr_is_shared() {
+        let r = req(
+            JobSpec {
+                work_dir: "/w".into(),
+                std_out: "/abs/o-%j".into(),
+                std_err: "/abs/o-%j".into(),
+                ..Default::default()
+            },
+            JobInfo::default(),
+        );
+        let io = io_paths(&r);
+        assert_eq!(io.stdout, "/abs/o-7");
+        assert_eq!(io.stderr, None);
+        assert_eq!(io_paths(&LaunchRequest::default()).work_dir, "/tmp");
+    }
+
+    #[test]
+    fn umask_from_environment() {
+        let mut r = LaunchRequest::default();
+        assert_eq!(job_umask(&r), 0o022);
+        r.spec = Some(JobSpec {
+            environment: vec!["SLURM_UMASK=0077".into()],
+            ..Default::default()
+        });
+        assert_eq!(job_umask(&r), 0o077);
+        r.spec = Some(JobSpec {
+            environment: vec!["SLURM_UMASK=zz".into()],
+            ..Default::default()
+        });
+        assert_eq!(job_umask(&r), 0o022);
+    }
+}
