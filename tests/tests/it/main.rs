@@ -3,5 +3,7 @@
 mod arrays_deps;
 mod bad_input;
 mod batch;
+mod commands;
 mod recovery;
+mod up;
 mod users;
