@@ -36,6 +36,40 @@ fn invalid(m: &str) -> Status {
     Status::invalid_argument(m)
 }
 
+/// Refuse counts so large that no cluster has them (and that would overflow
+/// the arithmetic of placement): every product of them stays in range.
+pub fn check_bounds(spec: &JobSpec) -> Result<(), &'static str> {
+    let within = |v: u32, max: u32| v <= max;
+    let ok = within(spec.ntasks, 1 << 20)
+        && within(spec.cpus_per_task, 1 << 10)
+        && within(spec.min_nodes, 1 << 16)
+        && within(spec.max_nodes, 1 << 16)
+        && within(spec.ntasks_per_node, 1 << 12)
+        && within(spec.min_cpus_per_node, 1 << 12)
+        && within(spec.gpus, 1 << 12)
+        && within(spec.gpus_per_node, 1 << 12)
+        && within(spec.gpus_per_task, 1 << 8)
+        && within(spec.cpus_per_gpu, 1 << 10)
+        && within(spec.ntasks_per_gpu, 1 << 12);
+    if !ok {
+        return Err(msg::NODE_CONFIG);
+    }
+    let mem_ok = [
+        spec.mem_per_node_mb,
+        spec.mem_per_cpu_mb,
+        spec.mem_per_gpu_mb,
+    ]
+    .iter()
+    .all(|m| *m <= 1 << 30);
+    if !mem_ok {
+        return Err("Memory required by task is not available");
+    }
+    if spec.gres.len() > 4096 || spec.constraint.len() > 4096 || spec.nodelist.len() > 65536 {
+        return Err(msg::NODE_CONFIG);
+    }
+    Ok(())
+}
+
 /// Base priority, Slurm's priority/basic: decreasing with submission order.
 pub fn base_priority(job_id: u32, nice: i32, admin: u32) -> u32 {
     if admin > 0 {
@@ -192,6 +226,7 @@ impl Ctld {
         if spec.script.is_empty() {
             return Err(invalid(msg::SCRIPT));
         }
+        check_bounds(spec).map_err(invalid)?;
         let live = self.jobs.len() as u64;
         if live >= u64::from(self.cfg.max_job_count.max(1)) {
             return Err(Status::resource_exhausted(msg::TOO_MANY_JOBS));

@@ -301,6 +301,7 @@ impl Ctld {
                 other => return Err(format!("Update of {other} is not supported")),
             }
         }
+        crate::submit::check_bounds(&spec)?;
         // The new request must still be possible somewhere.
         if pending {
             let parts = self

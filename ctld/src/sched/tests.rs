@@ -312,3 +312,48 @@ proptest! {
         prop_assert_eq!(schedule(&nodes, &parts, &jobs), schedule(&nodes, &parts, &jobs));
     }
 }
+
+proptest! {
+    /// Whatever numbers a client sends, validation, request building,
+    /// placement and the job view never panic.
+    #[test]
+    fn arbitrary_specs_never_panic(
+        nums in prop::collection::vec(prop_oneof![0u32..8, 0u32..5000, any::<u32>()], 14),
+        mems in prop::collection::vec(prop_oneof![0u64..16000, 0u64..(1 << 31), any::<u64>()], 3),
+        gres in "[a-z0-9:,/]{0,20}",
+        constraint in "[a-z|&,\\[\\]]{0,12}",
+    ) {
+        let spec = drover_proto::JobSpec {
+            ntasks: nums[0], cpus_per_task: nums[1], min_nodes: nums[2], max_nodes: nums[3],
+            ntasks_per_node: nums[4], min_cpus_per_node: nums[5], gpus: nums[6],
+            gpus_per_node: nums[7], gpus_per_task: nums[8], cpus_per_gpu: nums[9],
+            time_limit: nums[10], nice: nums[11] as i32, priority: nums[12], ntasks_per_gpu: nums[13],
+            mem_per_node_mb: mems[0], mem_per_cpu_mb: mems[1], mem_per_gpu_mb: mems[2],
+            gres, constraint, script: b"#!/bin/sh\n".to_vec(),
+            ..Default::default()
+        };
+        let cfg = drover_conf::slurmconf::Config::default();
+        let mut conf = drover_conf::slurmconf::NodeConf::new("n1");
+        conf.cpus = 8;
+        conf.real_memory = 8000;
+        let mut cfg = cfg;
+        cfg.nodes = vec![conf];
+        let mut p = drover_conf::slurmconf::PartitionConf::new("p");
+        p.nodes = vec!["n1".into()];
+        cfg.partitions = vec![p];
+        let cluster = crate::cluster::Cluster::from_config(&cfg, 0);
+        if crate::submit::check_bounds(&spec).is_ok() {
+            if let Ok(req) = crate::job::build_request(&spec, &cfg, &cluster, Some(0)) {
+                let (nodes, _) = cluster.snapshot();
+                let _ = place(&req, &[0], &nodes);
+            }
+            let job = crate::job::Job::from_record(drover_proto::state::JobRecord {
+                job_id: 1,
+                spec: Some(spec),
+                ..Default::default()
+            });
+            let mut names = crate::users::NameCache::default();
+            let _ = crate::jobinfo::job_info(&cfg, &mut names, &job, true);
+        }
+    }
+}
