@@ -39,7 +39,8 @@ pub struct Ctld {
     pub cfg: Arc<Config>,
     pub config_path: PathBuf,
     pub cluster: Cluster,
-    pub jobs: BTreeMap<u32, Job>,
+    /// Boxed: a B-tree node then holds 11 pointers, not 11 big records.
+    pub jobs: BTreeMap<u32, Box<Job>>,
     /// Array job id -> ids of its split-off tasks (the meta record excluded).
     pub array_tasks: HashMap<u32, Vec<u32>>,
     pub blobs: Blobs,
@@ -123,7 +124,7 @@ impl Ctld {
                 c.blobs.insert_raw(b.id, b.data);
             }
             for j in s.jobs {
-                c.jobs.insert(j.job_id, Job::from_record(j));
+                c.jobs.insert(j.job_id, Box::new(Job::from_record(j)));
             }
             node_records.extend(s.nodes);
         }
@@ -132,7 +133,7 @@ impl Ctld {
             match r.kind {
                 Some(Kind::Job(j)) => {
                     c.next_job_id = c.next_job_id.max(j.job_id.saturating_add(1));
-                    c.jobs.insert(j.job_id, Job::from_record(j));
+                    c.jobs.insert(j.job_id, Box::new(Job::from_record(j)));
                 }
                 Some(Kind::Runtime(u)) => {
                     if let (Some(job), Some(rt)) = (c.jobs.get_mut(&u.job_id), u.runtime) {
@@ -235,6 +236,12 @@ impl Ctld {
                     if t - last_full >= 1 {
                         self.full_pass_needed = true;
                         last_full = t;
+                        // Give memory freed after a burst (big replies, many
+                        // requests in flight) back to the system.
+                        // SAFETY: malloc_trim only releases free heap pages.
+                        unsafe {
+                            libc::malloc_trim(0);
+                        }
                     }
                 }
             }

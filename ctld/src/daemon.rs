@@ -75,6 +75,12 @@ pub fn main_entry() -> i32 {
         }
     }
     init_logging(verbosity);
+    // One malloc arena: the controller's state lives in one task anyway, and
+    // per-thread arenas keep freed reply buffers from going back to the system.
+    // SAFETY: mallopt before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
     let path = config.unwrap_or_else(default_config_path);
     let (cfg, warnings) = match drover_conf::slurmconf::load(&path) {
         Ok(c) => c,

@@ -282,11 +282,11 @@ impl Ctld {
         self.blobs.retain_ref(rec.env_blob);
         self.jobs.insert(
             new_id,
-            Job {
+            Box::new(Job {
                 rec,
                 dep,
                 pending_tasks: Vec::new(),
-            },
+            }),
         );
         self.array_tasks.entry(meta_id).or_default().push(new_id);
         self.log_runtime(meta_id);

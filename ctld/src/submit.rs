@@ -332,11 +332,11 @@ impl Ctld {
         };
         self.jobs.insert(
             id,
-            Job {
+            Box::new(Job {
                 rec,
                 dep,
                 pending_tasks,
-            },
+            }),
         );
         self.log_job(id);
         tracing::debug!("job {id} submitted by uid {}", who.uid);
