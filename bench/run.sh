@@ -31,7 +31,26 @@ clear_queue() {
 
 echo "controller RSS idle: $(rss_mib) MiB"
 
-# 1. sbatch from a shell loop (held jobs: measures submission, not execution).
+# 1. API submissions, many in flight, from one process.
+"$BIN/drover" bench submit --count "$N_PENDING" --concurrency 256 --hold
+echo "controller RSS with $N_PENDING pending: $(rss_mib) MiB"
+
+# 2. squeue at N_PENDING pending.
+for fmt in "" "--json"; do
+  samples=$(for _ in $(seq 11); do
+    t0=$(now_ns); squeue $fmt > /dev/null; t1=$(now_ns); ms $t0 $t1
+  done | median)
+  echo "squeue ${fmt:-(default)} with $N_PENDING pending: median $samples ms"
+done
+
+# 3. scancel of all pending jobs.
+t0=$(now_ns)
+scancel -u "$(id -un)"
+t1=$(now_ns)
+echo "scancel of $N_PENDING pending: $(ms $t0 $t1) ms"
+clear_queue
+
+# 4. sbatch from a shell loop (held jobs: measures submission, not execution).
 t0=$(now_ns)
 for _ in $(seq "$N_LOOP"); do sbatch -H -o /dev/null --wrap true > /dev/null; done
 t1=$(now_ns)
@@ -44,25 +63,6 @@ done
 wait %2 %3 2>/dev/null || wait
 t1=$(now_ns)
 echo "sbatch 2 loops: $((2 * N_LOOP)) jobs in $(ms $t0 $t1) ms = $(echo "2 * $N_LOOP * 1000000000 / ($t1 - $t0)" | bc) jobs/s"
-clear_queue
-
-# 2. API submissions, many in flight, from one process.
-"$BIN/drover" bench submit --count "$N_PENDING" --concurrency 256 --hold
-echo "controller RSS with $N_PENDING pending: $(rss_mib) MiB"
-
-# 3. squeue at N_PENDING pending.
-for fmt in "" "--json"; do
-  samples=$(for _ in $(seq 11); do
-    t0=$(now_ns); squeue $fmt > /dev/null; t1=$(now_ns); ms $t0 $t1
-  done | median)
-  echo "squeue ${fmt:-(default)} with $N_PENDING pending: median $samples ms"
-done
-
-# 4. scancel of all pending jobs.
-t0=$(now_ns)
-scancel -u "$(id -un)"
-t1=$(now_ns)
-echo "scancel of $N_PENDING pending: $(ms $t0 $t1) ms"
 clear_queue
 
 # 5. Drain: N_DRAIN trivial jobs, held, released at once, across 4 nodes.
