@@ -4,6 +4,7 @@ mod arrays_deps;
 mod bad_input;
 mod batch;
 mod commands;
+mod placement;
 mod recovery;
 mod up;
 mod users;
