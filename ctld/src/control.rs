@@ -72,12 +72,15 @@ impl Ctld {
         let Some(j) = self.jobs.get(&id) else {
             return false;
         };
-        let states: Vec<JobState> = f
-            .states
-            .iter()
-            .filter_map(|s| JobState::try_from(*s).ok())
-            .collect();
-        if !state_selected(j.state(), &states, f.all_states) {
+        let state = j.state();
+        let selected = if f.all_states {
+            true
+        } else if f.states.is_empty() {
+            state_selected(state, &[], false)
+        } else {
+            f.states.contains(&(state as i32))
+        };
+        if !selected {
             return false;
         }
         if !f.user_ids.is_empty() && !f.user_ids.contains(&j.rec.uid) {

@@ -32,8 +32,10 @@ impl Ctld {
 }
 
 /// JobInfo of one job. Without `details`, the fields squeue's common formats
-/// never show (expanded output paths, per-node allocation, TRES strings) are
-/// left empty: a 10,000-job queue is then a small message, cheap to build.
+/// never show (expanded output paths, per-node allocation, TRES strings, work
+/// dir, command, group, comment, features, dependency, node lists, mail,
+/// wckey) are left empty: a 10,000-job queue is then a small message, cheap
+/// to build and to decode. Clients ask for `details` when they show them.
 pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -> JobInfo {
     {
         let spec = job.spec();
@@ -213,11 +215,19 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
             } else {
                 rt.reason.clone()
             },
-            reason_detail: rt.reason_detail.clone(),
+            reason_detail: if details {
+                rt.reason_detail.clone()
+            } else {
+                String::new()
+            },
             user_id: job.rec.uid,
             user_name: user.to_string(),
             group_id: job.rec.gid,
-            group_name: group.to_string(),
+            group_name: if details {
+                group.to_string()
+            } else {
+                String::new()
+            },
             name: spec.name.clone(),
             partition: if rt.partition.is_empty() {
                 spec.partition.clone()
@@ -249,8 +259,16 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
             },
             suspend_time: 0,
             nodes,
-            req_nodes: spec.nodelist.clone(),
-            exc_nodes: spec.exclude.clone(),
+            req_nodes: if details {
+                spec.nodelist.clone()
+            } else {
+                String::new()
+            },
+            exc_nodes: if details {
+                spec.exclude.clone()
+            } else {
+                String::new()
+            },
             num_nodes,
             num_cpus,
             num_tasks: ntasks,
@@ -260,19 +278,39 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
             tres_per_node,
             tres_req: tres.clone(),
             tres_alloc: if running { tres } else { String::new() },
-            features: spec.constraint.clone(),
-            dependency: spec.dependency.clone(),
-            work_dir: spec.work_dir.clone(),
+            features: if details {
+                spec.constraint.clone()
+            } else {
+                String::new()
+            },
+            dependency: if details {
+                spec.dependency.clone()
+            } else {
+                String::new()
+            },
+            work_dir: if details {
+                spec.work_dir.clone()
+            } else {
+                String::new()
+            },
             std_out,
             std_err,
             std_in,
-            command: spec.command.clone(),
+            command: if details {
+                spec.command.clone()
+            } else {
+                String::new()
+            },
             exit_code: rt.exit_code,
             exit_signal: rt.exit_signal,
             restart_count: rt.restart_count,
             requeue: spec.requeue,
             exclusive: spec.exclusive,
-            comment: spec.comment.clone(),
+            comment: if details {
+                spec.comment.clone()
+            } else {
+                String::new()
+            },
             batch_host,
             hold: rt.hold,
             alloc: if details {
@@ -281,7 +319,11 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
                 Vec::new()
             },
             pre_sus_time: 0,
-            submit_host: spec.submit_host.clone(),
+            submit_host: if details {
+                spec.submit_host.clone()
+            } else {
+                String::new()
+            },
             reservation: spec.reservation.clone(),
             derived_exit_code: 0,
             cancelled_by: if rt.cancelled {
@@ -290,14 +332,30 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
                 String::new()
             },
             min_cpus_per_node: spec.min_cpus_per_node.max(cpt),
-            array_spec: spec.array.clone(),
-            wckey: spec.wckey.clone(),
+            array_spec: if details {
+                spec.array.clone()
+            } else {
+                String::new()
+            },
+            wckey: if details {
+                spec.wckey.clone()
+            } else {
+                String::new()
+            },
             ntasks_per_node: spec.ntasks_per_node,
             gres_detail,
             batch_flag: true,
             oom: rt.oom,
-            mail_type: spec.mail_type.clone(),
-            mail_user: spec.mail_user.clone(),
+            mail_type: if details {
+                spec.mail_type.clone()
+            } else {
+                String::new()
+            },
+            mail_user: if details {
+                spec.mail_user.clone()
+            } else {
+                String::new()
+            },
             time_min: spec.time_min,
         }
     }

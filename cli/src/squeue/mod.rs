@@ -54,22 +54,65 @@ pub fn request(p: &Params) -> GetJobsRequest {
             f.user_ids = u.clone();
         }
     }
-    // Expanded paths and allocation strings cost the controller time and
-    // the wire bytes: ask for them only when the output shows them.
-    let details = p.json
-        || p.format.fields.iter().any(|f| {
-            matches!(
-                f.kind,
-                format::JobField::StdOut
-                    | format::JobField::StdErr
-                    | format::JobField::StdIn
-                    | format::JobField::TresAlloc
-            )
-        });
+    // Rarely shown fields (paths, command, group, features, ...) cost the
+    // controller time and the wire bytes: ask for them only when the output,
+    // a client-side filter or the sort order uses them.
+    let details =
+        p.json || p.sort.contains('g') || p.format.fields.iter().any(|f| needs_details(f.kind));
     GetJobsRequest {
         filter: Some(f),
         details,
     }
+}
+
+/// Format fields whose values the controller sends only with `details`.
+fn needs_details(f: format::JobField) -> bool {
+    use format::JobField as F;
+    !matches!(
+        f,
+        F::JobId
+            | F::JobIdRaw
+            | F::ArrayJobId
+            | F::ArrayTaskId
+            | F::Name
+            | F::UserName
+            | F::UserId
+            | F::StateCompact
+            | F::State
+            | F::Reason
+            | F::ReasonList
+            | F::NodeList
+            | F::Partition
+            | F::TimeUsed
+            | F::TimeLimit
+            | F::TimeLeft
+            | F::NumNodes
+            | F::NumCpus
+            | F::NumTasks
+            | F::MinCpus
+            | F::MinMemory
+            | F::Priority
+            | F::PriorityLong
+            | F::SubmitTime
+            | F::StartTime
+            | F::EndTime
+            | F::EligibleTime
+            | F::CpusPerTask
+            | F::ExitCode
+            | F::RestartCnt
+            | F::Nice
+            | F::PendingTime
+            | F::TimeMin
+            | F::MaxNodes
+            | F::NtasksPerNode
+            | F::Requeue
+            | F::BatchFlag
+            | F::Contiguous
+            | F::Account
+            | F::Qos
+            | F::Reservation
+            | F::ExecHost
+    )
 }
 
 pub fn run(args: &[String]) -> i32 {
