@@ -70,7 +70,7 @@ fn agent_restart_keeps_running_job() {
     c.wait_file(&out, |t| t.contains("started"));
     c.kill_agent();
     c.start_agent().unwrap();
-    assert_eq!(c.wait_done(id), "COMPLETED");
+    c.expect_end(id, "COMPLETED");
     assert_eq!(
         std::fs::read_to_string(&out).unwrap(),
         "started\nfinished\n"
