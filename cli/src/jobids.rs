@@ -91,29 +91,7 @@ pub fn expand_indices(s: &str) -> Vec<u32> {
 
 /// Compress sorted indices into Slurm's bitmap text (`1-3,7`).
 pub fn compress_indices(idx: &[u32]) -> String {
-    let mut v: Vec<u32> = idx.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    let mut out = String::new();
-    let mut k = 0;
-    while k < v.len() {
-        let start = v[k];
-        let mut end = start;
-        while k + 1 < v.len() && v[k + 1] == end + 1 {
-            k += 1;
-            end = v[k];
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if start == end {
-            out.push_str(&start.to_string());
-        } else {
-            out.push_str(&format!("{start}-{end}"));
-        }
-        k += 1;
-    }
-    out
+    drover_conf::hostlist::ranges(idx)
 }
 
 /// A job id as typed on a command line.

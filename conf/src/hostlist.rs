@@ -448,3 +448,41 @@ mod tests {
         assert_eq!(back, want, "{c}");
     }
 }
+
+/// Index list in Slurm's range text: `[0, 1, 2, 5, 7, 8]` -> `0-2,5,7-8`
+/// (sorted and de-duplicated first). Used for array task ids and device indices.
+pub fn ranges(idx: &[u32]) -> String {
+    let mut v: Vec<u32> = idx.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut out = String::new();
+    let mut k = 0;
+    while k < v.len() {
+        let start = v[k];
+        let mut end = start;
+        while k + 1 < v.len() && v[k + 1] == end + 1 {
+            k += 1;
+            end = v[k];
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        out.push_str(&start.to_string());
+        if end != start {
+            out.push('-');
+            out.push_str(&end.to_string());
+        }
+        k += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod ranges_tests {
+    #[test]
+    fn ranges_text() {
+        assert_eq!(super::ranges(&[8, 0, 1, 2, 5, 7, 2]), "0-2,5,7-8");
+        assert_eq!(super::ranges(&[]), "");
+        assert_eq!(super::ranges(&[4]), "4");
+    }
+}

@@ -65,26 +65,7 @@ pub fn parse(s: &str, max_array_size: u32) -> Result<ArraySpec, String> {
 
 /// `[0,1,2,5,7,8]` -> `0-2,5,7-8`.
 pub fn ranges(tasks: &[u32]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < tasks.len() {
-        let start = tasks[i];
-        let mut end = start;
-        while i + 1 < tasks.len() && tasks[i + 1] == end + 1 {
-            i += 1;
-            end = tasks[i];
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if start == end {
-            out.push_str(&start.to_string());
-        } else {
-            out.push_str(&format!("{start}-{end}"));
-        }
-        i += 1;
-    }
-    out
+    drover_conf::hostlist::ranges(tasks)
 }
 
 /// Inverse of [`ranges`] (lenient: bad pieces are skipped).

@@ -55,18 +55,7 @@ impl Ctld {
         rt.max_rss_kb = r.max_rss_kb;
         rt.terminating = false;
         if requeue {
-            rt.requeue_pending = false;
-            rt.state = JobState::Pending as i32;
-            rt.restart_count += 1;
-            rt.alloc.clear();
-            rt.batch_host.clear();
-            rt.start_time = 0;
-            rt.end_time = 0;
-            rt.launched = false;
-            rt.cancelled = false;
-            rt.timed_out = false;
-            rt.node_fail = false;
-            rt.reason = "None".into();
+            crate::job::reset_for_requeue(rt);
             rt.reason_detail = if r.node_fail {
                 "requeued after node failure".into()
             } else {

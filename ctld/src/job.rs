@@ -83,6 +83,27 @@ impl Job {
     }
 }
 
+/// Clear a job's last run so it can be queued again (requeue).
+pub fn reset_for_requeue(rt: &mut JobRuntime) {
+    rt.state = JobState::Pending as i32;
+    rt.restart_count += 1;
+    rt.requeue_pending = false;
+    rt.alloc.clear();
+    rt.batch_host.clear();
+    rt.start_time = 0;
+    rt.end_time = 0;
+    rt.launched = false;
+    rt.terminating = false;
+    rt.cancelled = false;
+    rt.timed_out = false;
+    rt.node_fail = false;
+    rt.oom = false;
+    rt.exit_code = 0;
+    rt.exit_signal = 0;
+    rt.reason = "None".into();
+    rt.reason_detail.clear();
+}
+
 /// Script and environment contents, shared between jobs that have the same
 /// (a shell loop of sbatch, every task of an array): kept once in memory.
 #[derive(Default)]

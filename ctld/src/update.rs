@@ -111,19 +111,7 @@ impl Ctld {
                         // A finished job still in memory goes back to the queue.
                         let j = self.jobs.get_mut(&id).expect("present");
                         let rt = j.rt_mut();
-                        rt.state = JobState::Pending as i32;
-                        rt.restart_count += 1;
-                        rt.alloc.clear();
-                        rt.batch_host.clear();
-                        rt.start_time = 0;
-                        rt.end_time = 0;
-                        rt.launched = false;
-                        rt.cancelled = false;
-                        rt.timed_out = false;
-                        rt.oom = false;
-                        rt.exit_code = 0;
-                        rt.exit_signal = 0;
-                        rt.reason = "None".into();
+                        crate::job::reset_for_requeue(rt);
                         if hold {
                             rt.hold = 1;
                         }
