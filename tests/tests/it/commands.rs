@@ -182,3 +182,35 @@ fn drain_resume_signals_and_min_job_age() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("Invalid job id specified"));
 }
+
+#[test]
+fn reconfigure_reads_the_new_config_and_refuses_a_broken_one() {
+    let c = Cluster::start(Spec::default());
+    let id = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\nsleep 30\n");
+    c.wait_state(&id.to_string(), &["RUNNING"], Duration::from_secs(20));
+    let conf = std::fs::read_to_string(&c.conf).unwrap();
+    std::fs::write(
+        &c.conf,
+        format!("{conf}PartitionName=short Nodes=node2 MaxTime=10 State=UP\n"),
+    )
+    .unwrap();
+    c.ok("scontrol", &["reconfigure"]);
+    let s = c.ok("sinfo", &["-h", "-o", "%P %l"]);
+    assert!(s.lines().any(|l| l.trim() == "short 10:00"), "{s}");
+    // The running job is unaffected.
+    assert_eq!(
+        c.job_field(&id.to_string(), "JobState").as_deref(),
+        Some("RUNNING")
+    );
+    let o = c.run("sbatch", &["-p", "short", "-t", "20", "--wrap", "true"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("Requested time limit is invalid"));
+    // A broken file is refused with its line; the old config stays in force.
+    std::fs::write(&c.conf, format!("{conf}NodeName=node9 CPUs=lots\n")).unwrap();
+    let o = c.run("scontrol", &["reconfigure"]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("CPUs"), "{e}");
+    std::fs::write(&c.conf, &conf).unwrap();
+    let s = c.ok("sinfo", &["-h", "-o", "%P"]);
+    assert!(s.contains("short"), "{s}");
+}
