@@ -447,10 +447,19 @@ impl Ctld {
                 }
             }
             Err(e)
-                if e.code() == tonic::Code::Unavailable
-                    || e.code() == tonic::Code::DeadlineExceeded =>
+                if !matches!(
+                    e.code(),
+                    tonic::Code::PermissionDenied
+                        | tonic::Code::Unauthenticated
+                        | tonic::Code::InvalidArgument
+                        | tonic::Code::FailedPrecondition
+                        | tonic::Code::NotFound
+                ) =>
             {
-                // Agent unreachable: try again; SlurmdTimeout takes the node down if it stays away.
+                // Unreachable, or the connection broke mid-call (the agent may
+                // have started the job and died before answering): try again.
+                // Launch is idempotent per job and run on the agent, and
+                // SlurmdTimeout takes the node down if it stays away.
                 tracing::debug!("launch of job {id} failed ({}), retrying", e.message());
                 self.later(
                     Duration::from_secs(1),
