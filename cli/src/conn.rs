@@ -34,6 +34,13 @@ pub fn load_config(cmd: &str) -> Result<Config, i32> {
     }
 }
 
+/// The config and a runtime: what every command that talks to the
+/// controller needs first.
+pub fn setup(cmd: &str) -> Result<(Config, tokio::runtime::Runtime), i32> {
+    let cfg = load_config(cmd)?;
+    Ok((cfg, runtime()?))
+}
+
 /// A single-threaded runtime: the commands do one thing at a time and must
 /// start fast.
 pub fn runtime() -> Result<tokio::runtime::Runtime, i32> {

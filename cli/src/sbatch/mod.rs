@@ -157,12 +157,8 @@ pub fn run(args: &[String]) -> i32 {
         return err("--test-only is not supported by Drover");
     }
 
-    let cfg = match conn::load_config("sbatch") {
-        Ok(c) => c,
-        Err(rc) => return rc,
-    };
-    let rt = match conn::runtime() {
-        Ok(r) => r,
+    let (cfg, rt) = match conn::setup("sbatch") {
+        Ok(v) => v,
         Err(rc) => return rc,
     };
     rt.block_on(async move {

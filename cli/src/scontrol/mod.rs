@@ -305,12 +305,8 @@ pub fn run(args: &[String]) -> i32 {
         }
         _ => {}
     }
-    let cfg = match conn::load_config("scontrol") {
-        Ok(c) => c,
-        Err(rc) => return rc,
-    };
-    let rt = match conn::runtime() {
-        Ok(r) => r,
+    let (cfg, rt) = match conn::setup("scontrol") {
+        Ok(v) => v,
         Err(rc) => return rc,
     };
     rt.block_on(async move {

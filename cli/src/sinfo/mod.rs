@@ -370,12 +370,8 @@ pub fn run(args: &[String]) -> i32 {
     for w in &p.warnings {
         eprintln!("sinfo: error: {w}");
     }
-    let cfg = match conn::load_config("sinfo") {
-        Ok(c) => c,
-        Err(rc) => return rc,
-    };
-    let rt = match conn::runtime() {
-        Ok(r) => r,
+    let (cfg, rt) = match conn::setup("sinfo") {
+        Ok(v) => v,
         Err(rc) => return rc,
     };
     rt.block_on(async move {
