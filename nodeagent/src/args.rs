@@ -11,20 +11,35 @@ Usage: droverd [-f CONFIG] [-N NODES] [--emulate N] [-D] [-v]
   -N NODES       serve these configured node names (hostlist, e.g. node[1-4])
   --emulate N    serve the first N configured nodes whose NodeAddr is this host
                  or a loopback address, reporting their configured resources
-  -D             stay in the foreground (otherwise detach, logging to
-                 SlurmdLogFile)
+  -D             stay in the foreground, logging to stderr (the default;
+                 accepted for Slurm compatibility)
+  --detach       detach from the terminal instead, logging to
+                 SlurmdLogFile
   -v             more logging (repeat for more)
   -h, --help     this text
   -V, --version  print the version
 ";
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Args {
     pub config: Option<PathBuf>,
     pub nodes: Option<String>,
     pub emulate: Option<u32>,
     pub foreground: bool,
     pub verbose: u8,
+}
+
+impl Default for Args {
+    fn default() -> Self {
+        Args {
+            config: None,
+            nodes: None,
+            emulate: None,
+            // Daemons log to stderr in the foreground unless told otherwise.
+            foreground: true,
+            verbose: 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +86,7 @@ where
             "--conf" => a.config = Some(PathBuf::from(value(&mut i, arg)?)),
             "--nodes" => a.nodes = Some(value(&mut i, arg)?),
             "--stepd-server" => return Ok(Command::StepdServer),
+            "--detach" => a.foreground = false,
             "--help" => return Ok(Command::Help),
             "--version" => return Ok(Command::Version),
             s if s.starts_with('-') && !s.starts_with("--") && s.len() > 1 => {
@@ -144,6 +160,8 @@ mod tests {
         assert_eq!(a.verbose, 1);
         assert!(a.foreground);
         assert_eq!(run(&["--emulate=2"]).emulate, Some(2));
+        assert!(run(&[]).foreground, "foreground by default");
+        assert!(!run(&["--detach"]).foreground);
         assert_eq!(
             parse(["--stepd", "/var/spool/job1"]).unwrap(),
             Command::Stepd(PathBuf::from("/var/spool/job1"))
