@@ -113,19 +113,7 @@ impl Ctld {
             }
         }
         if job.is_meta() && rt.array_max_running > 0 {
-            let running = self
-                .array_tasks
-                .get(&job.id())
-                .map(|v| {
-                    v.iter()
-                        .filter(|id| {
-                            self.jobs.get(id).is_some_and(|j| {
-                                !j.state().is_final() && j.state() != JobState::Pending
-                            })
-                        })
-                        .count()
-                })
-                .unwrap_or(0) as u32;
+            let running = self.array_running(job.id());
             if running >= rt.array_max_running {
                 return Gate::Closed("JobArrayTaskLimit");
             }

@@ -166,7 +166,7 @@ impl Ctld {
     }
 
     /// Could the job ever run in this partition (all nodes empty)?
-    fn feasible(&self, spec: &JobSpec, part: usize) -> Result<(), &'static str> {
+    pub(crate) fn feasible(&self, spec: &JobSpec, part: usize) -> Result<(), &'static str> {
         let p = &self.cluster.parts[part];
         if let Some(max) = p.conf.max_nodes {
             if spec.min_nodes > max && self.enforce_part_limits() {

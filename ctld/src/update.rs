@@ -295,21 +295,17 @@ impl Ctld {
             let parts = self
                 .resolve_partitions(&spec, who)
                 .map_err(|e| e.message().to_string())?;
-            let ok = parts.iter().any(|&p| {
-                crate::job::build_request(&spec, &self.cfg, &self.cluster, Some(p))
-                    .ok()
-                    .is_some_and(|r| {
-                        let pristine: Vec<_> = self
-                            .cluster
-                            .nodes
-                            .iter()
-                            .map(|n| n.snap().pristine())
-                            .collect();
-                        crate::sched::place(&r, &self.cluster.parts[p].nodes, &pristine).is_ok()
-                    })
-            });
-            if !ok {
-                return Err(msg::NODE_CONFIG.into());
+            // The same check as at submit, so an update cannot make a job
+            // that could never run.
+            let mut first_err = msg::NODE_CONFIG;
+            if !parts.iter().any(|&p| match self.feasible(&spec, p) {
+                Ok(()) => true,
+                Err(e) => {
+                    first_err = e;
+                    false
+                }
+            }) {
+                return Err(first_err.into());
             }
         }
         let j = self.jobs.get_mut(&id).expect("present");
