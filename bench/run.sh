@@ -4,6 +4,7 @@
 #
 #   bench/run.sh            # everything
 #   N_LOOP=1000 N_PENDING=10000 N_DRAIN=1000 bench/run.sh
+#   BENCH_CGROUP=off bench/run.sh   # jobs without cgroups (default: drover up's cgroup.conf)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N_LOOP=${N_LOOP:-1000}
@@ -14,6 +15,10 @@ BIN=$PWD/target/release
 DIR=$(mktemp -d /tmp/drover-bench.XXXXXX)
 trap 'kill $UP 2>/dev/null; wait $UP 2>/dev/null; rm -rf "$DIR"' EXIT
 
+# BENCH_CGROUP=off: run the jobs without cgroups (to see what they cost);
+# BENCH_CGROUP_CONF='...': use this cgroup.conf instead of drover up's.
+if [ "${BENCH_CGROUP:-on}" = off ]; then echo "CgroupPlugin=disabled" > "$DIR/cgroup.conf"; fi
+if [ -n "${BENCH_CGROUP_CONF:-}" ]; then printf '%s\n' "$BENCH_CGROUP_CONF" > "$DIR/cgroup.conf"; fi
 "$BIN/drover" up --dir "$DIR" --nodes 4 --cpus-per-node 8 --mem-per-node 8000 > "$DIR/up.out" 2>&1 &
 UP=$!
 for _ in $(seq 600); do grep -q '^export' "$DIR/up.out" 2>/dev/null && break; sleep 0.05; done

@@ -1,5 +1,9 @@
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let protos = ["proto/drover.proto", "proto/state.proto"];
+    let protos = [
+        "proto/drover.proto",
+        "proto/state.proto",
+        "proto/accounting.proto",
+    ];
     for p in protos {
         println!("cargo:rerun-if-changed={p}");
     }

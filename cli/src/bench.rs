@@ -10,6 +10,9 @@ use crate::conn;
 const USAGE: &str = "usage: drover bench submit [--count N] [--concurrency C] [--hold] [--quiet]";
 
 pub fn run(args: &[String]) -> i32 {
+    if args.first().map(String::as_str) == Some("acct-fill") {
+        return crate::benchacct::run(&args[1..]);
+    }
     if args.first().map(String::as_str) != Some("submit") {
         eprintln!("{USAGE}");
         return 2;

@@ -7,7 +7,9 @@
 //! array and hostlist texts) lives in I/O-free modules with unit tests; each
 //! command has one module for its I/O glue.
 
+pub mod acctconn;
 pub mod bench;
+pub mod benchacct;
 pub mod conn;
 pub mod fmtspec;
 pub mod hostlist;
@@ -19,11 +21,19 @@ pub mod opts;
 #[cfg(test)]
 mod proptests;
 pub mod sacct;
+pub mod sacctmgr;
+pub mod salloc;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
+pub mod seff;
 pub mod sinfo;
+pub mod sprio;
 pub mod squeue;
+pub mod sreport;
+pub mod srun;
+pub mod sshare;
+pub mod sstat;
 pub mod timefmt;
 pub mod up;
 pub mod users;
@@ -40,7 +50,10 @@ pub fn print_version() {
 }
 
 /// The commands this binary answers to.
-pub const COMMANDS: &[&str] = &["sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct"];
+pub const COMMANDS: &[&str] = &[
+    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sstat", "sprio", "sshare",
+    "sacctmgr", "sreport", "seff", "srun", "salloc",
+];
 
 fn drover_usage() -> String {
     format!(
@@ -66,6 +79,14 @@ pub fn run_command(cmd: &str, args: &[String]) -> i32 {
         "scancel" => scancel::run(args),
         "scontrol" => scontrol::run(args),
         "sacct" => sacct::run(args),
+        "sstat" => sstat::run(args),
+        "sprio" => sprio::run(args),
+        "sshare" => sshare::run(args),
+        "sacctmgr" => sacctmgr::run(args),
+        "sreport" => sreport::run(args),
+        "seff" => seff::run(args),
+        "srun" => srun::run(args),
+        "salloc" => salloc::run(args),
         "up" => up::run(args),
         "keygen" => up::keygen(args),
         "bench" => bench::run(args),

@@ -94,7 +94,11 @@ pub fn parse_args(
     };
     for a in &p.positional {
         for id in jobids::split_job_list(a) {
-            if jobids::parse_job_id(&id).is_none() {
+            // JOB.STEP: a job step.
+            let valid_step = id
+                .split_once('.')
+                .is_some_and(|(j, s)| j.parse::<u32>().is_ok() && s.parse::<u32>().is_ok());
+            if !valid_step && jobids::parse_job_id(&id).is_none() {
                 return Err(err(format!("Invalid job id {id}")));
             }
             r.ids.push(id);

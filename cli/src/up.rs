@@ -25,8 +25,8 @@ pub const TABLE: &[OptDef] = &[
 const USAGE: &str = "Usage: drover up --dir DIR [--nodes N] [--cpus-per-node C] [--mem-per-node MB]
                  [--gpus-per-node G] [--partition NAME]
 
-Starts a controller and a node agent serving N emulated nodes on loopback,
-with everything (configuration, key, state, logs) under DIR. Stays in the
+Starts a controller, a node agent serving N emulated nodes and the
+accounting daemon (SQLite) on loopback, with everything (configuration, key, state, logs) under DIR. Stays in the
 foreground; Ctrl-C stops the cluster. Running it again reuses DIR.
 ";
 
@@ -43,6 +43,7 @@ pub struct Shape {
     pub user: String,
     pub ctld_port: u16,
     pub agent_port: u16,
+    pub dbd_port: u16,
 }
 
 /// `node[1-N]` (or `node1`).
@@ -78,7 +79,9 @@ pub fn config_text(s: &Shape) -> String {
         "DefMemPerCPU={}\n",
         (s.mem_mb / u64::from(s.cpus.max(1))).max(1)
     ));
-    c.push_str("AccountingStorageType=accounting_storage/none\n");
+    c.push_str("AccountingStorageType=accounting_storage/slurmdbd\n");
+    c.push_str("AccountingStorageHost=127.0.0.1\n");
+    c.push_str(&format!("AccountingStoragePort={}\n", s.dbd_port));
     if s.gpus > 0 {
         c.push_str("GresTypes=gpu\n");
     }
@@ -99,6 +102,21 @@ pub fn config_text(s: &Shape) -> String {
         s.partition
     ));
     c
+}
+
+/// cgroup.conf of a local cluster: every limit enforced by the kernel (when
+/// the agent runs as root; otherwise it warns and runs jobs unconfined).
+pub const CGROUP_CONF: &str = "# Written by drover up\nCgroupPlugin=autodetect\nConstrainRAMSpace=yes\nConstrainCores=yes\nConstrainDevices=yes\n";
+
+/// droverdbd.conf: accounting on SQLite under DIR/dbd.
+pub fn dbd_config_text(s: &Shape) -> String {
+    let d = &s.dir;
+    format!(
+        "# Written by drover up\nDbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort={}\n\
+         StorageType=accounting_storage/sqlite\nStateSaveLocation={d}/dbd\n\
+         AuthKeyFile={d}/drover.key\nSlurmUser={}\n",
+        s.dbd_port, s.user
+    )
 }
 
 /// gres.conf for fake GPUs.
@@ -122,6 +140,8 @@ pub struct Existing {
     pub auth_socket: String,
     pub nodes: u32,
     pub cpus: u32,
+    /// AccountingStoragePort when accounting is on (slurmdbd type).
+    pub dbd_port: Option<u16>,
 }
 
 /// Read the few keys `drover up` relies on (the real parser is the daemons').
@@ -130,6 +150,8 @@ pub fn read_existing(text: &str) -> Existing {
         ctld_port: 6817,
         ..Default::default()
     };
+    let mut acct = false;
+    let mut acct_port = 6819;
     for line in text.lines() {
         let line = line.split('#').next().unwrap_or("").trim();
         for tok in line.split_whitespace() {
@@ -152,9 +174,14 @@ pub fn read_existing(text: &str) -> Existing {
                     }
                 }
                 "cpus" if e.cpus == 0 => e.cpus = v.parse().unwrap_or(0),
+                "accountingstoragetype" => acct = v.ends_with("slurmdbd"),
+                "accountingstorageport" => acct_port = v.parse().unwrap_or(6819),
                 _ => {}
             }
         }
+    }
+    if acct {
+        e.dbd_port = Some(acct_port);
     }
     e
 }
@@ -341,7 +368,7 @@ pub fn run(args: &[String]) -> i32 {
         Err(e) => return err(&e),
     };
     let partition = p.value("partition").unwrap_or("debug").to_string();
-    for sub in ["bin", "state", "spool", "run", "log"] {
+    for sub in ["bin", "state", "spool", "run", "log", "dbd"] {
         if let Err(e) = fs::create_dir_all(dir.join(sub)) {
             return err(&format!("cannot create {d}/{sub}: {e}"));
         }
@@ -355,7 +382,8 @@ pub fn run(args: &[String]) -> i32 {
     let exe_dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
     let ctld_bin = exe_dir.join("droverctld");
     let agent_bin = exe_dir.join("droverd");
-    for b in [&ctld_bin, &agent_bin] {
+    let dbd_bin = exe_dir.join("droverdbd");
+    for b in [&ctld_bin, &agent_bin, &dbd_bin] {
         if !b.exists() {
             return err(&format!(
                 "{} not found next to {}",
@@ -369,7 +397,11 @@ pub fn run(args: &[String]) -> i32 {
             return err(&e);
         }
     }
-    for (name, target) in [("droverctld", &ctld_bin), ("droverd", &agent_bin)] {
+    for (name, target) in [
+        ("droverctld", &ctld_bin),
+        ("droverd", &agent_bin),
+        ("droverdbd", &dbd_bin),
+    ] {
         if let Err(e) = symlink(target, &dir.join("bin").join(name)) {
             return err(&e);
         }
@@ -419,7 +451,11 @@ pub fn run(args: &[String]) -> i32 {
             Ok(x) => x,
             Err(e) => return err(&e),
         };
-        drop((l1, l2));
+        let (l3, dbd_port) = match free_port() {
+            Ok(x) => x,
+            Err(e) => return err(&e),
+        };
+        drop((l1, l2, l3));
         let shape = Shape {
             dir: d.clone(),
             name,
@@ -431,13 +467,23 @@ pub fn run(args: &[String]) -> i32 {
             user: crate::users::user_name(crate::users::euid()),
             ctld_port,
             agent_port,
+            dbd_port,
         };
+        if let Err(e) = fs::write(dir.join("droverdbd.conf"), dbd_config_text(&shape)) {
+            return err(&format!("{d}/droverdbd.conf: {e}"));
+        }
         if gpus > 0 {
             if let Err(e) = make_gpu_devices(&dir, gpus) {
                 return err(&e);
             }
             if let Err(e) = fs::write(dir.join("gres.conf"), gres_text(&shape)) {
                 return err(&format!("{d}/gres.conf: {e}"));
+            }
+        }
+        // An existing cgroup.conf (the admin's, or a benchmark's) is kept.
+        if !dir.join("cgroup.conf").exists() {
+            if let Err(e) = fs::write(dir.join("cgroup.conf"), CGROUP_CONF) {
+                return err(&format!("{d}/cgroup.conf: {e}"));
             }
         }
         let text = config_text(&shape);
@@ -453,9 +499,26 @@ pub fn run(args: &[String]) -> i32 {
     // Start the daemons (in the foreground: `-D`, so they stay our children).
     let ctld_log = dir.join("log/droverctld.log");
     let agent_log = dir.join("log/droverd.log");
+    let dbd_log = dir.join("log/droverdbd.log");
+    let dbd_conf = dir.join("droverdbd.conf").display().to_string();
+    let mut dbd = match existing.dbd_port {
+        Some(_) => match spawn(&dbd_bin, &["-D", "-f", &dbd_conf], &dbd_log) {
+            Ok(c) => Some(c),
+            Err(e) => return err(&e),
+        },
+        None => None,
+    };
+    let stop_dbd = |dbd: &mut Option<Child>| {
+        if let Some(c) = dbd.as_mut() {
+            stop(c, Duration::from_secs(10));
+        }
+    };
     let mut ctld = match spawn(&ctld_bin, &["-D", "-f", &conf_s], &ctld_log) {
         Ok(c) => c,
-        Err(e) => return err(&e),
+        Err(e) => {
+            stop_dbd(&mut dbd);
+            return err(&e);
+        }
     };
     let mut agent = match spawn(
         &agent_bin,
@@ -465,6 +528,7 @@ pub fn run(args: &[String]) -> i32 {
         Ok(c) => c,
         Err(e) => {
             stop(&mut ctld, Duration::from_secs(10));
+            stop_dbd(&mut dbd);
             return err(&e);
         }
     };
@@ -473,6 +537,7 @@ pub fn run(args: &[String]) -> i32 {
         Err(rc) => {
             stop(&mut agent, Duration::from_secs(10));
             stop(&mut ctld, Duration::from_secs(10));
+            stop_dbd(&mut dbd);
             return rc;
         }
     };
@@ -494,10 +559,18 @@ pub fn run(args: &[String]) -> i32 {
         if let Ok(Some(_)) = ctld.try_wait() {
             died("droverctld", &ctld_log);
             stop(&mut agent, Duration::from_secs(10));
+            stop_dbd(&mut dbd);
             return 1;
         }
         if let Ok(Some(_)) = agent.try_wait() {
             died("droverd", &agent_log);
+            stop(&mut ctld, Duration::from_secs(10));
+            stop_dbd(&mut dbd);
+            return 1;
+        }
+        if let Some(Ok(Some(_))) = dbd.as_mut().map(|c| c.try_wait()) {
+            died("droverdbd", &dbd_log);
+            stop(&mut agent, Duration::from_secs(10));
             stop(&mut ctld, Duration::from_secs(10));
             return 1;
         }
@@ -510,6 +583,7 @@ pub fn run(args: &[String]) -> i32 {
             eprintln!("--- {}\n{}", agent_log.display(), log_tail(&agent_log, 20));
             stop(&mut agent, Duration::from_secs(10));
             stop(&mut ctld, Duration::from_secs(10));
+            stop_dbd(&mut dbd);
             return 1;
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -547,6 +621,9 @@ pub fn run(args: &[String]) -> i32 {
                     if let Ok(Some(_)) = agent.try_wait() {
                         return Err("droverd".to_string());
                     }
+                    if let Some(Ok(Some(_))) = dbd.as_mut().map(|c| c.try_wait()) {
+                        return Err("droverdbd".to_string());
+                    }
                 }
             }
         }
@@ -556,6 +633,7 @@ pub fn run(args: &[String]) -> i32 {
             eprintln!("drover up: stopping");
             stop(&mut agent, Duration::from_secs(15));
             stop(&mut ctld, Duration::from_secs(15));
+            stop_dbd(&mut dbd);
             0
         }
         Err(which) => {
@@ -563,11 +641,14 @@ pub fn run(args: &[String]) -> i32 {
                 died("droverctld", &ctld_log);
             } else if which == "droverd" {
                 died("droverd", &agent_log);
+            } else if which == "droverdbd" {
+                died("droverdbd", &dbd_log);
             } else {
                 eprintln!("drover up: error: {which}");
             }
             stop(&mut agent, Duration::from_secs(10));
             stop(&mut ctld, Duration::from_secs(10));
+            stop_dbd(&mut dbd);
             1
         }
     }
@@ -625,6 +706,7 @@ mod tests {
             user: "alice".into(),
             ctld_port: 7000,
             agent_port: 7001,
+            dbd_port: 7002,
         }
     }
 
@@ -648,7 +730,9 @@ KillWait=5
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU_Memory
 DefMemPerCPU=2000
-AccountingStorageType=accounting_storage/none
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=7002
 NodeName=node[1-2] NodeAddr=127.0.0.1 Port=7001 CPUs=4 RealMemory=8000 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=UNLIMITED State=UP
 ";
@@ -661,7 +745,8 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=UNLIMITED State=UP
                 ctld_port: 7000,
                 auth_socket: "/tmp/c/run/auth.sock".into(),
                 nodes: 2,
-                cpus: 4
+                cpus: 4,
+                dbd_port: Some(7002),
             }
         );
     }

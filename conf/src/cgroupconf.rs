@@ -138,12 +138,7 @@ pub fn parse_str(text: &str, file_name: &str) -> Result<(CgroupConf, Vec<ConfWar
 
 /// Read and parse a cgroup.conf file (and its `Include`s).
 pub fn load(path: &Path) -> Result<(CgroupConf, Vec<ConfWarning>), ConfError> {
-    let text = include::read_file(path)?;
-    parse_with(
-        &text,
-        &path.display().to_string(),
-        &mut include::fs_resolver,
-    )
+    include::load_with(path, parse_with)
 }
 
 #[cfg(test)]

@@ -387,7 +387,11 @@ pub(crate) fn apply_general(
             cfg.return_to_service = n;
         }
         "SchedulerType" => cfg.scheduler_type = nonempty()?,
-        "SchedulerParameters" => cfg.scheduler_parameters = parse_kv_list(v),
+        "SchedulerParameters" => {
+            let l = parse_kv_list(v);
+            crate::sched::SchedParams::from_list(&l).map_err(e)?;
+            cfg.scheduler_parameters = l;
+        }
         "SelectType" => cfg.select_type = nonempty()?,
         "SelectTypeParameters" => cfg.select_type_parameters = values::parse_list(v),
         "PriorityType" => cfg.priority_type = nonempty()?,

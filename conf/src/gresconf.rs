@@ -194,12 +194,7 @@ pub fn parse_str(text: &str, file_name: &str) -> Result<(GresConf, Vec<ConfWarni
 /// Read and parse a gres.conf file (and its `Include`s). A missing file is a
 /// line-0 error; callers that treat gres.conf as optional check first.
 pub fn load(path: &Path) -> Result<(GresConf, Vec<ConfWarning>), ConfError> {
-    let text = include::read_file(path)?;
-    parse_with(
-        &text,
-        &path.display().to_string(),
-        &mut include::fs_resolver,
-    )
+    include::load_with(path, parse_with)
 }
 
 #[cfg(test)]

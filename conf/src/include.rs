@@ -152,6 +152,16 @@ pub(crate) fn fs_resolver(path: &str, including: &str) -> Result<Vec<(String, St
     Ok(out)
 }
 
+/// `load` of the side files (gres.conf, cgroup.conf, droverdbd.conf): read
+/// `path` and parse it with its `Include`s resolved from the file system.
+pub(crate) fn load_with<T>(
+    path: &Path,
+    parse: impl FnOnce(&str, &str, &mut Resolver<'_>) -> Result<T, ConfError>,
+) -> Result<T, ConfError> {
+    let text = read_file(path)?;
+    parse(&text, &path.display().to_string(), &mut fs_resolver)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,7 @@
 //! `Include`s and then call the text parser.
 
 pub mod cgroupconf;
+pub mod dbdconf;
 pub mod error;
 mod general;
 pub mod gresconf;
@@ -14,6 +15,7 @@ mod include;
 mod lexer;
 pub mod nodes;
 pub mod partitions;
+pub mod sched;
 pub mod slurmconf;
 pub mod units;
 mod values;

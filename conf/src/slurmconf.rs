@@ -278,6 +278,11 @@ impl Config {
             .map(|(_, v)| v.as_deref())
     }
 
+    /// The backfill settings of `SchedulerParameters` (checked at load).
+    pub fn sched_params(&self) -> crate::sched::SchedParams {
+        crate::sched::SchedParams::from_list(&self.scheduler_parameters).unwrap_or_default()
+    }
+
     /// A priority_params value by key (case-insensitive).
     pub fn priority_param(&self, key: &str) -> Option<&str> {
         self.priority_params

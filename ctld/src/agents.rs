@@ -209,6 +209,10 @@ impl Ctld {
                 failure: req.failure,
                 launch_failed: req.launch_failed || req.prolog_failed,
                 node_fail: false,
+                prolog_failed: req.prolog_failed,
+                epilog_failed: req.epilog_failed,
+                gpu_util_pct: req.gpu_util_pct,
+                gpu_mem_max_mb: req.gpu_mem_max_mb,
             },
         );
     }

@@ -140,6 +140,7 @@ impl Node {
             features: self.conf.features.clone(),
             weight: self.conf.weight,
             jobs: self.jobs.len() as u32,
+            threads: self.conf.threads_per_core.max(1),
         }
     }
 
@@ -271,9 +272,34 @@ impl Cluster {
                 nodes: p.nodes.clone(),
                 up: p.up(),
                 priority_tier: p.conf.priority_tier,
+                name: p.conf.name.clone(),
             })
             .collect();
         (nodes, parts)
+    }
+
+    /// Whether a planned allocation (positions as in the snapshot `nodes`)
+    /// is still free and its nodes still usable.
+    pub fn still_free(&self, allocs: &[crate::sched::Alloc], nodes: &[NodeSnap]) -> bool {
+        allocs.iter().all(|a| {
+            let Some(n) = self.nodes.get(a.node) else {
+                return false;
+            };
+            n.usable()
+                && a.cpu_ids
+                    .iter()
+                    .all(|&c| n.alloc_cpus.get(c as usize) == Some(&false))
+                && a.gres.iter().all(|&g| {
+                    nodes
+                        .get(a.node)
+                        .and_then(|s| s.gres.get(g))
+                        .is_some_and(|d| {
+                            n.gres
+                                .iter()
+                                .any(|x| x.name == d.name && x.index == d.index && x.free)
+                        })
+                })
+        })
     }
 
     /// Take a running job's resources out of its nodes.

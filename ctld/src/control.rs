@@ -192,6 +192,12 @@ impl Ctld {
             return Ok(CancelResponse { results });
         }
         for text in &f.job_ids {
+            if text.contains('.') {
+                // A job step (issue 6).
+                let r = self.cancel_step(&who, text, req.signal);
+                results.push(result(text, r));
+                continue;
+            }
             let Some(sel) = parse_selector(text) else {
                 results.push(result(text, Err(msg::INVALID_JOB)));
                 continue;

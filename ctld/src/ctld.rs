@@ -63,10 +63,16 @@ pub struct Ctld {
     pub full_pass_needed: bool,
     pub shutdown: bool,
     pub queue_depth: usize,
+    /// Associations and QOS cached from accounting (empty without it).
+    pub assoc: crate::assoc::AssocSet,
+    /// Accounting outbox (None without AccountingStorageType=.../slurmdbd).
+    pub acct: Option<crate::acct::Acct>,
     /// Pending jobs by (effective priority desc, id): the scheduler's queue.
     /// Kept in step by [`Ctld::sync_queue`], which every logged change calls.
     pub queue: BTreeSet<(Reverse<u32>, u32)>,
     queue_key: HashMap<u32, u32>,
+    /// Scheduler state: reservations, fair-share usage, planned starts.
+    pub sched: crate::schedstate::SchedState,
 }
 
 pub fn now() -> i64 {
@@ -114,8 +120,11 @@ impl Ctld {
             full_pass_needed: true,
             shutdown: false,
             queue_depth: DEFAULT_QUEUE_DEPTH,
+            assoc: Default::default(),
+            acct: None,
             queue: BTreeSet::new(),
             queue_key: HashMap::new(),
+            sched: Default::default(),
         };
         let mut node_records = Vec::new();
         if let Some(s) = rec.snapshot {
@@ -127,6 +136,7 @@ impl Ctld {
                 c.jobs.insert(j.job_id, Box::new(Job::from_record(j)));
             }
             node_records.extend(s.nodes);
+            c.recover_sched(s.usage, s.resvs);
         }
         let replayed = rec.records.len();
         for r in rec.records {
@@ -149,6 +159,9 @@ impl Ctld {
                 Some(Kind::Blob(b)) => c.blobs.insert_raw(b.id, b.data),
                 Some(Kind::Node(n)) => node_records.push(n),
                 Some(Kind::NextJobId(n)) => c.next_job_id = c.next_job_id.max(n),
+                Some(k @ (Kind::Usage(_) | Kind::Resv(_) | Kind::ResvDelete(_))) => {
+                    c.replay_sched(k)
+                }
                 None => {}
             }
         }
@@ -311,6 +324,7 @@ impl Ctld {
         self.wal.append(&WalRecord {
             kind: Some(Kind::Job(rec)),
         });
+        self.acct_record(id);
     }
 
     /// Log a job's runtime part (state changes).
@@ -330,6 +344,7 @@ impl Ctld {
                 runtime: Some(rt),
             })),
         });
+        self.acct_record(id);
     }
 
     pub fn log_node(&mut self, idx: usize) {
@@ -386,6 +401,8 @@ impl Ctld {
             jobs,
             nodes,
             wal_generation: 0,
+            usage: Some(self.usage_record()),
+            resvs: self.sched.resvs.clone(),
         });
     }
 

@@ -28,21 +28,6 @@ pub fn default_config_path() -> PathBuf {
     PathBuf::from("/etc/drover/drover.conf")
 }
 
-pub fn init_logging(verbosity: u8) {
-    let default = match verbosity {
-        0 => "info",
-        1 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
-}
-
 pub fn main_entry() -> i32 {
     let mut args = std::env::args().skip(1);
     let mut config = None;
@@ -74,7 +59,7 @@ pub fn main_entry() -> i32 {
             }
         }
     }
-    init_logging(verbosity);
+    drover_proto::logging::init(verbosity, "");
     // One malloc arena: the controller's state lives in one task anyway, and
     // per-thread arenas keep freed reply buffers from going back to the system.
     // SAFETY: mallopt before any other thread exists.
@@ -135,13 +120,17 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     let (tx, rx) = mpsc::channel(65536);
     let auth_path = PathBuf::from(cfg.auth_socket());
     let ttl = cfg.auth_ttl_secs() as i64;
-    let ctld = match Ctld::recover(cfg, path, key.clone(), tx.clone()) {
+    let mut ctld = match Ctld::recover(cfg, path, key.clone(), tx.clone()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("droverctld: error: {e}");
             return 1;
         }
     };
+    if let Err(e) = ctld.start_accounting() {
+        eprintln!("droverctld: error: {e}");
+        return 1;
+    }
     let listener = match tokio::net::TcpListener::bind(bind).await {
         Ok(l) => l,
         Err(e) => {
@@ -161,6 +150,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     }
     tracing::info!("auth socket {}", auth_path.display());
     let owner = tokio::spawn(ctld.run(rx));
+    let key2 = key.clone();
     let svc = ControllerServer::new(Svc {
         tx: tx.clone(),
         key,
@@ -191,6 +181,14 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         .initial_stream_window_size(Some(8 * 1024 * 1024))
         .initial_connection_window_size(Some(16 * 1024 * 1024))
         .add_service(svc)
+        .add_service(
+            drover_proto::scheduler_server::SchedulerServer::new(crate::sched_svc::SchedSvc(Svc {
+                tx: tx.clone(),
+                key: key2,
+            }))
+            .max_decoding_message_size(drover_proto::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES),
+        )
         .serve_with_incoming(incoming);
     tokio::select! {
         r = server => {

@@ -19,6 +19,12 @@ pub struct EndReport {
     pub failure: String,
     pub launch_failed: bool,
     pub node_fail: bool,
+    /// The node's Prolog failed: drain the node, requeue the job held.
+    pub prolog_failed: bool,
+    /// The node's Epilog failed: drain the node.
+    pub epilog_failed: bool,
+    pub gpu_util_pct: u32,
+    pub gpu_mem_max_mb: u64,
 }
 
 impl Ctld {
@@ -39,12 +45,23 @@ impl Ctld {
         let t = now();
         let allocs = job.rt().alloc.clone();
         self.cluster.release(id, &allocs, t);
+        if r.prolog_failed || r.epilog_failed {
+            let why = if r.prolog_failed {
+                "Prolog error"
+            } else {
+                "Epilog error"
+            };
+            tracing::warn!("job {id}: {why} on {node}: draining the node");
+            self.drain_node(node, why, t);
+        }
         // Other nodes of a multi-node job: make sure nothing is left there.
         for a in allocs.iter().filter(|a| a.node != node) {
             self.signal_node(id, &a.node, 0, false, false);
         }
         let job = self.jobs.get_mut(&id).expect("job present");
+        let prolog_requeue = r.prolog_failed && !job.rt().cancelled;
         let requeue = job.rt().requeue_pending
+            || prolog_requeue
             || (r.node_fail
                 && (job.spec().requeue
                     || (self.cfg.get("JobRequeue") == Some("1") && !job.spec().no_requeue)));
@@ -53,11 +70,18 @@ impl Ctld {
         rt.exit_signal = r.exit_signal;
         rt.cpu_time_usec = r.cpu_time_usec;
         rt.max_rss_kb = r.max_rss_kb;
+        rt.gpu_util_pct = r.gpu_util_pct;
+        rt.gpu_mem_max_mb = r.gpu_mem_max_mb;
         rt.terminating = false;
         if requeue {
             crate::job::reset_for_requeue(rt);
             rt.reason_detail = if r.node_fail {
                 "requeued after node failure".into()
+            } else if prolog_requeue {
+                // Slurm holds a job whose prolog failed until someone looks.
+                rt.hold = crate::job::HOLD_LAUNCH_FAILED;
+                rt.reason = crate::job::REASON_LAUNCH_FAILED_HELD.into();
+                format!("Prolog failed on {node}")
             } else {
                 String::new()
             };
@@ -66,7 +90,9 @@ impl Ctld {
             return;
         }
         rt.end_time = t;
-        let (state, reason) = if rt.cancelled {
+        let (state, reason) = if rt.preempted {
+            (JobState::Preempted, "None")
+        } else if rt.cancelled {
             (JobState::Cancelled, "None")
         } else if r.node_fail {
             (JobState::NodeFail, "NodeDown")
@@ -84,6 +110,11 @@ impl Ctld {
         rt.state = state as i32;
         rt.reason = reason.into();
         rt.oom = r.oom;
+        if state == JobState::OutOfMemory {
+            // Slurm's exit code of a job the memory limit ended: 0:125.
+            rt.exit_code = 0;
+            rt.exit_signal = 125;
+        }
         if !r.failure.is_empty() {
             rt.reason_detail = r.failure.clone();
         }
@@ -141,6 +172,7 @@ impl Ctld {
             node: node.to_string(),
             kill_wait: self.cfg.kill_wait as u32,
             timeout,
+            ..Default::default()
         };
         tokio::spawn(async move {
             if let Err(e) = agent.signal_job(req).await {
@@ -164,6 +196,19 @@ impl Ctld {
         self.log_runtime(id);
         for n in nodes {
             self.signal_node(id, &n, 0, false, timeout);
+        }
+        // An allocation without a batch script (salloc) has no agent to
+        // report its end: it ends now (its steps are being killed).
+        if self.jobs.get(&id).is_some_and(|j| j.spec().interactive) {
+            self.job_ended(
+                id,
+                "",
+                EndReport {
+                    timeout,
+                    exit_signal: libc::SIGKILL,
+                    ..Default::default()
+                },
+            );
         }
     }
 
@@ -215,6 +260,7 @@ impl Ctld {
             self.cfg.over_time_limit_min
         });
         let mut expired = Vec::new();
+        let mut warn = Vec::new();
         let mut purge = Vec::new();
         let min_age = self.cfg.min_job_age as i64;
         let mut wake = false;
@@ -228,6 +274,16 @@ impl Ctld {
                         && t >= rt.start_time + (i64::from(rt.time_limit) + over) * 60 =>
                 {
                     expired.push(*id);
+                }
+                JobState::Running
+                    if j.spec().signal != 0
+                        && !rt.warn_signal_sent
+                        && rt.time_limit != INFINITE
+                        && rt.time_limit != 0
+                        && t + i64::from(j.spec().signal_time)
+                            >= rt.start_time + i64::from(rt.time_limit) * 60 =>
+                {
+                    warn.push(*id);
                 }
                 JobState::Pending => {
                     let b = j.spec().begin_time;
@@ -245,12 +301,48 @@ impl Ctld {
             tracing::info!("job {id} reached its time limit");
             self.terminate(id, true);
         }
+        for id in warn {
+            self.send_warn_signal(id);
+        }
         for id in purge {
             self.purge(id);
         }
         if wake {
             self.sched_needed = true;
         }
+    }
+
+    /// `--signal=[B:]SIG@T`: T seconds before the limit, SIG to every
+    /// process of the job (B: the batch shell only), once per run.
+    fn send_warn_signal(&mut self, id: u32) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        let (sig, batch) = (job.spec().signal, job.spec().signal_batch_only);
+        job.rt_mut().warn_signal_sent = true;
+        let nodes: Vec<String> = if batch {
+            vec![job.rt().batch_host.clone()]
+        } else {
+            job.rt().alloc.iter().map(|a| a.node.clone()).collect()
+        };
+        tracing::info!("job {id}: sending signal {sig} before its time limit");
+        self.log_runtime(id);
+        for n in nodes.iter().filter(|n| !n.is_empty()) {
+            self.signal_node(id, n, sig, batch, false);
+        }
+    }
+
+    /// Drain a node on the controller's own initiative (Prolog/Epilog errors).
+    pub fn drain_node(&mut self, name: &str, reason: &str, t: i64) {
+        let Some(i) = self.cluster.node_idx(name) else {
+            return;
+        };
+        let n = &mut self.cluster.nodes[i];
+        n.drain = true;
+        n.reason = reason.into();
+        n.reason_uid = self.slurm_user_uid;
+        n.reason_time = t;
+        self.log_node(i);
     }
 
     fn purge(&mut self, id: u32) {

@@ -84,10 +84,16 @@ impl Job {
 }
 
 /// Clear a job's last run so it can be queued again (requeue).
+/// `JobRuntime.hold` values: none, user, admin, and the system hold of a
+/// job whose launch (Prolog) failed.
+pub const HOLD_LAUNCH_FAILED: u32 = 3;
+pub const REASON_LAUNCH_FAILED_HELD: &str = "launch failed requeued held";
+
 pub fn reset_for_requeue(rt: &mut JobRuntime) {
     rt.state = JobState::Pending as i32;
     rt.restart_count += 1;
     rt.requeue_pending = false;
+    rt.preempted = false;
     rt.alloc.clear();
     rt.batch_host.clear();
     rt.start_time = 0;
@@ -98,6 +104,9 @@ pub fn reset_for_requeue(rt: &mut JobRuntime) {
     rt.timed_out = false;
     rt.node_fail = false;
     rt.oom = false;
+    rt.warn_signal_sent = false;
+    rt.gpu_util_pct = 0;
+    rt.gpu_mem_max_mb = 0;
     rt.exit_code = 0;
     rt.exit_signal = 0;
     rt.reason = "None".into();

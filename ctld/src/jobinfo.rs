@@ -21,13 +21,33 @@ fn mem_text(mb: u64) -> String {
 impl Ctld {
     /// Everything about a job (launches, scontrol, waiters).
     pub fn job_info(&mut self, job: &Job) -> JobInfo {
-        job_info(&self.cfg, &mut self.names, job, true)
+        let mut i = job_info(&self.cfg, &mut self.names, job, true);
+        self.add_expected_start(&mut i);
+        i
     }
 
     /// A job by id; `details` adds expanded paths and per-node allocations.
     pub fn job_info_by_id(&mut self, id: u32, details: bool) -> Option<JobInfo> {
         let job = self.jobs.get(&id)?;
-        Some(job_info(&self.cfg, &mut self.names, job, details))
+        let mut i = job_info(&self.cfg, &mut self.names, job, details);
+        self.add_expected_start(&mut i);
+        Some(i)
+    }
+
+    /// A pending job's start time is the one backfill planned (Slurm's
+    /// expected start), its end that plus the time limit.
+    fn add_expected_start(&self, i: &mut JobInfo) {
+        if i.state != JobState::Pending as i32 {
+            return;
+        }
+        if let Some(&s) = self.sched.expected.get(&i.job_id) {
+            i.start_time = s;
+            i.end_time = if i.time_limit == INFINITE || i.time_limit == 0 {
+                0
+            } else {
+                s + i64::from(i.time_limit) * 60
+            };
+        }
     }
 }
 
@@ -357,6 +377,11 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
                 String::new()
             },
             time_min: spec.time_min,
+            steps: rt
+                .steps
+                .iter()
+                .map(|st| crate::steps::effective(st, state, rt.end_time))
+                .collect(),
         }
     }
 }
@@ -371,6 +396,13 @@ impl Ctld {
         }
         if !n.responding && n.registered || (!n.registered && n.down) {
             flags.push_str("+NOT_RESPONDING");
+        }
+        if let Some(r) = self.node_reservation(n.name(), crate::ctld::now()) {
+            flags.push_str(if crate::reservation::is_maint(r) {
+                "+MAINT"
+            } else {
+                "+RESERVED"
+            });
         }
         let c = &n.conf;
         let gpus_alloc = n.gres.iter().filter(|d| d.name == "gpu" && !d.free).count();

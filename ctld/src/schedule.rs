@@ -11,6 +11,10 @@ use crate::deps::{self, Seen, Verdict};
 use crate::job::{build_request, env_from_blob, Job};
 use crate::sched::{self, Decision, JobSnap};
 
+/// Passes of at most this many jobs × nodes run in the owner task; bigger
+/// ones on a worker thread.
+const INLINE_PASS_WORK: usize = 200_000;
+
 /// Why a pending job may not be considered now (None: it may).
 enum Gate {
     Open,
@@ -78,6 +82,9 @@ impl Ctld {
         if rt.hold == 1 {
             return Gate::Closed("JobHeldUser");
         }
+        if rt.hold == crate::job::HOLD_LAUNCH_FAILED {
+            return Gate::Closed(crate::job::REASON_LAUNCH_FAILED_HELD);
+        }
         let spec = job.spec();
         if spec.begin_time > t {
             return Gate::Closed("BeginTime");
@@ -124,18 +131,34 @@ impl Ctld {
     /// One pass: eligibility for every pending job, then the scheduler over
     /// the top of the queue (everything on a full pass).
     pub fn schedule_pass(&mut self) {
+        if self.sched.in_flight {
+            // A pass is running on the worker: go again when it is done.
+            self.sched.again = true;
+            return;
+        }
         let full = self.full_pass_needed;
         self.sched_needed = false;
         self.full_pass_needed = false;
         let t = now();
+        if full {
+            let jobs = &self.jobs;
+            self.sched
+                .expected
+                .retain(|id, _| jobs.get(id).is_some_and(|j| j.state() == JobState::Pending));
+            let pc = crate::schedstate::prio_conf(&self.cfg);
+            self.charge_usage(t, &pc);
+            self.recompute_priorities(t, &pc);
+        }
         // The queue is ordered by priority: a quick (event-driven) pass looks
         // at the top of it only; held jobs sort last and cost nothing.
-        let depth = if full { usize::MAX } else { self.queue_depth };
-        let examine = if full {
-            usize::MAX
-        } else {
-            self.queue_depth * 10
+        // SchedulerParameters=default_queue_depth (the built-in default
+        // is Ctld::queue_depth).
+        let quick_depth = match self.cfg.scheduler_param("default_queue_depth") {
+            Some(_) => self.cfg.sched_params().default_queue_depth as usize,
+            None => self.queue_depth,
         };
+        let depth = if full { usize::MAX } else { quick_depth };
+        let examine = if full { usize::MAX } else { quick_depth * 10 };
         let pending: Vec<u32> = self.queue.iter().take(examine).map(|(_, id)| *id).collect();
         if pending.is_empty() {
             return;
@@ -178,6 +201,9 @@ impl Ctld {
             candidates.truncate(depth);
         }
         let (nodes, parts) = self.cluster.snapshot();
+        let params = crate::schedstate::params(&self.cfg);
+        let running = self.running_snaps(&nodes);
+        let resvs = self.resv_snaps(t);
         let mut snaps = Vec::with_capacity(candidates.len());
         for &(prio, id) in &candidates {
             let job = &self.jobs[&id];
@@ -187,10 +213,20 @@ impl Ctld {
                 .iter()
                 .filter_map(|n| self.cluster.part_idx(n))
                 .collect();
-            let req = match build_request(spec, &self.cfg, &self.cluster, pidx.first().copied()) {
+            let mut req = match build_request(spec, &self.cfg, &self.cluster, pidx.first().copied())
+            {
                 Ok(r) => r,
                 Err(_) => continue,
             };
+            // OverSubscribe=EXCLUSIVE: every job gets whole nodes.
+            if pidx.first().is_some_and(|&p| {
+                self.cluster.parts[p]
+                    .conf
+                    .over_subscribe
+                    .eq_ignore_ascii_case("EXCLUSIVE")
+            }) {
+                req.exclusive = true;
+            }
             let instances = if job.is_meta() {
                 let limit = if job.rt().array_max_running > 0 {
                     let running = self.array_running(id);
@@ -202,29 +238,220 @@ impl Ctld {
             } else {
                 1
             };
+            let limit_min = self.effective_time_limit(job, pidx.first().copied());
+            let reservation = (!spec.reservation.is_empty()).then(|| {
+                resvs
+                    .iter()
+                    .position(|r| r.name == spec.reservation)
+                    .unwrap_or(usize::MAX)
+            });
             snaps.push(JobSnap {
                 id,
                 priority: prio,
                 partitions: pidx,
                 req,
                 instances,
+                time_limit: if limit_min == INFINITE {
+                    i64::MAX
+                } else {
+                    i64::from(limit_min.max(1)) * 60
+                },
+                owner: self.owner(job),
+                reservation,
             });
         }
-        let decisions = sched::schedule(&nodes, &parts, &snaps);
+        // Small passes run here; big ones on a worker thread over the
+        // snapshot, so that squeue and submissions are served meanwhile.
+        let work = snaps.len().saturating_mul(nodes.len());
+        if work <= INLINE_PASS_WORK {
+            let decisions = sched::plan(&sched::Input {
+                now: t,
+                params: &params,
+                nodes: &nodes,
+                parts: &parts,
+                running: &running,
+                jobs: &snaps,
+                resvs: &resvs,
+                assoc: &self.assoc,
+            });
+            self.apply_plan(decisions, &nodes);
+            return;
+        }
+        self.sched.in_flight = true;
+        let assoc = self.assoc.clone();
+        let tx = self.tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let t0 = std::time::Instant::now();
+            let decisions = sched::plan(&sched::Input {
+                now: t,
+                params: &params,
+                nodes: &nodes,
+                parts: &parts,
+                running: &running,
+                jobs: &snaps,
+                resvs: &resvs,
+                assoc: &assoc,
+            });
+            tracing::debug!(
+                "scheduling pass over {} jobs, {} nodes: {:?}",
+                snaps.len(),
+                nodes.len(),
+                t0.elapsed()
+            );
+            let _ = tx.blocking_send(Box::new(move |c: &mut Ctld| {
+                c.sched.in_flight = false;
+                c.apply_plan(decisions, &nodes);
+                if std::mem::take(&mut c.sched.again) {
+                    c.sched_needed = true;
+                }
+            }));
+        });
+    }
+
+    /// Carry out a pass's decisions. The world may have moved on since the
+    /// snapshot (a worker-thread pass): a start is made only if the job is
+    /// still pending and unheld and its resources are still free.
+    fn apply_plan(&mut self, decisions: Vec<Decision>, nodes: &[sched::NodeSnap]) {
         for d in decisions {
             match d {
                 Decision::Start {
                     job,
                     partition,
                     allocs,
-                } => self.start_job(job, partition, &allocs, &nodes),
-                Decision::Wait { job, reason } => {
-                    if let Some(j) = self.jobs.get_mut(&job) {
-                        set_reason(j, reason);
+                } => {
+                    self.sched.expected.remove(&job);
+                    let ok = self.jobs.get(&job).is_some_and(|j| {
+                        j.state() == JobState::Pending
+                            && j.rt().hold == 0
+                            && (!j.is_meta() || !j.pending_tasks.is_empty())
+                    }) && self.cluster.still_free(&allocs, nodes);
+                    if ok {
+                        self.start_job(job, partition, &allocs, nodes);
+                    } else {
+                        self.sched_needed = true;
                     }
                 }
+                Decision::Wait { job, reason, start } => {
+                    let Some(j) = self.jobs.get_mut(&job) else {
+                        continue;
+                    };
+                    if j.state() != JobState::Pending {
+                        continue;
+                    }
+                    match start {
+                        Some(s) => self.sched.expected.insert(job, s),
+                        None => self.sched.expected.remove(&job),
+                    };
+                    set_reason(j, reason);
+                }
+                Decision::Preempt { job, by, mode } => self.preempt(job, by, mode),
             }
         }
+    }
+
+    /// The time limit a job runs with (minutes; INFINITE for none).
+    pub fn effective_time_limit(&self, job: &Job, part: Option<usize>) -> u32 {
+        let spec_limit = job.spec().time_limit;
+        if spec_limit != 0 {
+            return spec_limit;
+        }
+        part.and_then(|p| self.cluster.parts.get(p))
+            .and_then(|p| p.conf.default_time_min.or(p.conf.max_time_min))
+            .unwrap_or(INFINITE)
+    }
+
+    /// Who a job runs as (account defaulted from accounting).
+    pub fn owner(&self, job: &Job) -> sched::Owner {
+        let spec = job.spec();
+        let account = if spec.account.is_empty() {
+            self.assoc
+                .default_account(&job.rec.user_name)
+                .unwrap_or("")
+                .to_string()
+        } else {
+            spec.account.clone()
+        };
+        sched::Owner {
+            user: job.rec.user_name.clone(),
+            account,
+            qos: spec.qos.clone(),
+        }
+    }
+
+    /// Running jobs with their expected ends, for the scheduler.
+    fn running_snaps(&self, nodes: &[sched::NodeSnap]) -> Vec<sched::RunSnap> {
+        let mut out = Vec::new();
+        for job in self.jobs.values() {
+            let st = job.state();
+            if !matches!(
+                st,
+                JobState::Running
+                    | JobState::Completing
+                    | JobState::Suspended
+                    | JobState::Configuring
+            ) {
+                continue;
+            }
+            let rt = job.rt();
+            let part = self.cluster.part_idx(&rt.partition).unwrap_or(usize::MAX);
+            let allocs = rt
+                .alloc
+                .iter()
+                .filter_map(|a| {
+                    let node = self.cluster.node_idx(&a.node)?;
+                    let snap = nodes.get(node)?;
+                    let gres = a
+                        .gres
+                        .iter()
+                        .flat_map(|g| {
+                            g.indices.iter().filter_map(|&ix| {
+                                snap.gres
+                                    .iter()
+                                    .position(|d| d.name == g.name && d.index == ix)
+                            })
+                        })
+                        .collect();
+                    Some(sched::RunAlloc {
+                        node,
+                        cpus: a.cpu_ids.len() as u32,
+                        mem: a.mem_mb,
+                        gres,
+                    })
+                })
+                .collect();
+            let end = if rt.time_limit == INFINITE || rt.time_limit == 0 {
+                i64::MAX
+            } else {
+                rt.start_time + i64::from(rt.time_limit) * 60
+            };
+            let owner = self.owner(job);
+            let qos_mode = if self.cfg.preempt_type == "preempt/qos" {
+                let q = if owner.qos.is_empty() {
+                    "normal"
+                } else {
+                    &owner.qos
+                };
+                self.assoc
+                    .qos
+                    .get(q)
+                    .map_or(crate::assoc::PreemptMode::Off, |q| q.preempt_mode)
+            } else {
+                crate::assoc::PreemptMode::Off
+            };
+            let preempt_mode =
+                crate::schedstate::preempt_mode(&self.cfg, Some(&rt.partition), qos_mode);
+            out.push(sched::RunSnap {
+                id: job.id(),
+                partition: part,
+                allocs,
+                end,
+                priority: rt.priority,
+                owner,
+                preempt_mode,
+                ending: rt.terminating || rt.preempted || st == JobState::Completing,
+            });
+        }
+        out
     }
 
     fn array_running(&self, array_id: u32) -> u32 {
@@ -336,10 +563,11 @@ impl Ctld {
             })
             .collect();
         let part_conf = self.cluster.parts[part].conf.clone();
-        let Some(job) = self.jobs.get_mut(&id) else {
+        let Some(job) = self.jobs.get(&id) else {
             return;
         };
-        let spec_limit = job.spec().time_limit;
+        let limit = self.effective_time_limit(job, Some(part));
+        let job = self.jobs.get_mut(&id).expect("job present");
         let rt = job.rt_mut();
         rt.state = JobState::Running as i32;
         rt.reason = "None".into();
@@ -349,14 +577,7 @@ impl Ctld {
             rt.eligible_time = t;
         }
         rt.partition = part_conf.name.clone();
-        rt.time_limit = if spec_limit != 0 {
-            spec_limit
-        } else {
-            part_conf
-                .default_time_min
-                .or(part_conf.max_time_min)
-                .unwrap_or(INFINITE)
-        };
+        rt.time_limit = limit;
         rt.batch_host = node_allocs
             .first()
             .map(|a| a.node.clone())
@@ -367,6 +588,14 @@ impl Ctld {
         rt.exit_code = 0;
         rt.exit_signal = 0;
         self.cluster.allocate(id, &node_allocs);
+        if let Some(j) = self.jobs.get_mut(&id).filter(|j| j.spec().interactive) {
+            // salloc/srun allocation: nothing to launch; steps come by srun.
+            let rt = j.rt_mut();
+            rt.batch_host.clear();
+            rt.launched = true;
+            self.log_runtime(id);
+            return;
+        }
         self.log_runtime(id);
         self.send_launch(id);
     }

@@ -16,7 +16,7 @@ pub struct Svc {
 }
 
 impl Svc {
-    async fn call<T: Send + 'static>(
+    pub(crate) async fn call<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Ctld, Reply<T>) + Send + 'static,
     ) -> Result<Response<T>, Status> {
@@ -30,7 +30,7 @@ impl Svc {
             .map(Response::new)
     }
 
-    fn who<T>(&self, req: &Request<T>) -> Result<Identity, Status> {
+    pub(crate) fn who<T>(&self, req: &Request<T>) -> Result<Identity, Status> {
         identity(&self.key, req)
     }
 
@@ -45,6 +45,116 @@ impl Svc {
 
 #[tonic::async_trait]
 impl Controller for Svc {
+    async fn job_stats(
+        &self,
+        req: Request<JobStatsRequest>,
+    ) -> Result<Response<JobStatsResponse>, Status> {
+        let who = self.who(&req)?;
+        let job_id = req.into_inner().job_id;
+        let targets = self
+            .call(move |c, r| {
+                let _ = r.send(c.stats_targets(&who, job_id));
+            })
+            .await?
+            .into_inner();
+        // Ask every node at once; a node that cannot answer is reported, not fatal.
+        let calls = targets.into_iter().map(|(node, mut agent)| async move {
+            let r = agent
+                .job_stats(JobStatsRequest {
+                    job_id,
+                    node: node.clone(),
+                })
+                .await;
+            (node, r)
+        });
+        let mut out = JobStatsResponse::default();
+        for (node, r) in futures_join_all(calls).await {
+            match r {
+                Ok(resp) => out.steps.extend(resp.into_inner().steps),
+                Err(e) => out.errors.push(format!("{node}: {}", e.message())),
+            }
+        }
+        Ok(Response::new(out))
+    }
+
+    async fn create_step(
+        &self,
+        req: Request<StepRequest>,
+    ) -> Result<Response<CreateStepResponse>, Status> {
+        let who = self.who(&req)?;
+        let r = req.into_inner();
+        let job_id = r.job_id;
+        let (resp, launches) = self
+            .call(move |c, reply| {
+                // The step is in the log (fsynced) before anything starts.
+                let v = c.create_step(&who, r);
+                c.reply_durable(reply, v);
+            })
+            .await?
+            .into_inner();
+        let step_id = resp.step_id;
+        // Every node at once: a fan-out, not one node after another.
+        let calls = launches.into_iter().map(|(node, agent, l)| async move {
+            let res = match agent {
+                Some(mut a) => a.step_launch(l).await.map(|_| ()),
+                None => Err(Status::unavailable("no address for the node's agent")),
+            };
+            (node, res)
+        });
+        let mut failed = Vec::new();
+        for (node, res) in futures_join_all(calls).await {
+            if let Err(e) = res {
+                failed.push((node, e.message().to_string()));
+            }
+        }
+        if let Some((node, why)) = failed.first().cloned() {
+            let _ = self
+                .call(move |c, reply| {
+                    for (node, _) in failed {
+                        c.step_ended(StepEndedRequest {
+                            job_id,
+                            step_id,
+                            node,
+                            exit_code: 1,
+                            ..Default::default()
+                        });
+                    }
+                    let _ = reply.send(Ok(()));
+                })
+                .await;
+            return Err(Status::unavailable(format!(
+                "launch of step {job_id}.{step_id} failed on {node}: {why}"
+            )));
+        }
+        Ok(Response::new(resp))
+    }
+
+    async fn complete_allocation(
+        &self,
+        req: Request<CompleteAllocationRequest>,
+    ) -> Result<Response<CompleteAllocationResponse>, Status> {
+        let who = self.who(&req)?;
+        let r = req.into_inner();
+        self.call(move |c, reply| {
+            let v = c.complete_allocation(&who, r);
+            c.reply_durable(reply, v);
+        })
+        .await
+    }
+
+    async fn step_ended(
+        &self,
+        req: Request<StepEndedRequest>,
+    ) -> Result<Response<StepEndedResponse>, Status> {
+        self.daemon(&req)?;
+        let r = req.into_inner();
+        self.call(move |c, reply| {
+            c.step_ended(r);
+            let _ = reply.send(Ok(StepEndedResponse {}));
+        })
+        .await
+    }
+
     async fn submit(
         &self,
         req: Request<SubmitRequest>,
@@ -271,4 +381,21 @@ impl Controller for Svc {
         })
         .await
     }
+}
+
+/// Run futures concurrently and collect their outputs in order (a small
+/// join_all on tokio tasks, to keep the futures crate out of the tree).
+async fn futures_join_all<F>(futs: impl Iterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futs.map(tokio::spawn).collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for h in handles {
+        if let Ok(v) = h.await {
+            out.push(v);
+        }
+    }
+    out
 }

@@ -223,7 +223,7 @@ impl Ctld {
         who: &Identity,
         spec: &mut JobSpec,
     ) -> Result<SubmitResponse, Status> {
-        if spec.script.is_empty() {
+        if spec.script.is_empty() && !spec.interactive {
             return Err(invalid(msg::SCRIPT));
         }
         check_bounds(spec).map_err(invalid)?;
@@ -231,7 +231,9 @@ impl Ctld {
         if live >= u64::from(self.cfg.max_job_count.max(1)) {
             return Err(Status::resource_exhausted(msg::TOO_MANY_JOBS));
         }
+        self.acct_submit_check(who, spec)?;
         let parts = self.resolve_partitions(spec, who)?;
+        self.check_reservation(spec, who)?;
         if !self.is_admin(who) && (spec.priority > 0 || spec.nice < 0) {
             return Err(Status::permission_denied(msg::ACCESS));
         }

@@ -15,7 +15,8 @@ use drover_proto::client::Controller;
 use drover_proto::node_agent_server::NodeAgent;
 use drover_proto::{
     AgentJob, AgentPingRequest, AgentPingResponse, HeartbeatRequest, JobEndedRequest,
-    LaunchRequest, LaunchResponse, RegisterRequest, SignalJobRequest, SignalJobResponse,
+    JobStatsRequest, JobStatsResponse, LaunchRequest, LaunchResponse, RegisterRequest,
+    SignalJobRequest, SignalJobResponse, StepLaunchRequest, StepLaunchResponse,
 };
 
 use crate::jobs::{Jobs, LaunchCheck, Phase};
@@ -45,6 +46,8 @@ pub struct Shared {
     pub spawner: Spawner,
     /// Supervisors log routine events too (agent started with -v).
     pub stepd_debug: bool,
+    /// GPU utilization and memory of running jobs (NVML).
+    pub gpus: crate::gpu::Sampler,
 }
 
 impl Shared {
@@ -74,6 +77,7 @@ impl Shared {
             start_time: now_secs(),
             boot_time: crate::hostinfo::boot_time(),
             os: crate::hostinfo::os_name(),
+            gpus: crate::gpu::Sampler::default(),
         }
     }
 
@@ -224,6 +228,9 @@ fn permanent_rejection(code: tonic::Code) -> bool {
 
 /// Report a job's end until the controller acknowledges it, then forget it.
 async fn finish_job(shared: Arc<Shared>, job_id: u32, dir: PathBuf, st: JobStatus) {
+    // The batch script is done: so are the job's srun steps on this node.
+    crate::steps::signal_job(job_id, 0, 2);
+    let gpu = shared.gpus.finish(job_id);
     let (node, run) = {
         let mut jobs = shared.jobs();
         jobs.set_phase(job_id, Phase::Ended);
@@ -248,15 +255,18 @@ async fn finish_job(shared: Arc<Shared>, job_id: u32, dir: PathBuf, st: JobStatu
         node,
         exit_code: st.exit_code,
         exit_signal: st.signal,
-        oom: false,
+        oom: st.oom,
         timeout: st.timeout,
         end_time: st.end_time,
         cpu_time_usec: st.cpu_time_usec,
         max_rss_kb: st.max_rss_kb,
         failure: st.failure.clone(),
         launch_failed: st.launch_failed,
-        prolog_failed: false,
+        prolog_failed: st.prolog_failed,
+        epilog_failed: st.epilog_failed,
         restart_count: run,
+        gpu_util_pct: gpu.mean_util(),
+        gpu_mem_max_mb: gpu.mem_max_mb,
     };
     let mut registered = shared.registered.subscribe();
     let _ = registered.wait_for(|r| *r).await;
@@ -367,6 +377,36 @@ fn kill_jobs(shared: &Arc<Shared>, ids: &[u32], reported: &[AgentJob]) {
     }
 }
 
+/// The job's cgroup plan on `req.node` (None without cgroups).
+pub fn cgroup_plan(
+    settings: &crate::settings::Settings,
+    req: &LaunchRequest,
+) -> Option<crate::cgroup::Plan> {
+    settings.cgroup.as_ref().and_then(|sys| {
+        let node = settings.nodes.iter().find(|n| n.name == req.node)?;
+        let dev_of = |f: &str| crate::cgroup::char_dev(f);
+        let inputs = sys.plan_inputs(
+            settings.listen.port(),
+            node.real_memory,
+            crate::hostinfo::online_cpus(),
+            &node.gres,
+            &dev_of,
+        );
+        Some(crate::cgroup::Plan::build(&inputs, req))
+    })
+}
+
+/// The node's part of a launch for the supervisor: the cgroup plan and
+/// the Prolog/Epilog settings.
+fn node_files(settings: &crate::settings::Settings, req: &LaunchRequest) -> launch::ExtraFiles {
+    let plan = cgroup_plan(settings, req).map(|p| p.to_text());
+    let hooks = (!settings.hooks.is_empty()).then(|| settings.hooks.to_text());
+    vec![
+        (crate::stepd::CGROUP_PLAN_FILE, plan),
+        (crate::stepd::hooks::HOOKS_FILE, hooks),
+    ]
+}
+
 /// Prepare the job directory, start the supervisor, wait for the script to
 /// start (or fail to); `done` is signalled when the launch is settled.
 async fn run_launch(
@@ -380,7 +420,12 @@ async fn run_launch(
     let node = req.node.clone();
     let s = shared.clone();
     let prepared = tokio::task::spawn_blocking(move || {
-        let p = launch::prepare_job_dir(&s.settings.spool_dir, &req, Some(&s.recycler))?;
+        let extra = node_files(&s.settings, &req);
+        if let Some(n) = s.settings.nodes.iter().find(|n| n.name == req.node) {
+            s.gpus
+                .track(req.job_id, crate::gpu::job_minors(&n.gres, &req));
+        }
+        let p = launch::prepare_job_dir(&s.settings.spool_dir, &req, Some(&s.recycler), &extra)?;
         let forked = match &p {
             Prepared::New(d) => Some(s.spawner.spawn_forked(
                 d,
@@ -547,6 +592,10 @@ impl NodeAgent for AgentService {
     ) -> Result<Response<SignalJobResponse>, Status> {
         self.check_daemon(&request)?;
         let r = request.into_inner();
+        if r.step_only {
+            crate::steps::signal_step(r.job_id, r.step_id, r.signal as i32, r.kill_wait);
+            return Ok(Response::new(SignalJobResponse {}));
+        }
         let req = if r.signal == 0 {
             StepdRequest::Terminate {
                 kill_wait: r.kill_wait,
@@ -563,8 +612,48 @@ impl NodeAgent for AgentService {
             }
         };
         debug!("job {}: {:?}", r.job_id, req);
+        if !r.batch_only {
+            crate::steps::signal_job(r.job_id, r.signal as i32, r.kill_wait);
+        }
         to_supervisor(&self.shared, r.job_id, req).await?;
         Ok(Response::new(SignalJobResponse {}))
+    }
+
+    async fn step_launch(
+        &self,
+        request: Request<StepLaunchRequest>,
+    ) -> Result<Response<StepLaunchResponse>, Status> {
+        self.check_daemon(&request)?;
+        let req = request.into_inner();
+        let job = req.job.clone().unwrap_or_default();
+        if job.expires != 0 && job.expires < now_secs() {
+            return Err(Status::permission_denied("Job credential expired"));
+        }
+        if !self.shared.settings.serves(&job.node) {
+            return Err(Status::invalid_argument(format!(
+                "node {} is not served by this agent",
+                job.node
+            )));
+        }
+        crate::steps::launch(self.shared.clone(), req).await?;
+        Ok(Response::new(StepLaunchResponse {}))
+    }
+
+    async fn job_stats(
+        &self,
+        request: Request<JobStatsRequest>,
+    ) -> Result<Response<JobStatsResponse>, Status> {
+        self.check_daemon(&request)?;
+        let r = request.into_inner();
+        let dir = launch::job_dir(&self.shared.settings.spool_dir, r.job_id);
+        let steps =
+            tokio::task::spawn_blocking(move || crate::usage::live_steps(&dir, r.job_id, &r.node))
+                .await
+                .map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Response::new(JobStatsResponse {
+            steps,
+            errors: Vec::new(),
+        }))
     }
 
     async fn ping(

@@ -58,26 +58,3 @@ pub fn write_pid_file(path: &Path) -> Result<(), String> {
     std::fs::write(path, format!("{}\n", std::process::id()))
         .map_err(|e| format!("cannot write pid file {}: {e}", path.display()))
 }
-
-/// Log to stderr; `-v` = debug, `-vv` = trace; `DROVER_LOG` (then
-/// `RUST_LOG`) overrides with an env-filter directive.
-pub fn init_logging(verbose: u8) {
-    use tracing_subscriber::EnvFilter;
-    let level = match verbose {
-        0 => "info",
-        1 => "debug",
-        _ => "trace",
-    };
-    let filter = EnvFilter::try_from_env("DROVER_LOG")
-        .or_else(|_| EnvFilter::try_from_env("RUST_LOG"))
-        .unwrap_or_else(|_| {
-            EnvFilter::new(format!(
-                "{level},h2=warn,hyper=warn,hyper_util=warn,tower=warn"
-            ))
-        });
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
-}

@@ -19,6 +19,11 @@ pub struct EnvContext<'a> {
     pub shell: Option<&'a str>,
     /// Now (unix seconds), used when the request carries no start time.
     pub now: i64,
+    /// The device cgroup hides the other GPUs, so CUDA renumbers the
+    /// visible ones from 0: `CUDA_VISIBLE_DEVICES` then lists 0..n-1 (as
+    /// Slurm does with ConstrainDevices=yes); `SLURM_JOB_GPUS` keeps the
+    /// node's indices.
+    pub local_gpu_index: bool,
 }
 
 /// Ordered environment with unique keys; a later `set` replaces the value.
@@ -414,10 +419,19 @@ pub fn job_environment(req: &LaunchRequest, ctx: &EnvContext<'_>) -> Vec<(String
         if !indices.is_empty() {
             let list: Vec<String> = indices.iter().map(u32::to_string).collect();
             let list = list.join(",");
+            let visible = if ctx.local_gpu_index {
+                (0..indices.len())
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            } else {
+                list.clone()
+            };
             env.set("SLURM_GPUS_ON_NODE", indices.len().to_string());
             env.set("SLURM_JOB_GPUS", list.as_str());
-            env.set("CUDA_VISIBLE_DEVICES", list.as_str());
-            env.set("GPU_DEVICE_ORDINAL", list.as_str());
+            env.set("CUDA_VISIBLE_DEVICES", visible.as_str());
+            env.set("GPU_DEVICE_ORDINAL", visible.as_str());
+            env.set_default("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
         } else if counted > 0 {
             env.set("SLURM_GPUS_ON_NODE", counted.to_string());
         }
@@ -575,6 +589,7 @@ mod tests {
             home: Some("/home/alice"),
             shell: Some("/bin/bash"),
             now: 1_700_000_100,
+            local_gpu_index: false,
         }
     }
 
@@ -725,6 +740,16 @@ mod tests {
         assert_eq!(get(&env, "SLURM_GPUS_PER_NODE"), Some("a100:2"));
         assert_eq!(get(&env, "SLURM_GPUS_ON_NODE"), Some("2"));
         assert_eq!(get(&env, "CUDA_VISIBLE_DEVICES"), Some("1,3"));
+        assert_eq!(get(&env, "SLURM_JOB_GPUS"), Some("1,3"));
+        let mut c = ctx();
+        c.local_gpu_index = true;
+        let local = job_environment(&r, &c);
+        assert_eq!(
+            get(&local, "CUDA_VISIBLE_DEVICES"),
+            Some("0,1"),
+            "renumbered under the device cgroup"
+        );
+        assert_eq!(get(&local, "SLURM_JOB_GPUS"), Some("1,3"));
         assert_eq!(get(&env, "GPU_DEVICE_ORDINAL"), Some("1,3"));
         assert_eq!(get(&env, "SLURM_ARRAY_JOB_ID"), Some("40"));
         assert_eq!(get(&env, "SLURM_ARRAY_TASK_ID"), Some("8"));

@@ -128,8 +128,23 @@ fn remove_dir(dir: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Write the script and `launch.pb.tmp` into `dir` (reusing existing files).
-fn fill_dir(dir: &Path, req: &LaunchRequest) -> Result<(), String> {
+/// Extra files of a job directory: (name, contents); None removes a file a
+/// recycled directory may still hold.
+pub type ExtraFiles = Vec<(&'static str, Option<String>)>;
+
+/// Write the script, the extra files and `launch.pb.tmp` into `dir`
+/// (reusing existing files).
+fn fill_dir(dir: &Path, req: &LaunchRequest, extra: &ExtraFiles) -> Result<(), String> {
+    for (name, content) in extra {
+        let path = dir.join(name);
+        match content {
+            Some(text) => std::fs::write(&path, text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+            None => {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
     let script = req
         .spec
         .as_ref()
@@ -184,6 +199,7 @@ pub fn prepare_job_dir(
     spool: &Path,
     req: &LaunchRequest,
     recycler: Option<&Recycler>,
+    extra: &ExtraFiles,
 ) -> Result<Prepared, String> {
     let dir = job_dir(spool, req.job_id);
     let sock = dir.join(SOCKET_FILE);
@@ -203,7 +219,7 @@ pub fn prepare_job_dir(
     let mut placed = false;
     if let Some(r) = recycler.and_then(Recycler::pop) {
         let _ = std::fs::set_permissions(&r, std::fs::Permissions::from_mode(0o711));
-        if fill_dir(&r, req).is_ok() && std::fs::rename(&r, &dir).is_ok() {
+        if fill_dir(&r, req, extra).is_ok() && std::fs::rename(&r, &dir).is_ok() {
             placed = true;
         } else {
             let _ = remove_dir(&r);
@@ -215,7 +231,7 @@ pub fn prepare_job_dir(
             Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
         }
         let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711));
-        fill_dir(&dir, req)?;
+        fill_dir(&dir, req, extra)?;
     }
     std::fs::rename(dir.join(LAUNCH_TMP), dir.join(LAUNCH_FILE))
         .map_err(|e| format!("cannot write {}: {e}", dir.join(LAUNCH_FILE).display()))?;
@@ -330,7 +346,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let dir = match prepare_job_dir(spool.path(), &req, None).unwrap() {
+        let dir = match prepare_job_dir(spool.path(), &req, None, &vec![]).unwrap() {
             Prepared::New(d) => d,
             other => panic!("{other:?}"),
         };
@@ -341,13 +357,13 @@ mod tests {
         assert_eq!(std::fs::read(&script).unwrap(), b"#!/bin/sh\necho hi\n");
         assert_eq!(read_launch(&dir).unwrap(), req);
         assert!(matches!(
-            prepare_job_dir(spool.path(), &req, None).unwrap(),
+            prepare_job_dir(spool.path(), &req, None, &vec![]).unwrap(),
             Prepared::Exists(_)
         ));
         // Partial directory (no launch record): rebuilt.
         std::fs::remove_file(dir.join(LAUNCH_FILE)).unwrap();
         assert!(matches!(
-            prepare_job_dir(spool.path(), &req, None).unwrap(),
+            prepare_job_dir(spool.path(), &req, None, &vec![]).unwrap(),
             Prepared::New(_)
         ));
         let found = scan_spool(spool.path());
@@ -371,7 +387,8 @@ mod tests {
             }),
             ..Default::default()
         };
-        let Prepared::New(d1) = prepare_job_dir(spool.path(), &req, Some(&rec)).unwrap() else {
+        let Prepared::New(d1) = prepare_job_dir(spool.path(), &req, Some(&rec), &vec![]).unwrap()
+        else {
             panic!()
         };
         std::fs::write(d1.join(STATUS_FILE), "exit_code=0\n").unwrap();
@@ -385,7 +402,8 @@ mod tests {
 
         req.job_id = 2;
         req.spec.as_mut().unwrap().script = b"#!/bin/sh\necho b\n".to_vec();
-        let Prepared::New(d2) = prepare_job_dir(spool.path(), &req, Some(&rec)).unwrap() else {
+        let Prepared::New(d2) = prepare_job_dir(spool.path(), &req, Some(&rec), &vec![]).unwrap()
+        else {
             panic!()
         };
         assert_eq!(std::fs::metadata(d2.join(SCRIPT_FILE)).unwrap().ino(), ino);

@@ -7,8 +7,10 @@
 
 pub mod agent;
 pub mod args;
+pub mod cgroup;
 pub mod daemon;
 pub mod env;
+pub mod gpu;
 pub mod hostinfo;
 pub mod jobs;
 pub mod launch;
@@ -19,6 +21,8 @@ pub mod startup;
 pub mod status;
 pub mod stepd;
 pub mod stepd_client;
+pub mod steps;
+pub mod usage;
 
 /// `main` of the `droverd` binary; returns the exit code.
 pub fn main_entry() -> i32 {

@@ -43,6 +43,14 @@ pub struct Settings {
     pub kill_wait: u32,
     pub log_file: Option<PathBuf>,
     pub pid_file: Option<PathBuf>,
+    /// cgroup.conf (beside the main config; Slurm's defaults without one).
+    pub cgroup_conf: drover_conf::CgroupConf,
+    /// Set at start-up when cgroups are usable (see `startup::setup_cgroups`).
+    pub cgroup: Option<crate::cgroup::System>,
+    /// Prolog, Epilog, TaskProlog and their timeout.
+    pub hooks: crate::stepd::hooks::Hooks,
+    /// How often GPU usage is sampled (JobAcctGatherFrequency).
+    pub gpu_sample: Option<std::time::Duration>,
     /// This host's short name.
     pub host: String,
 }
@@ -276,6 +284,35 @@ pub fn from_config(
         None
     };
 
+    let cgroup_path = config_path
+        .parent()
+        .unwrap_or(Path::new("/"))
+        .join("cgroup.conf");
+    let cgroup_conf = if cgroup_path.exists() {
+        match drover_conf::cgroupconf::load(&cgroup_path) {
+            Ok((c, w)) => {
+                warnings.extend(w.iter().map(|w| w.to_string()));
+                c
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    } else {
+        drover_conf::CgroupConf::default()
+    };
+    let hooks = crate::stepd::hooks::Hooks {
+        prolog: cfg.prolog.clone().unwrap_or_default(),
+        epilog: cfg.epilog.clone().unwrap_or_default(),
+        task_prolog: cfg.task_prolog.clone().unwrap_or_default(),
+        timeout: match cfg.get("PrologEpilogTimeout") {
+            None => 0,
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| format!("PrologEpilogTimeout: \"{v}\" is not a number of seconds"))?,
+        },
+        cluster: cfg.cluster_name.clone(),
+    };
+
     let nodes: Vec<ServedNode> = picked
         .iter()
         .map(|&i| {
@@ -320,6 +357,10 @@ pub fn from_config(
         kill_wait: cfg.kill_wait.min(u64::from(u32::MAX)) as u32,
         log_file: cfg.slurmd_log_file.as_ref().map(PathBuf::from),
         pid_file: cfg.get("SlurmdPidFile").map(PathBuf::from),
+        cgroup_conf,
+        cgroup: None,
+        hooks,
+        gpu_sample: crate::startup::gpu_sample_period(&cfg.job_acct_gather_frequency),
         host,
     };
     Ok((settings, warnings))

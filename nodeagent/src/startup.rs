@@ -26,7 +26,7 @@ pub fn run(args: Args) -> i32 {
             return 1;
         }
     };
-    let (settings, warnings) = match settings::from_config(&cfg, &path, &args) {
+    let (mut settings, warnings) = match settings::from_config(&cfg, &path, &args) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("droverd: {}: {e}", path.display());
@@ -62,7 +62,7 @@ pub fn run(args: Args) -> i32 {
         }
     };
 
-    crate::daemon::init_logging(args.verbose);
+    drover_proto::logging::init(args.verbose, "");
     if !args.foreground {
         if let Err(e) = crate::daemon::detach(settings.log_file.as_deref()) {
             eprintln!("droverd: {e}");
@@ -92,6 +92,12 @@ pub fn run(args: Args) -> i32 {
         drover_conf::hostlist::compress(&settings.node_names()),
     );
     check_host_resources(&settings);
+    apply_gpu_autodetect(&mut settings);
+    if let Err(e) = setup_cgroups(&mut settings) {
+        tracing::error!("{e}");
+        eprintln!("droverd: {e}");
+        return 1;
+    }
 
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -106,6 +112,117 @@ pub fn run(args: Args) -> i32 {
     let code = rt.block_on(serve(settings, key, exe, listener, args.verbose > 0));
     rt.shutdown_timeout(Duration::from_secs(1));
     code
+}
+
+/// Decide how jobs are confined. Cgroups are used whenever the host has
+/// them and the agent runs as root (tracking, kill, usage, OOM detection);
+/// cgroup.conf's Constrain* keys add the limits. An error is fatal only
+/// when cgroup.conf asks for a constraint the agent cannot apply.
+fn setup_cgroups(settings: &mut Settings) -> Result<(), String> {
+    let conf = &settings.cgroup_conf;
+    let wanted = conf.constrain_ram_space || conf.constrain_cores || conf.constrain_devices;
+    // SAFETY: geteuid never fails.
+    if unsafe { libc::geteuid() } != 0 {
+        if wanted {
+            warn!("cgroup.conf asks for Constrain* but droverd is not root: jobs run without cgroup limits");
+        }
+        return Ok(());
+    }
+    let system = match crate::cgroup::System::detect(conf) {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            info!("cgroups disabled (CgroupPlugin=disabled)");
+            return Ok(());
+        }
+        Err(e) if wanted => return Err(format!("cgroup.conf: {e}")),
+        Err(e) => {
+            warn!("cgroups not used: {e}");
+            return Ok(());
+        }
+    };
+    for n in &settings.nodes {
+        if let Err(e) = system.prepare_node(&n.name, settings.listen.port()) {
+            if wanted {
+                return Err(format!("cannot prepare cgroups for node {}: {e}", n.name));
+            }
+            warn!("cgroups not used: {e}");
+            return Ok(());
+        }
+    }
+    info!(
+        "cgroups: {}; ConstrainRAMSpace={} ConstrainSwapSpace={} ConstrainCores={} ConstrainDevices={}",
+        system.describe(),
+        yes_no(conf.constrain_ram_space),
+        yes_no(conf.constrain_swap_space),
+        yes_no(conf.constrain_cores),
+        yes_no(conf.constrain_devices)
+    );
+    // Groups of jobs whose supervisor is gone (a crash): kill and remove.
+    for n in &settings.nodes {
+        for job_id in system.job_groups(&n.name, settings.listen.port()) {
+            let dir = crate::launch::job_dir(&settings.spool_dir, job_id);
+            let alive =
+                std::os::unix::net::UnixStream::connect(dir.join(crate::status::SOCKET_FILE))
+                    .is_ok();
+            if !alive {
+                warn!("job {job_id}: cgroup on {} has no supervisor: killing what is left and removing it", n.name);
+                system.reap_orphan(&n.name, settings.listen.port(), job_id);
+            }
+        }
+    }
+    settings.cgroup = Some(system);
+    Ok(())
+}
+
+/// `AutoDetect=nvml`: take the node's GPUs (device files, types, order)
+/// from the driver. Without NVML the configured inventory stays, with a
+/// clear log line, and the agent runs on.
+fn apply_gpu_autodetect(settings: &mut Settings) {
+    let wants = |n: &settings::ServedNode| {
+        n.gres
+            .iter()
+            .any(|g| g.name == "gpu" && g.autodetect.eq_ignore_ascii_case("nvml"))
+    };
+    if !settings.nodes.iter().any(wants) {
+        return;
+    }
+    let detected = match crate::gpu::detect() {
+        Ok(d) => d,
+        Err(e) => {
+            warn!("gres.conf AutoDetect=nvml: {e}; using the configured GPU count without device files");
+            return;
+        }
+    };
+    info!("NVML found {} GPU(s)", detected.len());
+    for n in settings.nodes.iter_mut().filter(|n| wants(n)) {
+        let (inv, warnings) = crate::gpu::autodetect_inventory(&n.gres, &detected, "/dev");
+        for w in warnings {
+            warn!("node {}: {w}", n.name);
+        }
+        n.gres = inv;
+    }
+}
+
+/// Sample GPU usage of running jobs every JobAcctGatherFrequency seconds
+/// (task=N form accepted; default 30) while NVML is available.
+pub fn gpu_sample_period(freq: &str) -> Option<Duration> {
+    let v = freq
+        .split(',')
+        .find_map(|p| {
+            p.strip_prefix("task=")
+                .or(Some(p).filter(|p| !p.contains('=')))
+        })
+        .unwrap_or("30");
+    let secs: u64 = v.trim().parse().unwrap_or(30);
+    (secs > 0).then(|| Duration::from_secs(secs))
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
 }
 
 /// Warn when a single real node is configured bigger than this host.
@@ -170,6 +287,28 @@ async fn serve(
         }
     };
     agent::reattach(&shared).await;
+    let has_gpus = shared
+        .settings
+        .nodes
+        .iter()
+        .any(|n| n.gres.iter().any(|g| g.name == "gpu"));
+    if let (true, Some(period)) = (has_gpus, shared.settings.gpu_sample) {
+        let s = shared.clone();
+        tokio::spawn(async move {
+            if !tokio::task::spawn_blocking(|| crate::gpu::nvml().is_some())
+                .await
+                .unwrap_or(false)
+            {
+                return;
+            }
+            let mut tick = tokio::time::interval(period);
+            loop {
+                tick.tick().await;
+                let s2 = s.clone();
+                let _ = tokio::task::spawn_blocking(move || s2.gpus.sample()).await;
+            }
+        });
+    }
     tokio::spawn(agent::auth_socket_loop(shared.clone()));
     tokio::spawn(agent::control_loop(shared.clone()));
 
@@ -224,5 +363,21 @@ async fn wait_for_stop_signal() {
             _ = int.recv() => { info!("SIGINT received"); return; }
             _ = hup.recv() => { info!("SIGHUP ignored: restart droverd to apply a new configuration"); }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_periods() {
+        assert_eq!(gpu_sample_period("30"), Some(Duration::from_secs(30)));
+        assert_eq!(
+            gpu_sample_period("task=15,energy=0"),
+            Some(Duration::from_secs(15))
+        );
+        assert_eq!(gpu_sample_period("energy=5"), Some(Duration::from_secs(30)));
+        assert_eq!(gpu_sample_period("0"), None);
     }
 }

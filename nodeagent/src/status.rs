@@ -28,6 +28,12 @@ pub struct JobStatus {
     pub max_rss_kb: u64,
     /// Unix seconds.
     pub end_time: i64,
+    /// The kernel's OOM killer killed a process of the job (cgroup counter).
+    pub oom: bool,
+    /// The Prolog failed: the script never ran.
+    pub prolog_failed: bool,
+    /// The Epilog failed after the job.
+    pub epilog_failed: bool,
 }
 
 fn one_line(s: &str) -> String {
@@ -55,7 +61,7 @@ impl JobStatus {
     /// `key=value` lines, as stored in `JOBDIR/status`.
     pub fn to_text(&self) -> String {
         format!(
-            "exit_code={}\nsignal={}\ntimeout={}\nlaunch_failed={}\ncpu_time_usec={}\nmax_rss_kb={}\nend_time={}\nfailure={}\n",
+            "exit_code={}\nsignal={}\ntimeout={}\nlaunch_failed={}\ncpu_time_usec={}\nmax_rss_kb={}\nend_time={}\noom={}\nprolog_failed={}\nepilog_failed={}\nfailure={}\n",
             self.exit_code,
             self.signal,
             flag(self.timeout),
@@ -63,6 +69,9 @@ impl JobStatus {
             self.cpu_time_usec,
             self.max_rss_kb,
             self.end_time,
+            flag(self.oom),
+            flag(self.prolog_failed),
+            flag(self.epilog_failed),
             one_line(&self.failure)
         )
     }
@@ -87,6 +96,9 @@ impl JobStatus {
                 "cpu_time_usec" => st.cpu_time_usec = v.trim().parse().map_err(bad)?,
                 "max_rss_kb" => st.max_rss_kb = v.trim().parse().map_err(bad)?,
                 "end_time" => st.end_time = v.trim().parse().map_err(bad)?,
+                "oom" => st.oom = v.trim() == "1",
+                "prolog_failed" => st.prolog_failed = v.trim() == "1",
+                "epilog_failed" => st.epilog_failed = v.trim() == "1",
                 "failure" => st.failure = v.to_string(),
                 _ => {}
             }
@@ -97,17 +109,27 @@ impl JobStatus {
         Ok(st)
     }
 
-    /// The reply to `wait`: `done EXIT SIGNAL TIMEOUT CPU_USEC MAXRSS_KB END_TIME LAUNCH_FAILED [FAILURE...]`.
+    /// Bits of the FLAGS field of the `done` line.
+    fn flags(&self) -> u32 {
+        u32::from(self.oom)
+            | u32::from(self.prolog_failed) << 1
+            | u32::from(self.epilog_failed) << 2
+    }
+
+    /// The reply to `wait`: `done EXIT SIGNAL TIMEOUT CPU_USEC MAXRSS_KB
+    /// END_TIME LAUNCH_FAILED FLAGS [FAILURE...]` (FLAGS: 1 oom, 2 prolog
+    /// failed, 4 epilog failed).
     pub fn done_line(&self) -> String {
         let mut s = format!(
-            "done {} {} {} {} {} {} {}",
+            "done {} {} {} {} {} {} {} {}",
             self.exit_code,
             self.signal,
             flag(self.timeout),
             self.cpu_time_usec,
             self.max_rss_kb,
             self.end_time,
-            flag(self.launch_failed)
+            flag(self.launch_failed),
+            self.flags()
         );
         if !self.failure.is_empty() {
             s.push(' ');
@@ -121,7 +143,7 @@ impl JobStatus {
     pub fn parse_done_line(line: &str) -> Option<JobStatus> {
         let line = line.trim_end_matches(['\n', '\r']);
         let rest = line.strip_prefix("done ")?;
-        let mut parts = rest.splitn(8, ' ');
+        let mut parts = rest.splitn(9, ' ');
         let mut next = || parts.next();
         let exit_code = next()?.parse().ok()?;
         let signal = next()?.parse().ok()?;
@@ -130,6 +152,7 @@ impl JobStatus {
         let max_rss_kb = next()?.parse().ok()?;
         let end_time = next()?.parse().ok()?;
         let launch_failed = next()? == "1";
+        let flags: u32 = next()?.parse().ok()?;
         let failure = next().unwrap_or("").to_string();
         Some(JobStatus {
             exit_code,
@@ -140,6 +163,9 @@ impl JobStatus {
             cpu_time_usec,
             max_rss_kb,
             end_time,
+            oom: flags & 1 != 0,
+            prolog_failed: flags & 2 != 0,
+            epilog_failed: flags & 4 != 0,
         })
     }
 
@@ -177,6 +203,9 @@ mod tests {
             cpu_time_usec: 12345,
             max_rss_kb: 2048,
             end_time: 1_700_000_000,
+            oom: true,
+            prolog_failed: false,
+            epilog_failed: true,
         }
     }
 
@@ -197,7 +226,7 @@ mod tests {
     #[test]
     fn done_line_round_trip() {
         let s = sample();
-        assert_eq!(s.done_line(), "done 3 0 1 12345 2048 1700000000 0\n");
+        assert_eq!(s.done_line(), "done 3 0 1 12345 2048 1700000000 0 5\n");
         assert_eq!(JobStatus::parse_done_line(&s.done_line()).unwrap(), s);
         let f = JobStatus::launch_failure("Could not open stdout file /x y: Permission denied", 9);
         assert_eq!(JobStatus::parse_done_line(&f.done_line()).unwrap(), f);

@@ -132,6 +132,32 @@ impl Controller for FakeCtl {
         let _ = self.events.send(Event::JobEnded(req.into_inner()));
         Ok(Response::new(JobEndedResponse {}))
     }
+    async fn job_stats(
+        &self,
+        _: Request<JobStatsRequest>,
+    ) -> Result<Response<JobStatsResponse>, Status> {
+        Err(Status::unimplemented("the fake controller has no sstat"))
+    }
+    async fn create_step(
+        &self,
+        _: Request<drover_proto::StepRequest>,
+    ) -> Result<Response<drover_proto::CreateStepResponse>, Status> {
+        Err(Status::unimplemented("the fake controller has no steps"))
+    }
+    async fn complete_allocation(
+        &self,
+        _: Request<drover_proto::CompleteAllocationRequest>,
+    ) -> Result<Response<drover_proto::CompleteAllocationResponse>, Status> {
+        Err(Status::unimplemented(
+            "the fake controller has no allocations",
+        ))
+    }
+    async fn step_ended(
+        &self,
+        _: Request<drover_proto::StepEndedRequest>,
+    ) -> Result<Response<drover_proto::StepEndedResponse>, Status> {
+        Err(Status::unimplemented("the fake controller has no steps"))
+    }
 }
 
 struct Cluster {

@@ -112,7 +112,7 @@ impl Running {
 }
 
 async fn start(area: &Area, req: &LaunchRequest) -> Running {
-    let dir = match prepare_job_dir(&area.spool, req, None).unwrap() {
+    let dir = match prepare_job_dir(&area.spool, req, None, &vec![]).unwrap() {
         Prepared::New(d) => d,
         Prepared::Exists(d) => panic!("exists: {}", d.display()),
     };

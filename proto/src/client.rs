@@ -121,3 +121,29 @@ pub fn identity<T>(
     key.verify(tok)
         .map_err(|e| tonic::Status::unauthenticated(format!("Authentication failure: {e}")))
 }
+
+/// Client of the scheduler service (priorities, shares, reservations).
+pub type Scheduler =
+    crate::scheduler_client::SchedulerClient<InterceptedService<Channel, Credential>>;
+
+pub fn scheduler(addr: &str, cred: Credential) -> Result<Scheduler, String> {
+    let ch = channel(addr, Duration::from_secs(5))?;
+    Ok(
+        crate::scheduler_client::SchedulerClient::with_interceptor(ch, cred)
+            .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(crate::MAX_MESSAGE_BYTES),
+    )
+}
+
+pub type Accounting =
+    crate::acct::accounting_client::AccountingClient<InterceptedService<Channel, Credential>>;
+
+/// Client for the accounting daemon (droverdbd).
+pub fn accounting(addr: &str, cred: Credential) -> Result<Accounting, String> {
+    let ch = channel(addr, Duration::from_secs(5))?;
+    Ok(
+        crate::acct::accounting_client::AccountingClient::with_interceptor(ch, cred)
+            .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(crate::MAX_MESSAGE_BYTES),
+    )
+}

@@ -8,13 +8,18 @@ mod generated {
     pub mod state {
         tonic::include_proto!("drover.state");
     }
+    pub mod acct {
+        tonic::include_proto!("drover.acct");
+    }
 }
 
 pub use generated::*;
 
 pub mod auth;
 pub mod client;
+pub mod logging;
 pub mod pattern;
+pub mod stepio;
 
 /// Minutes value meaning UNLIMITED (Slurm's INFINITE).
 pub const INFINITE: u32 = u32::MAX;

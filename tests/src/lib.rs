@@ -6,6 +6,8 @@
 //! executable; `cargo test --workspace` builds them (each daemon crate has
 //! integration tests of its own, which makes cargo build its binaries).
 
+pub mod acct;
+
 use std::fs;
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
@@ -14,7 +16,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub const COMMANDS: &[&str] = &["sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct"];
+pub const COMMANDS: &[&str] = &[
+    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sstat", "sprio", "sshare",
+    "sacctmgr", "sreport", "seff", "srun", "salloc",
+];
 
 /// Directory holding `drover`, `droverctld`, `droverd`.
 pub fn bin_dir() -> PathBuf {
@@ -35,7 +40,7 @@ pub fn bin_dir() -> PathBuf {
     dir
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -53,6 +58,17 @@ pub struct Spec {
     pub extra: Vec<String>,
     /// Replace the default node/partition lines (use `{AGENT_PORT}`).
     pub topology: Option<String>,
+    /// Extra files written into the cluster directory before the daemons
+    /// start (`gres.conf`, `cgroup.conf`, prolog scripts; `{DIR}` in the
+    /// contents is the cluster directory). Names ending in `.sh` are made
+    /// executable.
+    pub files: Vec<(String, String)>,
+    /// Run droverdbd and configure accounting: `sqlite`, or a PostgreSQL /
+    /// MySQL server URL (a fresh database is made on it and dropped after).
+    pub accounting: Option<String>,
+    /// Reach the accounting database through a proxy the test can cut
+    /// ([`Cluster::db_outage`]) to simulate a database outage.
+    pub db_proxy: bool,
 }
 
 impl Default for Spec {
@@ -64,6 +80,9 @@ impl Default for Spec {
             slurmd_timeout: 30,
             extra: Vec::new(),
             topology: None,
+            files: Vec::new(),
+            accounting: None,
+            db_proxy: false,
         }
     }
 }
@@ -77,6 +96,11 @@ pub struct Cluster {
     pub agent_port: u16,
     ctld: Option<Child>,
     agent: Option<Child>,
+    dbd: Option<Child>,
+    /// droverdbd.conf when accounting is on.
+    pub dbd_conf: Option<PathBuf>,
+    pub dbd_port: u16,
+    pub proxy: Option<crate::acct::Proxy>,
 }
 
 impl Cluster {
@@ -121,6 +145,16 @@ impl Cluster {
              SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU_Memory\n",
             spec.slurmd_timeout
         );
+        let mut acct = None;
+        if let Some(backend) = &spec.accounting {
+            let a = crate::acct::prepare(dir.path(), backend, spec.db_proxy)?;
+            conf.push_str(&format!(
+                "AccountingStorageType=accounting_storage/slurmdbd\n\
+                 AccountingStorageHost=127.0.0.1\nAccountingStoragePort={}\n",
+                a.port
+            ));
+            acct = Some(a);
+        }
         for l in &spec.extra {
             conf.push_str(l);
             conf.push('\n');
@@ -133,6 +167,15 @@ impl Cluster {
                 spec.nodes, spec.cpus, spec.mem_mb
             )),
         }
+        let conf = conf.replace("{DIR}", &d);
+        for (name, text) in &spec.files {
+            let p = dir.path().join(name);
+            fs::write(&p, text.replace("{DIR}", &d)).map_err(|e| e.to_string())?;
+            if name.ends_with(".sh") {
+                fs::set_permissions(&p, fs::Permissions::from_mode(0o755))
+                    .map_err(|e| e.to_string())?;
+            }
+        }
         let conf_path = dir.path().join("drover.conf");
         fs::write(&conf_path, conf).map_err(|e| e.to_string())?;
         let mut c = Cluster {
@@ -144,7 +187,14 @@ impl Cluster {
             agent_port,
             ctld: None,
             agent: None,
+            dbd: None,
+            dbd_conf: acct.as_ref().map(|a| a.conf.clone()),
+            dbd_port: acct.as_ref().map(|a| a.port).unwrap_or(0),
+            proxy: acct.and_then(|a| a.proxy),
         };
+        if c.dbd_conf.is_some() {
+            c.start_dbd()?;
+        }
         c.start_ctld()?;
         c.start_agent()?;
         c.wait_nodes_idle(Duration::from_secs(30))?;
@@ -423,7 +473,7 @@ impl Cluster {
     }
 }
 
-fn tail(s: &str) -> String {
+pub(crate) fn tail(s: &str) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(30)..].join("\n")
 }
@@ -479,6 +529,8 @@ impl Drop for Cluster {
         }
         Cluster::kill(&mut self.agent, libc::SIGTERM);
         Cluster::kill(&mut self.ctld, libc::SIGTERM);
+        Cluster::kill(&mut self.dbd, libc::SIGTERM);
+        self.drop_accounting_db();
         let me = self.path().display().to_string();
         for pid in pids_mentioning(&me) {
             // SAFETY: kill(2) on processes of this test's own temp dir.
@@ -487,4 +539,62 @@ impl Drop for Cluster {
             }
         }
     }
+}
+
+/// Fake GPUs for binding tests: character devices 195:N named `nvidiaN` in
+/// `dir` (no driver behind them: opening an allowed one gives ENXIO, one the
+/// device cgroup denies gives EPERM). Needs root.
+pub fn fake_gpus(dir: &Path, n: u32) {
+    for i in 0..n {
+        let p = dir.join(format!("nvidia{i}"));
+        let cp = std::ffi::CString::new(p.to_str().expect("utf-8 path")).expect("no NUL");
+        // SAFETY: mknod with a valid NUL-terminated path.
+        let r = unsafe { libc::mknod(cp.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(195, i)) };
+        assert_eq!(r, 0, "mknod {}", p.display());
+    }
+}
+
+/// Can this machine confine jobs with cgroup v1 devices and cpusets (and
+/// create device nodes)? Says why not when it cannot.
+pub fn can_bind_devices() -> bool {
+    // SAFETY: geteuid never fails.
+    let root = unsafe { libc::geteuid() } == 0;
+    let v1 = |c: &str| {
+        Path::new("/sys/fs/cgroup")
+            .join(c)
+            .join("cgroup.procs")
+            .exists()
+    };
+    if !root || !v1("devices") || !v1("cpuset") {
+        eprintln!("needs root and the v1 devices and cpuset controllers");
+        return false;
+    }
+    true
+}
+
+/// A one-node cluster (2 CPUs) with two fake GPUs in `devs` and this
+/// cgroup.conf; None when the machine cannot bind devices.
+pub fn gpu_cluster(devs: &Path, cgroup_conf: &str) -> Option<Cluster> {
+    if !can_bind_devices() {
+        return None;
+    }
+    fake_gpus(devs, 2);
+    let d = devs.display().to_string();
+    Some(Cluster::start(Spec {
+        nodes: 1,
+        extra: vec!["GresTypes=gpu".into()],
+        topology: Some(
+            "NodeName=node1 NodeAddr=127.0.0.1 Port={AGENT_PORT} CPUs=2 RealMemory=4000 Gres=gpu:2\n\
+             PartitionName=debug Nodes=ALL Default=YES MaxTime=UNLIMITED State=UP\n"
+                .into(),
+        ),
+        files: vec![
+            (
+                "gres.conf".into(),
+                format!("NodeName=node1 Name=gpu File={d}/nvidia[0-1]\n"),
+            ),
+            ("cgroup.conf".into(), cgroup_conf.into()),
+        ],
+        ..Spec::default()
+    }))
 }

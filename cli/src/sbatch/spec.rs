@@ -199,6 +199,7 @@ pub fn build(o: &SbatchOpts, ctx: &Context) -> JobSpec {
         priority: o.priority.unwrap_or(0),
         min_cpus_per_node: o.mincpus.unwrap_or(0),
         command: ctx.command.clone(),
+        interactive: false,
     }
 }
 

@@ -1,5 +1,6 @@
 //! `scontrol`: view and change jobs, nodes, partitions and the controller.
 
+pub mod resv;
 pub mod show;
 pub mod update;
 
@@ -46,7 +47,10 @@ const USAGE: &str = "Usage: scontrol [<OPTION>] [<COMMAND>]
      -V or --version: equivalent to \"version\" command
 
   Valid <COMMAND> values are:
-     show <ENTITY> [<ID>]     ENTITY: job, node, partition, config, hostnames, hostlist
+     show <ENTITY> [<ID>]     ENTITY: job, node, partition, reservation, config,
+                              hostnames, hostlist
+     create reservation <SPECIFICATIONS>   update ReservationName=<NAME> ...
+     delete reservation <NAME>
      hold <job_list>          uhold <job_list>      release <job_list>
      requeue <job_list>       requeuehold <job_list>
      suspend <job_list>       resume <job_list>
@@ -68,6 +72,7 @@ pub struct Flags {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     ShowJob(Option<String>),
+    ShowStep(Option<String>),
     ShowNode(Option<String>),
     ShowPartition(Option<String>),
     ShowConfig,
@@ -75,6 +80,7 @@ pub enum Command {
     Hostlist(String, bool),
     Action(&'static str, Vec<String>),
     Update(Vec<String>),
+    Resv(resv::ResvOp),
     Ping,
     Reconfigure,
     Shutdown,
@@ -104,7 +110,11 @@ pub fn parse_command(words: &[String]) -> Result<Command, Vec<String>> {
         };
         let arg = one(&rest[1..]);
         let w = what.as_str();
-        return Ok(if kw(w, "jobs", 1) {
+        return Ok(if kw(w, "reservations", 3) {
+            Command::Resv(resv::ResvOp::Show(arg))
+        } else if kw(w, "steps", 2) {
+            Command::ShowStep(arg)
+        } else if kw(w, "jobs", 1) {
             Command::ShowJob(arg)
         } else if kw(w, "nodes", 1) {
             Command::ShowNode(arg)
@@ -147,6 +157,43 @@ pub fn parse_command(words: &[String]) -> Result<Command, Vec<String>> {
         "shutdown" => Ok(Command::Shutdown),
         "version" => Ok(Command::Version),
         "help" => Ok(Command::Help),
+        _ if kw(c, "create", 2) || kw(c, "delete", 3) => {
+            let is_create = kw(c, "create", 2);
+            let mut words = rest.to_vec();
+            match words.first() {
+                Some(w) if kw(w, "reservation", 3) => {
+                    words.remove(0);
+                }
+                Some(w) if w.to_ascii_lowercase().starts_with("reservationname=") => {}
+                _ => {
+                    return Err(vec![format!(
+                        "scontrol: error: invalid entity for keyword:{}",
+                        if is_create { "create" } else { "delete" }
+                    )])
+                }
+            }
+            if is_create {
+                return Ok(Command::Resv(resv::ResvOp::Create(words)));
+            }
+            let name = words
+                .first()
+                .map(|w| match w.split_once('=') {
+                    Some((_, v)) => v.to_string(),
+                    None => w.clone(),
+                })
+                .ok_or_else(|| {
+                    vec!["scontrol: error: too few arguments for keyword:delete".to_string()]
+                })?;
+            Ok(Command::Resv(resv::ResvOp::Delete(name)))
+        }
+        _ if kw(c, "update", 2)
+            && rest.first().is_some_and(|w| {
+                let l = w.to_ascii_lowercase();
+                l.starts_with("reservationname=") || l.starts_with("reservation=")
+            }) =>
+        {
+            Ok(Command::Resv(resv::ResvOp::Update(rest.to_vec())))
+        }
         _ if kw(c, "update", 2) => {
             if rest.is_empty() {
                 return Err(vec![
@@ -310,6 +357,9 @@ pub fn run(args: &[String]) -> i32 {
         Err(rc) => return rc,
     };
     rt.block_on(async move {
+        if let Command::Resv(op) = cmd {
+            return resv::run(&cfg, op, flags.one_liner, flags.quiet).await;
+        }
         if cmd == Command::Ping {
             let host = conn::controller_name(&cfg);
             let up = match conn::client_for("scontrol", &cfg).ok() {
@@ -353,6 +403,55 @@ async fn execute(
     let mut command = vec!["scontrol".to_string()];
     command.extend(args.iter().cloned());
     match cmd {
+        Command::ShowStep(id) => {
+            let (job, step) = match &id {
+                Some(i) => {
+                    let mut parts = i.splitn(2, '.');
+                    let j = parts.next().unwrap_or("").to_string();
+                    let s = parts.next().map(|x| x.parse::<u32>());
+                    if crate::jobids::parse_job_id(&j).is_none() || matches!(s, Some(Err(_))) {
+                        eprintln!("slurm_get_job_steps error: Invalid job id specified");
+                        return 1;
+                    }
+                    (Some(j), s.and_then(Result::ok))
+                }
+                None => (None, None),
+            };
+            let filter = JobFilter {
+                job_ids: job.iter().cloned().collect(),
+                ..Default::default()
+            };
+            let jobs = match client
+                .get_jobs(GetJobsRequest {
+                    filter: Some(filter),
+                    details: false,
+                })
+                .await
+            {
+                Ok(r) => r.into_inner().jobs,
+                Err(st) => return report(flags, "slurm_get_job_steps error: ", &st),
+            };
+            let mut out = String::new();
+            for j in jobs
+                .iter()
+                .filter(|j| j.state == drover_proto::JobState::Running as i32)
+            {
+                for s in j.steps.iter().filter(|s| s.end_time == 0) {
+                    if step.is_none_or(|x| x == s.step_id) {
+                        out.push_str(&show::step(j, s, &so));
+                    }
+                }
+            }
+            if out.is_empty() {
+                match &id {
+                    Some(i) => println!("Job step {i} not found"),
+                    None => println!("No job steps in the system"),
+                }
+                return 0;
+            }
+            write_out(&out);
+            0
+        }
         Command::ShowJob(id) => {
             if let Some(i) = &id {
                 if crate::jobids::parse_job_id(i).is_none() {
@@ -556,6 +655,7 @@ async fn execute(
         | Command::Version
         | Command::Help
         | Command::Hostnames(_)
+        | Command::Resv(_)
         | Command::Hostlist(..) => 0,
     }
 }

@@ -15,6 +15,39 @@ pub struct ShowOpts {
     pub now: i64,
 }
 
+/// `scontrol show step`: one running step of job `j`.
+pub fn step(j: &JobInfo, s: &drover_proto::StepInfo, o: &ShowOpts) -> String {
+    let mut r = Record::new();
+    let nnodes = crate::hostlist::expand(&s.nodelist).map_or(0, |v| v.len());
+    r.line(format!(
+        "StepId={}.{} UserId={} StartTime={} TimeLimit=UNLIMITED",
+        j.job_id,
+        s.step_id,
+        j.user_id,
+        make_time_str(s.start_time)
+    ));
+    r.line(format!(
+        "State={} Partition={} NodeList={}",
+        JobState::try_from(s.state)
+            .unwrap_or(JobState::Running)
+            .long_name(),
+        or_null(&j.partition),
+        or_null(&s.nodelist)
+    ));
+    r.line(format!(
+        "Nodes={nnodes} CPUs={} Tasks={} Name={} Network=(null)",
+        s.ncpus,
+        s.ntasks,
+        clean(&s.name)
+    ));
+    r.line(format!(
+        "TRES=cpu={},mem={},node={nnodes}",
+        s.ncpus,
+        mem(s.mem_mb)
+    ));
+    r.finish(o)
+}
+
 /// Collects the lines of one record.
 struct Record {
     lines: Vec<String>,

@@ -110,6 +110,9 @@ pub struct Params {
     pub verbose: u32,
     /// Non-fatal complaints (`Invalid user: x`), printed as errors.
     pub warnings: Vec<String>,
+    /// `-s`: list job steps instead of jobs, with the `-o` text if any.
+    pub steps: bool,
+    pub step_format: Option<String>,
 }
 
 /// What a command line amounts to.
@@ -210,6 +213,8 @@ pub fn parse_args(
         let f = format_short.unwrap_or_else(|| {
             if only_state {
                 format::STATE_ONLY_FORMAT.to_string()
+            } else if p.has("start") {
+                format::START_FORMAT.to_string()
             } else if long {
                 format::LONG_FORMAT.to_string()
             } else {
@@ -279,6 +284,8 @@ pub fn parse_args(
         .map(str::to_string)
         .or_else(|| env("SQUEUE_STATES"));
     let (states, all_states) = match states_text {
+        // --start: pending jobs and their expected starts.
+        None if p.has("start") => (Some(vec![JobState::Pending]), false),
         None => (None, false),
         Some(t) => match parse_states(&t) {
             Ok(None) => (None, true),
@@ -315,10 +322,18 @@ pub fn parse_args(
         .value("sort")
         .map(str::to_string)
         .or_else(|| env("SQUEUE_SORT"))
-        .unwrap_or_else(|| "P,t,-p".to_string());
+        .unwrap_or_else(|| {
+            if p.has("start") {
+                "S".to_string()
+            } else {
+                "P,t,-p".to_string()
+            }
+        });
     check_sort(&sort).map_err(|c| fatal(format!("Invalid sort specification: {c}")))?;
 
     Ok(Parsed::Run(Box::new(Params {
+        steps: p.has("steps"),
+        step_format: p.value("format").map(str::to_string),
         format,
         no_header: p.has("noheader"),
         long,

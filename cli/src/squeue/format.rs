@@ -313,6 +313,8 @@ pub fn parse_long_format(fmt: &str) -> (Format<JobField>, Vec<String>) {
 
 /// Default formats.
 pub const DEFAULT_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+/// `squeue --start`.
+pub const START_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
 pub const LONG_FORMAT: &str = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
 pub const STATE_ONLY_FORMAT: &str = "%.18i %.2t";
 

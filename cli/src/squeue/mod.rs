@@ -4,6 +4,7 @@ pub mod args;
 pub mod filter;
 pub mod format;
 pub mod sort;
+pub mod steps;
 
 use std::io::Write;
 
@@ -178,7 +179,15 @@ pub fn run(args: &[String]) -> i32 {
             }
             let now = crate::timefmt::now();
             let mut out = String::with_capacity(64 + resp.jobs.len() * 96);
-            if p.json {
+            if p.steps {
+                steps::render(
+                    &mut out,
+                    p.step_format.as_deref(),
+                    p.no_header,
+                    &resp.jobs,
+                    now,
+                );
+            } else if p.json {
                 let mut rows = Vec::with_capacity(resp.jobs.len());
                 for j in &resp.jobs {
                     filter(j, &p, &mut rows);

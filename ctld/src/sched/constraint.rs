@@ -3,7 +3,7 @@
 //! plain OR for now; counts (`a*2`) are refused.
 
 /// OR of ANDs of feature names.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Constraint {
     pub any_of: Vec<Vec<String>>,
 }

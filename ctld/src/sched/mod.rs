@@ -1,20 +1,135 @@
-//! The scheduler core: a pure, deterministic function from a snapshot of the
-//! cluster (nodes with their free resources, partitions, pending jobs in any
-//! order) to decisions (start job J on nodes N with CPUs C and GPUs G, or
-//! leave it pending with a reason). No I/O, no clock reads, no async: the
-//! controller builds the snapshot, calls [`schedule`], and applies the result.
+//! The scheduler core: a pure, deterministic function from `now` and a
+//! snapshot of the cluster (nodes with their free resources, partitions,
+//! running jobs with their expected ends, pending jobs, reservations, the
+//! accounting cache for limits and QOS) to decisions: start job J on nodes N
+//! with CPUs C and GPUs G, preempt job P, or leave a job pending with a
+//! reason and an expected start time. No I/O, no clock reads, no async: the
+//! controller builds the snapshot, calls [`plan`], and applies the result.
 //!
-//! This is the priority-order scheduler of Slurm's `sched/builtin`: jobs are
-//! taken by (partition PriorityTier, priority, job id); once a job in a
-//! partition must wait for resources, lower-priority jobs of that partition
-//! wait behind it (reason `Priority`). Backfill plugs in here later: it needs
-//! only expected end times added to the snapshot.
+//! Jobs are taken by (partition PriorityTier, priority, job id). With
+//! backfill (Slurm's `sched/backfill`, the default) a job that cannot start
+//! now gets a planned start on a time-resource profile ([`profile`]) built
+//! from the running jobs' time limits, and a lower job starts now only if it
+//! fits around every planned start. With `sched/builtin` the first job that
+//! must wait in a partition holds back every job below it there.
 
 mod constraint;
+mod index;
+mod limits;
 mod place;
+mod plan;
+mod preempt;
+pub mod profile;
+pub mod replay;
+pub mod synth;
 
 pub use constraint::{parse_constraint, Constraint};
-pub use place::{place, Alloc};
+pub use limits::{request_tres, LimitState, Owner};
+pub use place::{place, place_with, Alloc, Avail, PlaceOpts};
+pub use plan::plan;
+
+use crate::assoc::PreemptMode;
+
+/// Scheduler settings (SchedulerType, SchedulerParameters,
+/// SelectTypeParameters, PreemptType).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
+    /// `sched/backfill` (true) or `sched/builtin`.
+    pub backfill: bool,
+    /// `bf_window`: how far ahead starts are planned, seconds.
+    pub bf_window: i64,
+    /// `bf_resolution`: planned starts are rounded up to this, seconds.
+    pub bf_resolution: i64,
+    /// `bf_max_job_test`: jobs planned per pass (the rest wait unplanned).
+    pub bf_max_job_test: usize,
+    /// `bf_max_job_user`: jobs planned per user per pass (0 = no limit).
+    pub bf_max_job_user: usize,
+    pub place: PlaceOpts,
+    pub preempt: PreemptKind,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            backfill: true,
+            bf_window: 86400,
+            bf_resolution: 60,
+            bf_max_job_test: 500,
+            bf_max_job_user: 0,
+            place: PlaceOpts::default(),
+            preempt: PreemptKind::Off,
+        }
+    }
+}
+
+/// `PreemptType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PreemptKind {
+    #[default]
+    Off,
+    /// `preempt/qos`: a job's QOS names the QOS it may preempt.
+    Qos,
+    /// `preempt/partition_prio`: jobs in a partition of higher PriorityTier
+    /// preempt jobs in lower ones.
+    PartitionPrio,
+}
+
+/// A running job as the scheduler sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSnap {
+    pub id: u32,
+    pub partition: usize,
+    pub allocs: Vec<RunAlloc>,
+    /// Expected end (start + time limit); `i64::MAX` for no limit.
+    pub end: i64,
+    pub priority: u32,
+    pub owner: Owner,
+    /// What preempting it does (`Off`: it cannot be preempted).
+    pub preempt_mode: PreemptMode,
+    /// Already being stopped (preempted, cancelled, timed out).
+    pub ending: bool,
+}
+
+/// Resources of a running job on one node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunAlloc {
+    pub node: usize,
+    pub cpus: u32,
+    pub mem: u64,
+    /// Positions in the node's `gres` list.
+    pub gres: Vec<usize>,
+}
+
+/// An advance reservation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResvSnap {
+    pub name: String,
+    pub nodes: Vec<usize>,
+    pub start: i64,
+    pub end: i64,
+    pub users: Vec<String>,
+    pub accounts: Vec<String>,
+    pub maint: bool,
+}
+
+impl ResvSnap {
+    pub fn admits(&self, o: &Owner) -> bool {
+        self.users.iter().any(|u| u == &o.user) || self.accounts.iter().any(|a| a == &o.account)
+    }
+}
+
+/// Everything one pass looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    pub now: i64,
+    pub params: &'a Params,
+    pub nodes: &'a [NodeSnap],
+    pub parts: &'a [PartSnap],
+    pub running: &'a [RunSnap],
+    pub jobs: &'a [JobSnap],
+    pub resvs: &'a [ResvSnap],
+    pub assoc: &'a crate::assoc::AssocSet,
+}
 
 /// One node as the scheduler sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +147,8 @@ pub struct NodeSnap {
     pub weight: u32,
     /// Jobs currently on the node (for exclusive placement and packing).
     pub jobs: u32,
+    /// Threads per core (for `CR_Core`).
+    pub threads: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -50,10 +167,11 @@ pub struct PartSnap {
     /// State UP (DOWN/INACTIVE/DRAIN partitions start nothing).
     pub up: bool,
     pub priority_tier: u32,
+    pub name: String,
 }
 
 /// A typed or untyped generic resource request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GresReq {
     pub name: String,
     pub r#type: Option<String>,
@@ -61,7 +179,7 @@ pub struct GresReq {
 }
 
 /// Normalised resource request of a job (defaults already applied).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Request {
     pub min_nodes: u32,
     pub max_nodes: u32,
@@ -100,6 +218,11 @@ pub struct JobSnap {
     pub req: Request,
     /// How many copies may start now (array tasks under the throttle); 1 for a plain job.
     pub instances: u32,
+    /// Time limit, seconds (`i64::MAX`: none).
+    pub time_limit: i64,
+    pub owner: Owner,
+    /// Index into the reservations (`--reservation`).
+    pub reservation: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -112,113 +235,31 @@ pub enum Decision {
     Wait {
         job: u32,
         reason: &'static str,
+        /// Expected start (planned by backfill), if any.
+        start: Option<i64>,
+    },
+    /// Stop running job `job` so that pending job `by` can start.
+    Preempt {
+        job: u32,
+        by: u32,
+        mode: PreemptMode,
     },
 }
 
-/// Plan one scheduling pass. Deterministic: same input, same output.
+/// One pass with nothing running, no reservations and no accounting
+/// (tests and the submit-time feasibility check).
 pub fn schedule(nodes: &[NodeSnap], parts: &[PartSnap], jobs: &[JobSnap]) -> Vec<Decision> {
-    let mut order: Vec<&JobSnap> = jobs.iter().collect();
-    let tier = |j: &JobSnap| {
-        j.partitions
-            .iter()
-            .filter_map(|&p| parts.get(p))
-            .map(|p| p.priority_tier)
-            .max()
-            .unwrap_or(0)
-    };
-    order.sort_by(|a, b| {
-        tier(b)
-            .cmp(&tier(a))
-            .then(b.priority.cmp(&a.priority))
-            .then(a.id.cmp(&b.id))
-    });
-
-    let mut work: Vec<NodeSnap> = nodes.to_vec();
-    let mut blocked = vec![false; parts.len()];
-    let mut out = Vec::new();
-    let any_free = |w: &[NodeSnap]| w.iter().any(|n| n.usable && !n.free_cpus.is_empty());
-
-    for job in order {
-        let mut started = 0;
-        let mut reason: &'static str = "Resources";
-        'instances: while started < job.instances.max(1) {
-            if !any_free(&work) {
-                reason = "Resources";
-                break;
-            }
-            let mut waiting_reason: Option<&'static str> = None;
-            for &p in &job.partitions {
-                let Some(part) = parts.get(p) else { continue };
-                if !part.up {
-                    waiting_reason.get_or_insert("PartitionDown");
-                    continue;
-                }
-                if blocked[p] {
-                    waiting_reason.get_or_insert("Priority");
-                    continue;
-                }
-                match place(&job.req, &part.nodes, &work) {
-                    Ok(allocs) => {
-                        for a in &allocs {
-                            apply(&mut work[a.node], a);
-                        }
-                        out.push(Decision::Start {
-                            job: job.id,
-                            partition: p,
-                            allocs,
-                        });
-                        started += 1;
-                        continue 'instances;
-                    }
-                    Err(_) => {
-                        // Could it run here if the partition's usable nodes were empty?
-                        let pristine: Vec<NodeSnap> = part
-                            .nodes
-                            .iter()
-                            .filter_map(|&i| work.get(i))
-                            .map(|n| n.pristine_if_usable())
-                            .collect();
-                        let local: Vec<usize> = (0..pristine.len()).collect();
-                        let req = remap(&job.req, &part.nodes);
-                        if place(&req, &local, &pristine).is_ok() {
-                            blocked[p] = true;
-                            waiting_reason.get_or_insert("Resources");
-                        } else {
-                            waiting_reason.get_or_insert("ReqNodeNotAvail");
-                        }
-                    }
-                }
-            }
-            reason = waiting_reason.unwrap_or("Resources");
-            break;
-        }
-        if started == 0 {
-            out.push(Decision::Wait {
-                job: job.id,
-                reason,
-            });
-        }
-    }
-    out
-}
-
-/// Translate a request's node indices into a partition-local numbering.
-fn remap(req: &Request, part_nodes: &[usize]) -> Request {
-    let local = |v: &[usize]| -> Vec<usize> {
-        v.iter()
-            .filter_map(|n| part_nodes.iter().position(|p| p == n))
-            .collect()
-    };
-    let mut r = req.clone();
-    let required = local(&req.required);
-    if required.len() != req.required.len() {
-        // A required node outside the partition can never be satisfied here.
-        r.required = vec![usize::MAX];
-    } else {
-        r.required = required;
-    }
-    r.excluded = local(&req.excluded);
-    r
+    let assoc = crate::assoc::AssocSet::default();
+    plan(&Input {
+        now: 0,
+        params: &Params::default(),
+        nodes,
+        parts,
+        running: &[],
+        jobs,
+        resvs: &[],
+        assoc: &assoc,
+    })
 }
 
 impl NodeSnap {
@@ -248,6 +289,7 @@ impl NodeSnap {
             features: self.features.clone(),
             weight: self.weight,
             jobs: 0,
+            threads: self.threads,
         }
     }
 }
@@ -266,3 +308,5 @@ pub fn apply(node: &mut NodeSnap, a: &Alloc) {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_backfill;

@@ -2,6 +2,85 @@
 
 use super::{GresReq, NodeSnap, Request};
 
+/// What a node has free over some time window: counts for CPUs and memory,
+/// a bit per device (position in `NodeSnap::gres`, first 128) for GRES.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Avail {
+    pub cpus: u32,
+    pub mem: u64,
+    pub gres_free: u128,
+    pub jobs: u32,
+}
+
+impl Avail {
+    /// What the node has free right now.
+    pub fn of(n: &NodeSnap) -> Avail {
+        let mut gres_free = 0u128;
+        for (i, d) in n.gres.iter().enumerate().take(128) {
+            if d.free {
+                gres_free |= 1 << i;
+            }
+        }
+        Avail {
+            cpus: n.free_cpus.len() as u32,
+            mem: n.free_memory,
+            gres_free,
+            jobs: n.jobs,
+        }
+    }
+
+    /// Everything the node has, as if empty.
+    pub fn capacity(n: &NodeSnap) -> Avail {
+        let k = n.gres.len().min(128);
+        Avail {
+            cpus: n.cpus,
+            mem: n.real_memory,
+            gres_free: if k == 128 {
+                u128::MAX
+            } else {
+                (1u128 << k) - 1
+            },
+            jobs: 0,
+        }
+    }
+
+    /// The smaller of two views of one node.
+    pub fn meet(self, b: Avail) -> Avail {
+        Avail {
+            cpus: self.cpus.min(b.cpus),
+            mem: self.mem.min(b.mem),
+            gres_free: self.gres_free & b.gres_free,
+            jobs: self.jobs.max(b.jobs),
+        }
+    }
+
+    fn gres_is_free(&self, n: &NodeSnap, i: usize) -> bool {
+        if i < 128 {
+            self.gres_free >> i & 1 == 1
+        } else {
+            n.gres[i].free
+        }
+    }
+}
+
+/// Placement options from `SelectTypeParameters`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlaceOpts {
+    /// `CR_*_Memory`: memory is a consumable resource.
+    pub track_memory: bool,
+    /// `CR_Core*`: CPUs are handed out as whole cores.
+    pub whole_cores: bool,
+}
+
+impl Default for PlaceOpts {
+    fn default() -> Self {
+        PlaceOpts {
+            track_memory: true,
+            whole_cores: false,
+        }
+    }
+}
+
 /// Resources a job gets on one node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Alloc {
@@ -12,6 +91,9 @@ pub struct Alloc {
     /// Positions in the node's `gres` list.
     pub gres: Vec<usize>,
     pub tasks: u32,
+    /// CPUs allocated (`cpu_ids.len()` when placed now; planned allocations
+    /// carry the count only).
+    pub ncpus: u32,
 }
 
 /// Why a request does not fit.
@@ -26,13 +108,31 @@ fn gres_matches(d: &super::GresDev, r: &GresReq) -> bool {
 }
 
 /// Free devices on `n` matching `r`, in index order.
-fn free_gres(n: &NodeSnap, r: &GresReq) -> Vec<usize> {
+fn free_gres(n: &NodeSnap, a: &Avail, r: &GresReq) -> Vec<usize> {
     n.gres
         .iter()
         .enumerate()
-        .filter(|(_, d)| d.free && gres_matches(d, r))
+        .filter(|(i, d)| a.gres_is_free(n, *i) && gres_matches(d, r))
         .map(|(i, _)| i)
         .collect()
+}
+
+fn count_free_gres(n: &NodeSnap, a: &Avail, r: &GresReq) -> u32 {
+    n.gres
+        .iter()
+        .enumerate()
+        .filter(|(i, d)| a.gres_is_free(n, *i) && gres_matches(d, r))
+        .count() as u32
+}
+
+/// CPUs a node hands out for `want` (whole cores under `CR_Core`).
+fn round_cpus(n: &NodeSnap, want: u32, opts: &PlaceOpts) -> u32 {
+    let t = n.threads.max(1);
+    if opts.whole_cores && t > 1 {
+        want.div_ceil(t) * t
+    } else {
+        want
+    }
 }
 
 /// What one node can give a job: tasks it can host (0 = none) and the fixed part.
@@ -40,23 +140,33 @@ struct NodeFit {
     max_tasks: u32,
 }
 
-fn node_fit(req: &Request, n: &NodeSnap, free_cpus: u32) -> NodeFit {
+fn node_fit(req: &Request, n: &NodeSnap, a: &Avail, opts: &PlaceOpts) -> NodeFit {
     let none = NodeFit { max_tasks: 0 };
     if !n.usable {
         return none;
     }
+    let free_cpus = if opts.whole_cores && n.threads > 1 {
+        a.cpus / n.threads * n.threads
+    } else {
+        a.cpus
+    };
+    let free_memory = if opts.track_memory {
+        a.mem
+    } else {
+        n.real_memory
+    };
     if let Some(c) = &req.constraint {
         if !c.matches(&n.features) {
             return none;
         }
     }
-    if req.exclusive && (n.jobs > 0 || free_cpus < n.cpus) {
+    if req.exclusive && (a.jobs > 0 || free_cpus < n.cpus) {
         return none;
     }
     // Fixed per-node generic resources.
     let mut gpus_fixed = 0u32;
     for g in &req.gres {
-        if (free_gres(n, g).len() as u32) < g.count {
+        if count_free_gres(n, a, g) < g.count {
             return none;
         }
         if g.name == "gpu" {
@@ -64,14 +174,15 @@ fn node_fit(req: &Request, n: &NodeSnap, free_cpus: u32) -> NodeFit {
         }
     }
     let cpt = req.cpus_per_task.max(1);
-    let mut max_tasks = free_cpus / cpt;
+    let cpt_alloc = round_cpus(n, cpt, opts).max(1);
+    let mut max_tasks = free_cpus / cpt_alloc;
     // Per-task GPUs.
     let g = GresReq {
         name: "gpu".into(),
         r#type: req.gpus_total.as_ref().and_then(|t| t.r#type.clone()),
         count: 0,
     };
-    if let Some(by_gpu) = (free_gres(n, &g).len() as u32).checked_div(req.gpus_per_task) {
+    if let Some(by_gpu) = count_free_gres(n, a, &g).checked_div(req.gpus_per_task) {
         max_tasks = max_tasks.min(by_gpu);
     }
     // Memory.
@@ -79,12 +190,12 @@ fn node_fit(req: &Request, n: &NodeSnap, free_cpus: u32) -> NodeFit {
     if req.mem_per_gpu > 0 {
         mem_fixed += req.mem_per_gpu * u64::from(gpus_fixed);
     }
-    if mem_fixed > n.free_memory {
+    if mem_fixed > free_memory {
         return none;
     }
     if req.mem_per_cpu > 0 {
         let per_task = req.mem_per_cpu * u64::from(cpt);
-        let by_mem = (n.free_memory - mem_fixed) / per_task.max(1);
+        let by_mem = (free_memory - mem_fixed) / per_task.max(1);
         max_tasks = max_tasks.min(by_mem.min(u64::from(u32::MAX)) as u32);
     }
     // CPUs demanded by GPUs or --mincpus must be free too.
@@ -92,7 +203,7 @@ fn node_fit(req: &Request, n: &NodeSnap, free_cpus: u32) -> NodeFit {
         .min_cpus_per_node
         .max(gpus_fixed * req.cpus_per_gpu)
         .max(cpt);
-    if free_cpus < min_cpus {
+    if free_cpus < round_cpus(n, min_cpus, opts) {
         return none;
     }
     if req.ntasks_per_node > 0 {
@@ -104,49 +215,143 @@ fn node_fit(req: &Request, n: &NodeSnap, free_cpus: u32) -> NodeFit {
     NodeFit { max_tasks }
 }
 
-/// Place a request on the candidate nodes (indices into `nodes`), best fit:
-/// lowest `Weight` first, then nodes already in use (to keep idle nodes whole),
-/// then the fewest free CPUs. All-or-nothing.
+/// Tasks a node offering `a` can host for the request (0: none).
+pub fn node_tasks(req: &Request, n: &NodeSnap, a: &Avail, opts: &PlaceOpts) -> u32 {
+    node_fit(req, n, a, opts).max_tasks
+}
+
+/// Tasks a request must put on its node when it runs on one node only
+/// (None: it needs several nodes).
+pub fn single_node_tasks(req: &Request) -> Option<u32> {
+    if req.min_nodes.max(1) != 1 || req.required.len() > 1 {
+        return None;
+    }
+    Some(if req.ntasks_per_node > 0 {
+        req.ntasks.max(req.ntasks_per_node)
+    } else {
+        req.ntasks.max(1)
+    })
+}
+
+/// Whether a one-node request fits a node offering `a` (its `want` tasks
+/// and its whole `--gpus` count).
+pub fn fits_single(req: &Request, n: &NodeSnap, a: &Avail, opts: &PlaceOpts, want: u32) -> bool {
+    if node_fit(req, n, a, opts).max_tasks < want {
+        return false;
+    }
+    match &req.gpus_total {
+        Some(g) => {
+            let fixed: u32 = req
+                .gres
+                .iter()
+                .filter(|x| x.name == "gpu")
+                .map(|x| x.count)
+                .sum();
+            count_free_gres(n, a, g) >= g.count + fixed + want * req.gpus_per_task
+        }
+        None => true,
+    }
+}
+
+/// Place a request on the candidate nodes (indices into `nodes`) with what
+/// they have free now; see [`place_with`].
 pub fn place(req: &Request, candidates: &[usize], nodes: &[NodeSnap]) -> Result<Vec<Alloc>, NoFit> {
+    let now = |i: usize| Avail::of(&nodes[i]);
+    place_with(
+        req,
+        candidates,
+        nodes,
+        &PlaceOpts::default(),
+        true,
+        &now,
+        &now,
+    )
+}
+
+/// Place a request on the candidate nodes, each offering `avail(i)`: best
+/// fit, lowest `Weight` first, then nodes already in use (to keep idle
+/// nodes whole), then the fewest free CPUs, then the fewest free devices,
+/// as `key(i)` shows them (cheap: what is free now). `avail` is asked only
+/// for the nodes looked at. All-or-nothing. With `pick_ids`, CPU ids come
+/// from the node's free list (placement now; `key` must then be no less
+/// than `avail`); without, only counts are decided (a planned start).
+#[allow(clippy::too_many_arguments)]
+pub fn place_with(
+    req: &Request,
+    candidates: &[usize],
+    nodes: &[NodeSnap],
+    opts: &PlaceOpts,
+    pick_ids: bool,
+    key: &dyn Fn(usize) -> Avail,
+    avail: &dyn Fn(usize) -> Avail,
+) -> Result<Vec<Alloc>, NoFit> {
     let min_nodes = req.min_nodes.max(1) as usize;
     let max_nodes = (req.max_nodes.max(req.min_nodes).max(1) as usize).max(min_nodes);
     if req.required.iter().any(|&r| !candidates.contains(&r)) {
         return Err(NoFit::Resources);
     }
-    let mut order: Vec<usize> = candidates
+    // One packed integer per node: sorting plain integers is what keeps a
+    // pass over thousands of nodes fast.
+    let mut packed: Vec<u128> = candidates
         .iter()
         .copied()
         .filter(|i| *i < nodes.len() && !req.excluded.contains(i))
+        .map(|i| {
+            let a = key(i);
+            let not_required = u128::from(!req.required.contains(&i));
+            (not_required << 120)
+                | (u128::from(nodes[i].weight) << 88)
+                | (u128::from(a.jobs == 0) << 87)
+                | (u128::from(a.cpus) << 55)
+                | (u128::from(a.gres_free.count_ones()) << 32)
+                | i as u128
+        })
         .collect();
-    order.sort_by_key(|&i| {
-        let n = &nodes[i];
-        (
-            !req.required.contains(&i),
-            n.weight,
-            n.jobs == 0,
-            n.free_cpus.len(),
-            i,
-        )
-    });
+    packed.sort_unstable();
+    let order: Vec<(usize, ())> = packed
+        .into_iter()
+        .map(|k| ((k & 0xFFFF_FFFF) as usize, ()))
+        .collect();
+    // Placing now, what is free now bounds what the window offers: a node
+    // that cannot take the job now is not worth a look at its profile.
+    let bounded = pick_ids;
+    let single = single_node_tasks(req);
 
     // Choose nodes and how many tasks each can host.
-    let mut chosen: Vec<(usize, u32)> = Vec::new();
+    let mut chosen: Vec<(usize, u32, Avail)> = Vec::new();
     let want_tasks = if req.ntasks_per_node > 0 {
         req.ntasks.max(req.ntasks_per_node * min_nodes as u32)
     } else {
         req.ntasks.max(min_nodes as u32)
     };
     let mut cap_sum: u64 = 0;
-    for &i in &order {
+    for &(i, _) in &order {
         let n = &nodes[i];
-        let fit = node_fit(req, n, n.free_cpus.len() as u32);
+        if let (Some(want), true) = (single, bounded) {
+            if !fits_single(req, n, &key(i), opts, want) {
+                if req.required.contains(&i) {
+                    return Err(NoFit::Resources);
+                }
+                continue;
+            }
+        }
+        let a = avail(i);
+        if let Some(want) = single {
+            if !fits_single(req, n, &a, opts, want) {
+                if req.required.contains(&i) {
+                    return Err(NoFit::Resources);
+                }
+                continue;
+            }
+        }
+        let fit = node_fit(req, n, &a, opts);
         if fit.max_tasks == 0 {
             if req.required.contains(&i) {
                 return Err(NoFit::Resources);
             }
             continue;
         }
-        chosen.push((i, fit.max_tasks));
+        chosen.push((i, fit.max_tasks, a));
         cap_sum += u64::from(fit.max_tasks);
         let enough_nodes = chosen.len() >= min_nodes && chosen.len() >= req.required.len();
         if enough_nodes && cap_sum >= u64::from(want_tasks) {
@@ -155,6 +360,22 @@ pub fn place(req: &Request, candidates: &[usize], nodes: &[NodeSnap]) -> Result<
         if chosen.len() >= max_nodes {
             break;
         }
+    }
+    if chosen.len() >= max_nodes && cap_sum < u64::from(want_tasks) {
+        // The best-fit nodes are too small together: take the roomiest
+        // (required nodes first), keeping best-fit order among equals.
+        let mut all: Vec<(usize, u32, Avail)> = order
+            .iter()
+            .filter_map(|&(i, _)| {
+                let a = avail(i);
+                let t = node_fit(req, &nodes[i], &a, opts).max_tasks;
+                (t > 0).then_some((i, t, a))
+            })
+            .collect();
+        all.sort_by_key(|&(i, t, _)| (!req.required.contains(&i), std::cmp::Reverse(t)));
+        all.truncate(max_nodes);
+        cap_sum = all.iter().map(|x| u64::from(x.1)).sum();
+        chosen = all;
     }
     if chosen.len() < min_nodes || cap_sum < u64::from(want_tasks) {
         return Err(NoFit::Resources);
@@ -174,7 +395,7 @@ pub fn place(req: &Request, candidates: &[usize], nodes: &[NodeSnap]) -> Result<
         tasks = vec![req.ntasks_per_node; chosen.len()];
     } else {
         let mut left = want_tasks.saturating_sub(chosen.len() as u32);
-        for (k, (_, cap)) in chosen.iter().enumerate() {
+        for (k, (_, cap, _)) in chosen.iter().enumerate() {
             let add = left.min(cap - 1);
             tasks[k] += add;
             left -= add;
@@ -185,13 +406,13 @@ pub fn place(req: &Request, candidates: &[usize], nodes: &[NodeSnap]) -> Result<
     let mut total_gpus_left = req.gpus_total.as_ref().map_or(0, |g| g.count);
     let cpt = req.cpus_per_task.max(1);
     let mut allocs = Vec::with_capacity(chosen.len());
-    for (k, &(i, _)) in chosen.iter().enumerate() {
+    for (k, &(i, _, av)) in chosen.iter().enumerate() {
         let n = &nodes[i];
         let t = tasks[k];
         let mut gres: Vec<usize> = Vec::new();
         let mut gpus = 0u32;
         for g in &req.gres {
-            let free = free_gres(n, g);
+            let free = free_gres(n, &av, g);
             let take: Vec<usize> = free
                 .into_iter()
                 .filter(|p| !gres.contains(p))
@@ -207,7 +428,7 @@ pub fn place(req: &Request, candidates: &[usize], nodes: &[NodeSnap]) -> Result<
         }
         let mut extra_gpus = t * req.gpus_per_task;
         if let Some(g) = &req.gpus_total {
-            let free = free_gres(n, g)
+            let free = free_gres(n, &av, g)
                 .into_iter()
                 .filter(|p| !gres.contains(p))
                 .count() as u32;
@@ -226,7 +447,7 @@ pub fn place(req: &Request, candidates: &[usize], nodes: &[NodeSnap]) -> Result<
                 r#type: req.gpus_total.as_ref().and_then(|t| t.r#type.clone()),
                 count: extra_gpus,
             };
-            let take: Vec<usize> = free_gres(n, &g)
+            let take: Vec<usize> = free_gres(n, &av, &g)
                 .into_iter()
                 .filter(|p| !gres.contains(p))
                 .take(extra_gpus as usize)
@@ -245,24 +466,64 @@ pub fn place(req: &Request, candidates: &[usize], nodes: &[NodeSnap]) -> Result<
             let c = (t * cpt)
                 .max(req.min_cpus_per_node)
                 .max(gpus * req.cpus_per_gpu);
+            let c = round_cpus(n, c, opts);
             let mem = req.mem_per_node
                 + req.mem_per_cpu * u64::from(c)
                 + req.mem_per_gpu * u64::from(gpus);
             (c, mem)
         };
-        if cpu_count as usize > n.free_cpus.len() || mem > n.free_memory {
+        let free_mem = if opts.track_memory {
+            av.mem
+        } else {
+            n.real_memory
+        };
+        if cpu_count > av.cpus || mem > free_mem {
             return Err(NoFit::Resources);
         }
+        let cpu_ids = if pick_ids {
+            pick_cpus(n, cpu_count, opts).ok_or(NoFit::Resources)?
+        } else {
+            Vec::new()
+        };
         allocs.push(Alloc {
             node: i,
-            cpu_ids: n.free_cpus[..cpu_count as usize].to_vec(),
+            cpu_ids,
             mem,
             gres,
             tasks: t,
+            ncpus: cpu_count,
         });
     }
     if total_gpus_left > 0 {
         return Err(NoFit::Resources);
     }
     Ok(allocs)
+}
+
+/// Choose `count` free CPU ids on a node: whole cores first under
+/// `CR_Core` (all threads of a core free), lowest ids first.
+fn pick_cpus(n: &NodeSnap, count: u32, opts: &PlaceOpts) -> Option<Vec<u32>> {
+    let count = count as usize;
+    if count > n.free_cpus.len() {
+        return None;
+    }
+    let t = n.threads.max(1);
+    if !opts.whole_cores || t == 1 {
+        return Some(n.free_cpus[..count].to_vec());
+    }
+    let mut out = Vec::with_capacity(count);
+    let mut k = 0;
+    while k < n.free_cpus.len() && out.len() < count {
+        let c = n.free_cpus[k];
+        let core = c / t;
+        let whole = (0..t).all(|x| n.free_cpus.binary_search(&(core * t + x)).is_ok());
+        if c.is_multiple_of(t) && whole {
+            out.extend((0..t).map(|x| core * t + x));
+            k += t as usize;
+        } else {
+            k += 1;
+        }
+    }
+    out.truncate(count);
+    (out.len() == count).then_some(out)
 }

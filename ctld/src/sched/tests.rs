@@ -21,6 +21,7 @@ fn node(cpus: u32, mem: u64, gpus: u32) -> NodeSnap {
         features: vec![],
         weight: 1,
         jobs: 0,
+        threads: 1,
     }
 }
 
@@ -41,6 +42,9 @@ fn job(id: u32, r: Request) -> JobSnap {
         partitions: vec![0],
         req: r,
         instances: 1,
+        time_limit: 3600,
+        owner: Owner::default(),
+        reservation: None,
     }
 }
 
@@ -49,6 +53,7 @@ fn part(n: usize) -> Vec<PartSnap> {
         nodes: (0..n).collect(),
         up: true,
         priority_tier: 1,
+        name: "p".into(),
     }]
 }
 
@@ -74,31 +79,17 @@ fn jobs_pack_onto_a_node_without_overcommit() {
         s,
         vec![(1, vec![0]), (2, vec![0]), (3, vec![1]), (4, vec![1])]
     );
-    assert!(d.contains(&Decision::Wait {
-        job: 5,
-        reason: "Resources"
-    }));
+    assert_eq!(reason(&d, 5), "Resources");
 }
 
-#[test]
-fn blocked_top_job_holds_back_lower_jobs_in_its_partition() {
-    let nodes = vec![node(4, 4000, 0)];
-    let mut big = req(4, 1);
-    big.ntasks = 4;
-    let mut running = nodes.clone();
-    running[0].free_cpus = vec![2, 3];
-    running[0].jobs = 1;
-    let jobs = vec![job(1, big), job(2, req(1, 1))];
-    let d = schedule(&running, &part(1), &jobs);
-    assert!(starts(&d).is_empty());
-    assert!(d.contains(&Decision::Wait {
-        job: 1,
-        reason: "Resources"
-    }));
-    assert!(d.contains(&Decision::Wait {
-        job: 2,
-        reason: "Priority"
-    }));
+/// The reason given to a waiting job.
+pub(super) fn reason(d: &[Decision], id: u32) -> &'static str {
+    d.iter()
+        .find_map(|x| match x {
+            Decision::Wait { job, reason, .. } if *job == id => Some(*reason),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("job {id} does not wait: {d:?}"))
 }
 
 #[test]
@@ -209,7 +200,8 @@ fn unusable_nodes_give_req_node_not_avail() {
         d,
         vec![Decision::Wait {
             job: 1,
-            reason: "Resources"
+            reason: "ReqNodeNotAvail",
+            start: None
         }]
     );
 }
@@ -254,6 +246,9 @@ fn arb_cluster() -> impl Strategy<Value = (Vec<NodeSnap>, Vec<JobSnap>)> {
                     partitions: vec![0],
                     req: r,
                     instances: inst,
+                    time_limit: 600 * (i as i64 % 4 + 1),
+                    owner: Owner::default(),
+                    reservation: None,
                 }
             })
             .collect::<Vec<_>>()

@@ -7,6 +7,7 @@
 //! the user, waits for it, kills whatever the job left behind, writes
 //! `JOBDIR/status` atomically, answers `wait` clients and exits.
 
+pub mod hooks;
 pub mod kill;
 pub mod protocol;
 pub mod spawn;
@@ -23,8 +24,13 @@ use std::time::{Duration, Instant};
 
 use prost::Message;
 
+use crate::cgroup::job::JobCgroup;
+use crate::cgroup::Plan;
 use crate::status::{JobStatus, LAUNCH_FILE, LOG_FILE, SCRIPT_FILE, SOCKET_FILE};
 use protocol::Request;
+
+/// The cgroup plan the agent writes next to the launch record.
+pub const CGROUP_PLAN_FILE: &str = "cgroup.plan";
 
 /// Environment variable naming the fd of the agent's notify pipe (the
 /// agent passes the pipe as the supervisor's stdout: `1`).
@@ -154,6 +160,7 @@ struct Supervisor {
     clients: Vec<Client>,
     kill_deadline: Option<Instant>,
     timeout: bool,
+    cg: Option<JobCgroup>,
 }
 
 /// How the supervisor was started.
@@ -249,11 +256,47 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
     let _ = std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600));
     let _ = listener.set_nonblocking(true);
 
-    let script_pid = match spawn::spawn_script(&req, &jobdir.join(SCRIPT_FILE), &conf) {
+    let hooks = std::fs::read_to_string(jobdir.join(hooks::HOOKS_FILE))
+        .map(|t| hooks::Hooks::parse(&t))
+        .unwrap_or_default();
+    let cg = match setup_cgroup(jobdir) {
+        Ok(cg) => cg,
+        Err(reason) => {
+            drop(listener);
+            let _ = std::fs::remove_file(&sock);
+            return launch_failed(jobdir, &notify, &reason);
+        }
+    };
+    if !hooks.prolog.is_empty() {
+        let env = hooks::hook_env(&req, &hooks, "prolog_slurmd", None);
+        if let Err(e) = hooks::run_root(&hooks.prolog, &env, hooks.timeout) {
+            drop(listener);
+            let _ = std::fs::remove_file(&sock);
+            if let Some(cg) = &cg {
+                cg.kill_all();
+                let _ = cg.remove();
+            }
+            let mut st = JobStatus::launch_failure(&format!("Prolog failed: {e}"), sys::now_secs());
+            st.prolog_failed = true;
+            return finish_failed(jobdir, &notify, st);
+        }
+    }
+    let extras = spawn::Extras {
+        join: cg.as_ref().map(JobCgroup::join_files).unwrap_or_default(),
+        task_prolog: (!hooks.task_prolog.is_empty())
+            .then(|| std::ffi::CString::new(hooks.task_prolog.clone()).ok())
+            .flatten(),
+        local_gpu_index: cg.as_ref().is_some_and(|c| !c.plan.deny.is_empty()),
+    };
+    let script_pid = match spawn::spawn_script(&req, &jobdir.join(SCRIPT_FILE), &conf, &extras) {
         Ok(pid) => pid,
         Err(reason) => {
             drop(listener);
             let _ = std::fs::remove_file(&sock);
+            if let Some(cg) = &cg {
+                cg.kill_all();
+                let _ = cg.remove();
+            }
             return launch_failed(jobdir, &notify, &reason);
         }
     };
@@ -270,6 +313,7 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
         clients: Vec::new(),
         kill_deadline: None,
         timeout: false,
+        cg,
     };
     let wstatus = sup.run_loop();
     let end_time = sys::now_secs();
@@ -280,8 +324,39 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
     } else {
         (1, 0)
     };
+    if let Some(cg) = &sup.cg {
+        cg.kill_all();
+    }
     kill::kill_all_and_reap(sigfd);
-    let (cpu_time_usec, max_rss_kb) = children_usage();
+    let (mut cpu_time_usec, mut max_rss_kb) = children_usage();
+    let mut oom = false;
+    if let Some(cg) = &sup.cg {
+        let u = cg.usage();
+        if let Some(c) = u.cpu_usec {
+            cpu_time_usec = c;
+        }
+        if let Some(m) = u.mem_peak_kb {
+            max_rss_kb = m;
+        }
+        let kills = cg.oom_kills();
+        if kills > 0 {
+            oom = true;
+            report_oom(&req, kills, &cg.plan);
+        }
+    }
+    let mut epilog_failed = false;
+    if !hooks.epilog.is_empty() {
+        let env = hooks::hook_env(&req, &hooks, "epilog_slurmd", Some((exit_code, signal)));
+        if let Err(e) = hooks::run_root(&hooks.epilog, &env, hooks.timeout) {
+            log(&format!("job {}: Epilog failed: {e}", req.job_id));
+            epilog_failed = true;
+        }
+    }
+    if let Some(cg) = &sup.cg {
+        if let Err(e) = cg.remove() {
+            log(&e);
+        }
+    }
     let st = JobStatus {
         exit_code,
         signal,
@@ -291,6 +366,9 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
         cpu_time_usec,
         max_rss_kb,
         end_time,
+        oom,
+        prolog_failed: false,
+        epilog_failed,
     };
     if let Err(e) = st.write_atomic(jobdir) {
         log(&format!("cannot write status file: {e}"));
@@ -308,10 +386,78 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
     0
 }
 
+/// Build the job's cgroups from the agent's plan (none without a plan).
+fn setup_cgroup(jobdir: &Path) -> Result<Option<JobCgroup>, String> {
+    let text = match std::fs::read_to_string(jobdir.join(CGROUP_PLAN_FILE)) {
+        Ok(t) => t,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read the cgroup plan: {e}")),
+    };
+    let plan = Plan::parse(&text)?;
+    let cg = JobCgroup::open(plan);
+    match cg.create() {
+        Ok(warnings) => {
+            for w in warnings {
+                log(&w);
+            }
+            Ok(Some(cg))
+        }
+        Err(e) => {
+            let _ = cg.remove();
+            Err(format!("cgroup setup failed: {e}"))
+        }
+    }
+}
+
+/// Tell the user, in the job's error file, that the memory limit killed
+/// something (Slurm's wording, plus what the job asked for).
+fn report_oom(req: &drover_proto::LaunchRequest, kills: u64, plan: &Plan) {
+    let io = spawn::io_paths(req);
+    let path = io.stderr.unwrap_or(io.stdout);
+    let limit = plan
+        .mem_bytes
+        .map(|b| drover_conf::units::format_mem_mb(b / (1024 * 1024)))
+        .unwrap_or_else(|| "unlimited".into());
+    let asked = drover_conf::units::format_mem_mb(plan.mem_request_mb);
+    let line = format!(
+        "drover-stepd: error: Detected {kills} oom_kill event{} in StepId={}.batch. Some of the step tasks have been OOM Killed. \
+The job asked for {asked} of memory on this node (memory limit {limit}); resubmit with a larger --mem (or --mem-per-cpu).\n",
+        if kills == 1 { "" } else { "s" },
+        req.job_id,
+    );
+    if let Err(e) = append_as_owner(&path, req.uid, line.as_bytes()) {
+        log(&format!("cannot report OOM in {path}: {e}"));
+    }
+}
+
+/// Append to a file the job's user owns, without following symlinks (the
+/// supervisor is root; the user controls the path).
+fn append_as_owner(path: &str, uid: u32, data: &[u8]) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let f = std::fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let md = f.metadata().map_err(|e| e.to_string())?;
+    if !md.is_file() || md.uid() != uid {
+        return Err("not a regular file owned by the job's user".into());
+    }
+    (&f).write_all(data).map_err(|e| e.to_string())
+}
+
 /// The script could not start: record it, tell the agent, exit.
 fn launch_failed(jobdir: &Path, notify: &Notify, reason: &str) -> i32 {
+    finish_failed(
+        jobdir,
+        notify,
+        JobStatus::launch_failure(reason, sys::now_secs()),
+    )
+}
+
+fn finish_failed(jobdir: &Path, notify: &Notify, st: JobStatus) -> i32 {
+    let reason = st.failure.clone();
     log(&format!("launch failed: {reason}"));
-    let st = JobStatus::launch_failure(reason, sys::now_secs());
     if let Err(e) = st.write_atomic(jobdir) {
         log(&format!("cannot write status file: {e}"));
     }
@@ -379,7 +525,7 @@ impl Supervisor {
             if let Some(d) = self.kill_deadline {
                 if Instant::now() >= d {
                     log("kill wait expired: SIGKILL");
-                    kill::signal_all(libc::SIGKILL, Some(self.script_pid));
+                    self.signal_job(libc::SIGKILL);
                     self.kill_deadline = None;
                 }
             }
@@ -471,7 +617,7 @@ impl Supervisor {
                     // SAFETY: kill has no memory effects; the script is not reaped yet.
                     unsafe { libc::kill(self.script_pid, signal) };
                 } else {
-                    kill::signal_all(signal, Some(self.script_pid));
+                    self.signal_job(signal);
                 }
                 Some("ok\n".into())
             }
@@ -482,10 +628,10 @@ impl Supervisor {
                 if timeout {
                     self.timeout = true;
                 }
-                kill::signal_all(libc::SIGCONT, Some(self.script_pid));
-                kill::signal_all(libc::SIGTERM, Some(self.script_pid));
+                self.signal_job(libc::SIGCONT);
+                self.signal_job(libc::SIGTERM);
                 if kill_wait == 0 {
-                    kill::signal_all(libc::SIGKILL, Some(self.script_pid));
+                    self.signal_job(libc::SIGKILL);
                 } else {
                     let d = Instant::now() + Duration::from_secs(u64::from(kill_wait));
                     self.kill_deadline = Some(match self.kill_deadline {
@@ -500,6 +646,23 @@ impl Supervisor {
                 None
             }
             Request::Status => Some(format!("running {}\n", self.script_pid)),
+        }
+    }
+
+    /// Signal every process of the job: the script's group, the
+    /// supervisor's descendants and whatever is in the job's cgroup.
+    fn signal_job(&self, sig: i32) {
+        kill::signal_all(sig, Some(self.script_pid));
+        if let Some(cg) = &self.cg {
+            if sig == libc::SIGKILL {
+                cg.kill_all();
+                return;
+            }
+            let me = std::process::id() as i32;
+            for pid in cg.pids().into_iter().filter(|p| *p != me) {
+                // SAFETY: kill has no memory effects.
+                unsafe { libc::kill(pid, sig) };
+            }
         }
     }
 

@@ -118,6 +118,16 @@ struct Prepared {
     umask: u32,
 }
 
+/// What the supervisor adds to a launch: cgroup membership, TaskProlog,
+/// and whether CUDA sees only the job's GPUs (device cgroup).
+#[derive(Debug, Default)]
+pub struct Extras {
+    /// `cgroup.procs` files the child writes itself into before exec.
+    pub join: Vec<CString>,
+    pub task_prolog: Option<CString>,
+    pub local_gpu_index: bool,
+}
+
 fn prepare(req: &LaunchRequest, script: &Path) -> Result<Prepared, String> {
     let io = io_paths(req);
     let script_text = script.to_string_lossy().into_owned();
@@ -167,7 +177,12 @@ fn nul_terminated(v: &[CString]) -> Vec<*const libc::c_char> {
 
 /// Fork and exec the batch script. Returns its pid once the exec succeeded,
 /// or the reason it could not start (the child has then been reaped).
-pub fn spawn_script(req: &LaunchRequest, script: &Path, conf_path: &str) -> Result<i32, String> {
+pub fn spawn_script(
+    req: &LaunchRequest,
+    script: &Path,
+    conf_path: &str,
+    extras: &Extras,
+) -> Result<i32, String> {
     let p = prepare(req, script)?;
     let (home, shell) = super::sys::user_home_shell(req.uid);
     let mut fds = [0 as libc::c_int; 2];
@@ -190,7 +205,14 @@ pub fn spawn_script(req: &LaunchRequest, script: &Path, conf_path: &str) -> Resu
     if pid == 0 {
         // SAFETY: closing the read end in the child.
         unsafe { libc::close(rd) };
-        let msg = child(req, &p, conf_path, home.as_deref(), shell.as_deref());
+        let msg = child(
+            req,
+            &p,
+            extras,
+            conf_path,
+            home.as_deref(),
+            shell.as_deref(),
+        );
         write_fd(wr, msg.as_bytes());
         // SAFETY: leave the child without running the parent's destructors.
         unsafe { libc::_exit(127) };
@@ -232,6 +254,7 @@ pub fn spawn_script(req: &LaunchRequest, script: &Path, conf_path: &str) -> Resu
 fn child(
     req: &LaunchRequest,
     p: &Prepared,
+    extras: &Extras,
     conf_path: &str,
     home: Option<&str>,
     shell: Option<&str>,
@@ -246,6 +269,20 @@ fn child(
             if sig != libc::SIGKILL && sig != libc::SIGSTOP {
                 libc::signal(sig, libc::SIG_DFL);
             }
+        }
+
+        // Into the job's cgroups while still root; every process the job
+        // starts from here on is inside.
+        for f in &extras.join {
+            let fd = libc::open(f.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                return format!(
+                    "cannot join cgroup {}: {}",
+                    f.to_string_lossy(),
+                    last_error()
+                );
+            }
+            libc::close(fd);
         }
 
         if libc::geteuid() == 0 {
@@ -338,8 +375,32 @@ fn child(
             home,
             shell,
             now: super::sys::now_secs(),
+            local_gpu_index: extras.local_gpu_index,
         };
-        let env: Vec<CString> = job_environment(req, &ctx)
+        let mut vars = job_environment(req, &ctx);
+        if let Some(tp) = &extras.task_prolog {
+            let env: Vec<CString> = vars
+                .iter()
+                .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+                .collect();
+            match super::hooks::run_task_prolog(tp, &nul_terminated(&env)) {
+                Ok(out) => {
+                    let o = super::hooks::parse_task_prolog(&out);
+                    for line in &o.print {
+                        write_fd(1, format!("{line}\n").as_bytes());
+                    }
+                    vars.retain(|(k, _)| !o.unset.contains(k));
+                    for (k, v) in o.export {
+                        match vars.iter_mut().find(|(x, _)| *x == k) {
+                            Some(slot) => slot.1 = v,
+                            None => vars.push((k, v)),
+                        }
+                    }
+                }
+                Err(e) => write_fd(2, format!("drover-stepd: error: {e}\n").as_bytes()),
+            }
+        }
+        let env: Vec<CString> = vars
             .into_iter()
             .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
             .collect();

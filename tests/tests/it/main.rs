@@ -1,10 +1,15 @@
 //! Integration tests: real daemons on loopback, real commands.
 
+mod accounting;
 mod arrays_deps;
 mod bad_input;
 mod batch;
 mod commands;
+mod enforcement;
+mod limits;
 mod placement;
 mod recovery;
+mod scheduler;
+mod steps;
 mod up;
 mod users;

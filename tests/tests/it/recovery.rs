@@ -103,13 +103,18 @@ fn lost_node_fails_its_jobs_or_requeues_them() {
     c.wait_state(&requeued.to_string(), &["RUNNING"], Duration::from_secs(30));
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let stepds = drover_tests::pids_mentioning(&format!("job{failing}"));
+        // This cluster's script path only: other tests run their own job 1.
+        let stepds =
+            drover_tests::pids_mentioning(&format!("{}/spool/job{failing}/", c.path().display()));
         if stepds.is_empty() {
             break;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "failed job still running: {stepds:?}"
+            "failed job still running: {stepds:?}\n--- agent\n{}\n--- stepd\n{}",
+            c.log_text("droverd"),
+            std::fs::read_to_string(c.path().join(format!("spool/job{failing}/stepd.log")))
+                .unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -75,6 +75,21 @@ fn drover_up_starts_runs_jobs_stops_and_resumes() {
     let (mut child, _l) = start();
     let q = String::from_utf8(run("squeue", &["-h", "-t", "all", "-o", "%i %T"]).stdout).unwrap();
     assert_eq!(q.trim(), format!("{id} COMPLETED"));
+    // Accounting (droverdbd on SQLite) kept the job across the restart.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let o = run("sacct", &["-X", "-n", "-P", "-j", &id, "-o", "JobID,State"]);
+        let t = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        if t == format!("{id}|COMPLETED") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sacct: {t} {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let _ = child.wait();
     let _ = Duration::from_secs(0);

@@ -1,0 +1,77 @@
+//! Talking to the accounting daemon (sacct, sacctmgr, sreport, seff).
+
+use std::path::Path;
+
+use drover_conf::Config;
+use drover_proto::client::{Accounting, Credential};
+
+/// Slurm's wording when accounting is off.
+pub const DISABLED: &str = "Slurm accounting storage is disabled";
+
+/// Is accounting storage switched off (`AccountingStorageType` none/unset)?
+pub fn accounting_disabled(storage_type: &str) -> bool {
+    let t = storage_type.trim().to_ascii_lowercase();
+    t.is_empty() || t == "none" || t == "accounting_storage/none"
+}
+
+/// `host:port` of droverdbd from AccountingStorageHost/Port.
+pub fn dbd_addr(cfg: &Config) -> String {
+    let host = cfg
+        .accounting_storage_host
+        .clone()
+        .unwrap_or_else(|| cfg.control_addr().to_string());
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    format!("{host}:{}", cfg.accounting_storage_port)
+}
+
+/// A client for the daemon, or the exit code after printing why not.
+/// Must be called inside the runtime.
+pub fn client(cmd: &str, cfg: &Config) -> Result<Accounting, i32> {
+    if accounting_disabled(&cfg.accounting_storage_type) {
+        eprintln!("{cmd}: error: {DISABLED}");
+        return Err(1);
+    }
+    let token = match drover_proto::auth::fetch_token(Path::new(&cfg.auth_socket())) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{cmd}: error: {e}");
+            return Err(1);
+        }
+    };
+    drover_proto::client::accounting(&dbd_addr(cfg), Credential::user(token)).map_err(|e| {
+        eprintln!("{cmd}: error: {e}");
+        1
+    })
+}
+
+/// Print a failed call the way Slurm's tools do.
+pub fn report(cmd: &str, st: &tonic::Status) {
+    use tonic::Code;
+    let m = st.message();
+    match st.code() {
+        Code::Unavailable if !m.starts_with("Problem talking") => {
+            eprintln!("{cmd}: error: Problem talking to the database: Connection refused")
+        }
+        Code::Unknown | Code::Internal if m.contains("transport") || m.contains("connect") => {
+            eprintln!("{cmd}: error: Problem talking to the database: Connection refused")
+        }
+        _ => eprintln!("{cmd}: error: {m}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disabled_types() {
+        assert!(accounting_disabled(""));
+        assert!(accounting_disabled("accounting_storage/none"));
+        assert!(accounting_disabled("NONE"));
+        assert!(!accounting_disabled("accounting_storage/slurmdbd"));
+    }
+}

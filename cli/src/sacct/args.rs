@@ -1,0 +1,312 @@
+//! sacct's command line: flags to a query and an output layout. Pure (the
+//! caller passes the effective uid, `now` and a user lookup).
+
+use drover_proto::acct::JobQuery;
+use drover_proto::JobState;
+
+use super::fields::{self, Col};
+use super::output::Mode;
+use crate::opts::{self, opt, Arg, OptDef};
+
+const TABLE: &[OptDef] = &[
+    opt("allusers", Some('a'), Arg::No, "allusers"),
+    opt("accounts", Some('A'), Arg::Required, "accounts"),
+    opt("account", None, Arg::Required, "accounts"),
+    opt("brief", Some('b'), Arg::No, "brief"),
+    opt("duplicates", Some('D'), Arg::No, "duplicates"),
+    opt("endtime", Some('E'), Arg::Required, "endtime"),
+    opt("helpformat", Some('e'), Arg::No, "helpformat"),
+    opt("help", Some('h'), Arg::No, "help"),
+    opt("jobs", Some('j'), Arg::Required, "jobs"),
+    opt("long", Some('l'), Arg::No, "long"),
+    opt("allclusters", Some('L'), Arg::No, "allclusters"),
+    opt("clusters", Some('M'), Arg::Required, "clusters"),
+    opt("noheader", Some('n'), Arg::No, "noheader"),
+    opt("nodelist", Some('N'), Arg::Required, "nodelist"),
+    opt("format", Some('o'), Arg::Required, "format"),
+    opt("parsable", Some('p'), Arg::No, "parsable"),
+    opt("parsable2", Some('P'), Arg::No, "parsable2"),
+    opt("qos", Some('q'), Arg::Required, "qos"),
+    opt("partition", Some('r'), Arg::Required, "partition"),
+    opt("state", Some('s'), Arg::Required, "state"),
+    opt("starttime", Some('S'), Arg::Required, "starttime"),
+    opt("truncate", Some('T'), Arg::No, "truncate"),
+    opt("user", Some('u'), Arg::Required, "user"),
+    opt("uid", None, Arg::Required, "user"),
+    opt("usage", None, Arg::No, "help"),
+    opt("verbose", Some('v'), Arg::No, "verbose"),
+    opt("version", Some('V'), Arg::No, "version"),
+    opt("allocations", Some('X'), Arg::No, "allocations"),
+    opt("name", None, Arg::Required, "name"),
+    opt("json", None, Arg::Optional, "json"),
+    opt("noconvert", None, Arg::No, "noconvert"),
+    opt("array", None, Arg::No, "array"),
+    opt("completion", Some('c'), Arg::No, "completion"),
+];
+
+/// What to ask and how to print.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Opts {
+    pub query: JobQuery,
+    pub cols: Vec<Col>,
+    pub mode: Mode,
+    pub noheader: bool,
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)]
+pub enum Parsed {
+    Help,
+    Version,
+    HelpFormat,
+    Run(Box<Opts>),
+}
+
+fn list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(|s| s.trim().trim_matches('"').trim_matches('\''))
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Local midnight of the day `now` falls in.
+pub fn midnight(now: i64) -> i64 {
+    let tm = crate::timefmt::localtime(now);
+    now - i64::from(tm.hour * 3600 + tm.min * 60 + tm.sec)
+}
+
+/// sacct's time values: `now`, `now-2hours`, `now+1day`, dates and times
+/// `--begin` accepts (`2024-05-01`, `2024-05-01T10:00`, `10:00`, `MM/DD`).
+pub fn parse_time(s: &str, now: i64) -> Option<i64> {
+    let t = s.trim();
+    if let Some(rest) = t.to_ascii_lowercase().strip_prefix("now-") {
+        let plus = crate::timefmt::parse_begin(&format!("now+{rest}"), now)?;
+        return Some(now - (plus - now));
+    }
+    // A date alone is that day's midnight (not "the next occurrence").
+    let b = t.as_bytes();
+    if t.len() == 10 && b[4] == b'-' && b[7] == b'-' {
+        return crate::timefmt::parse_begin(&format!("{t}T00:00:00"), now);
+    }
+    crate::timefmt::parse_begin(t, now)
+}
+
+pub fn parse(
+    args: &[String],
+    euid: u32,
+    now: i64,
+    lookup_uid: &dyn Fn(&str) -> Option<u32>,
+) -> Result<Parsed, Vec<String>> {
+    let p = opts::parse(TABLE, args, false).map_err(|e| {
+        vec![
+            format!("sacct: {e}"),
+            "Try \"sacct --help\" for more information".to_string(),
+        ]
+    })?;
+    if p.has("help") {
+        return Ok(Parsed::Help);
+    }
+    if p.has("version") {
+        return Ok(Parsed::Version);
+    }
+    if p.has("helpformat") {
+        return Ok(Parsed::HelpFormat);
+    }
+    let fatal = |m: String| vec![format!("sacct: error: {m}")];
+    let mut q = JobQuery::default();
+    // -j may repeat; positional words are job ids too (`sacct -j 1 2`).
+    for f in p.opts.iter().filter(|f| f.key == "jobs") {
+        for id in list(f.value.as_deref().unwrap_or("")) {
+            let base = id.split('.').next().unwrap_or("").to_string();
+            let ok = base
+                .split('_')
+                .all(|x| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit()));
+            if !ok {
+                return Err(fatal(format!("Invalid job id: {id}")));
+            }
+            q.job_ids.push(base);
+        }
+    }
+    let all_users = p.has("allusers");
+    if let Some(v) = p.value("user") {
+        for u in list(v) {
+            match lookup_uid(&u) {
+                Some(uid) => q.uids.push(uid),
+                None => return Err(fatal(format!("Invalid user id: {u}"))),
+            }
+        }
+    } else if !all_users && euid != 0 {
+        q.uids.push(euid);
+    }
+    if let Some(v) = p.value("accounts") {
+        q.accounts = list(v);
+    }
+    if let Some(v) = p.value("partition") {
+        q.partitions = list(v);
+    }
+    if let Some(v) = p.value("name") {
+        q.names = list(v);
+    }
+    if let Some(v) = p.value("qos") {
+        q.qos = list(v);
+    }
+    if let Some(v) = p.value("nodelist") {
+        q.nodes =
+            crate::hostlist::expand(v).map_err(|e| fatal(format!("Invalid node list: {e}")))?;
+    }
+    let states_given = p.value("state").is_some();
+    if let Some(v) = p.value("state") {
+        for s in list(v) {
+            let st = match s.to_ascii_uppercase().as_str() {
+                "CANCELED" => Some(JobState::Cancelled),
+                other => JobState::parse(other),
+            };
+            match st {
+                Some(st) => q.states.push(st as i32),
+                None => return Err(fatal(format!("Invalid job state specified: {s}"))),
+            }
+        }
+    }
+    let start = match p.value("starttime") {
+        Some(v) => Some(
+            parse_time(v, now).ok_or_else(|| fatal(format!("Invalid time specification: {v}")))?,
+        ),
+        None => None,
+    };
+    let end = match p.value("endtime") {
+        Some(v) => Some(
+            parse_time(v, now).ok_or_else(|| fatal(format!("Invalid time specification: {v}")))?,
+        ),
+        None => None,
+    };
+    let ids_given = !q.job_ids.is_empty();
+    q.start = match start {
+        Some(s) => s.max(1),
+        None if ids_given => 0,
+        None if states_given => now,
+        None => midnight(now),
+    };
+    q.end = match end {
+        Some(e) => e,
+        None if ids_given && start.is_none() => 0,
+        None => now,
+    };
+    if q.end != 0 && q.start > q.end {
+        return Err(fatal(
+            "Start time requested is after end time requested".to_string(),
+        ));
+    }
+    q.no_steps = p.has("allocations");
+    if p.has("allclusters") {
+        q.all_clusters = true;
+    }
+    if let Some(v) = p.value("clusters") {
+        let cl = list(v);
+        if cl
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case("all") || c == "-1")
+        {
+            q.all_clusters = true;
+        } else {
+            q.clusters = cl;
+        }
+    }
+    let format = if let Some(v) = p.value("format") {
+        v.to_string()
+    } else if p.has("long") {
+        fields::LONG_FORMAT.to_string()
+    } else if p.has("brief") {
+        fields::BRIEF_FORMAT.to_string()
+    } else if let Ok(env) = std::env::var("SACCT_FORMAT") {
+        env
+    } else {
+        fields::DEFAULT_FORMAT.to_string()
+    };
+    let cols = fields::parse_format(&format)
+        .map_err(|bad| fatal(format!("Invalid field requested: \"{bad}\"")))?;
+    let mode = if p.has("parsable2") {
+        Mode::Parsable2
+    } else if p.has("parsable") {
+        Mode::Parsable
+    } else {
+        Mode::Table
+    };
+    Ok(Parsed::Run(Box::new(Opts {
+        query: q,
+        cols,
+        mode,
+        noheader: p.has("noheader"),
+        json: p.has("json"),
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(a: &[&str], euid: u32) -> Result<Opts, Vec<String>> {
+        let args: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+        let lookup = |u: &str| match u {
+            "alice" => Some(1000),
+            n => n.parse().ok(),
+        };
+        match parse(&args, euid, 1_700_000_000, &lookup)? {
+            Parsed::Run(o) => Ok(*o),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let o = run(&[], 0).unwrap();
+        assert!(o.query.uids.is_empty());
+        assert_eq!(o.query.start, midnight(1_700_000_000));
+        assert_eq!(o.query.end, 1_700_000_000);
+        assert_eq!(o.cols.len(), 7);
+        assert_eq!(o.mode, Mode::Table);
+        // A user sees their own jobs unless -a.
+        assert_eq!(run(&[], 1000).unwrap().query.uids, vec![1000]);
+        assert!(run(&["-a"], 1000).unwrap().query.uids.is_empty());
+    }
+
+    #[test]
+    fn flags() {
+        let o = run(
+            &[
+                "-j",
+                "12,13_4",
+                "-X",
+                "-n",
+                "-P",
+                "-o",
+                "jobid,state%20",
+                "-u",
+                "alice",
+            ],
+            0,
+        )
+        .unwrap();
+        assert_eq!(o.query.job_ids, vec!["12", "13_4"]);
+        assert!(o.query.no_steps && o.noheader);
+        assert_eq!(o.mode, Mode::Parsable2);
+        assert_eq!(o.query.uids, vec![1000]);
+        assert_eq!(o.query.start, 0);
+        assert_eq!(o.query.end, 0);
+        let o = run(&["-s", "CD,failed,OOM", "-S", "2023-11-01", "-E", "now"], 0).unwrap();
+        assert_eq!(o.query.states.len(), 3);
+        assert!(o.query.start > 0 && o.query.start < 1_700_000_000);
+        let o = run(&["-S", "now-2hours"], 0).unwrap();
+        assert_eq!(o.query.start, 1_700_000_000 - 7200);
+        assert!(run(&["-o", "nope"], 0).unwrap_err()[0].contains("Invalid field requested"));
+        assert!(run(&["-s", "XX"], 0).is_err());
+        assert!(run(&["-j", "abc"], 0).is_err());
+        assert!(run(&["--bogus"], 0).is_err());
+        assert!(run(&["-u", "nosuchuser"], 0).is_err());
+        let o = run(&["--clusters", "all", "-p", "-l"], 0).unwrap();
+        assert!(o.query.all_clusters);
+        assert_eq!(o.mode, Mode::Parsable);
+        assert!(o.cols.len() > 30);
+    }
+}

@@ -1,0 +1,169 @@
+//! Tasks talking to droverdbd: delivering the outbox in order, and keeping
+//! the association cache current (long poll on its version).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use drover_proto::acct::{GetAssocsRequest, JobRecord, RecordJobsRequest, RegisterClusterRequest};
+use drover_proto::client::Accounting;
+use prost::Message;
+use tokio::sync::mpsc;
+
+use super::outbox::{self, Pos, Shared};
+use crate::ctld::{Ctld, Op};
+
+/// Records per RecordJobs call (bytes).
+const BATCH_BYTES: usize = 2 * 1024 * 1024;
+
+/// Deliver durable records in order; on failure keep them and retry with
+/// back-off, for as long as it takes.
+pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, mut client: Accounting) {
+    let mut ack = outbox::read_ack(&dir);
+    let mut delay = Duration::from_millis(200);
+    let mut failing_since: Option<std::time::Instant> = None;
+    loop {
+        let durable = *shared.durable.lock().unwrap_or_else(|p| p.into_inner());
+        let d = dir.clone();
+        let from = ack;
+        let read = tokio::task::spawn_blocking(move || {
+            outbox::read_pending(&d, from, durable, BATCH_BYTES)
+        })
+        .await;
+        let (recs, next): (Vec<Vec<u8>>, Pos) = match read {
+            Ok(Ok(x)) => x,
+            Ok(Err(e)) => {
+                tracing::error!("accounting outbox read failed: {e}");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+            Err(_) => continue,
+        };
+        if recs.is_empty() {
+            if next != ack {
+                ack = next;
+                let _ = outbox::write_ack(&dir, ack);
+                outbox::drop_acked(&dir, ack);
+            }
+            // Wait for the writer (with a timeout, in case a wake-up was missed).
+            let _ = tokio::time::timeout(Duration::from_secs(1), shared.notify.notified()).await;
+            continue;
+        }
+        let jobs: Vec<JobRecord> = recs
+            .iter()
+            .filter_map(|b| JobRecord::decode(&b[..]).ok())
+            .collect();
+        let n = jobs.len();
+        match client.record_jobs(RecordJobsRequest { jobs }).await {
+            Ok(_) => {
+                if let Some(t) = failing_since.take() {
+                    tracing::info!(
+                        "accounting daemon reachable again after {:?}; delivering held records",
+                        t.elapsed()
+                    );
+                }
+                tracing::debug!("delivered {n} job records");
+                ack = next;
+                if let Err(e) = outbox::write_ack(&dir, ack) {
+                    tracing::warn!("cannot save the outbox position: {e}");
+                }
+                outbox::drop_acked(&dir, ack);
+                delay = Duration::from_millis(200);
+            }
+            Err(e) => {
+                if failing_since.is_none() {
+                    tracing::warn!(
+                        "cannot deliver job records to the accounting daemon: {}; keeping them \
+                         on disk and retrying",
+                        e.message()
+                    );
+                    failing_since = Some(std::time::Instant::now());
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// Register the cluster, then follow the association set's version.
+pub async fn watch_assocs(
+    mut client: Accounting,
+    cluster: drover_proto::acct::Cluster,
+    tx: mpsc::Sender<Op>,
+    cache: PathBuf,
+    mut known: u64,
+) {
+    let name = cluster.name.clone();
+    let mut registered = false;
+    loop {
+        if !registered {
+            match client
+                .register_cluster(RegisterClusterRequest {
+                    cluster: Some(cluster.clone()),
+                })
+                .await
+            {
+                Ok(r) => {
+                    registered = true;
+                    let max = r.into_inner().max_job_id;
+                    let op: Op = Box::new(move |c: &mut Ctld| {
+                        if max > 0
+                            && max.saturating_add(1) > c.next_job_id
+                            && max < c.cfg.max_job_id
+                        {
+                            tracing::info!(
+                                "job ids continue above {max}, the highest in accounting"
+                            );
+                            c.next_job_id = max + 1;
+                        }
+                    });
+                    let _ = tx.send(op).await;
+                }
+                Err(e) => {
+                    tracing::debug!("register with the accounting daemon: {}", e.message());
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            }
+        }
+        match client
+            .get_assocs(GetAssocsRequest {
+                known_version: known,
+                wait_ms: 30_000,
+            })
+            .await
+        {
+            Ok(r) => {
+                let r = r.into_inner();
+                let Some(set) = r.set else { continue };
+                if set.version == known {
+                    continue;
+                }
+                known = set.version;
+                let bytes = set.encode_to_vec();
+                let tmp = cache.with_extension("tmp");
+                if std::fs::write(&tmp, &bytes)
+                    .and_then(|_| std::fs::rename(&tmp, &cache))
+                    .is_err()
+                {
+                    tracing::warn!("cannot save the association cache {}", cache.display());
+                }
+                let c = super::convert::to_cache(&set, &name);
+                tracing::info!(
+                    "associations updated: {} (version {})",
+                    c.assocs.len(),
+                    c.version
+                );
+                let op: Op = Box::new(move |ctld: &mut Ctld| ctld.assoc = c);
+                let _ = tx.send(op).await;
+            }
+            Err(e) => {
+                tracing::debug!("association watch: {}", e.message());
+                // The daemon may have restarted with an empty database.
+                registered = false;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! The nodes of each partition in best-fit order (lowest `Weight`, nodes
+//! without generic resources before those with them, nodes in use before
+//! idle ones, fewest free CPUs, fewest free devices), kept current as a
+//! pass starts jobs, so that placing a one-node job now costs a seek and a
+//! short walk instead of a sort of every node.
+
+use std::collections::BTreeSet;
+
+use super::place::Avail;
+use super::{NodeSnap, PartSnap, Request};
+
+pub struct Index {
+    sets: Vec<BTreeSet<u128>>,
+    keys: Vec<Option<u128>>,
+    node_parts: Vec<Vec<usize>>,
+    class: Vec<u16>,
+    /// Per class: the (name, type) of its devices.
+    class_devs: Vec<Vec<(String, String)>>,
+}
+
+const CLASS_SHIFT: u32 = 80;
+const IDLE_SHIFT: u32 = 79;
+const CPU_SHIFT: u32 = 47;
+
+fn pack(weight: u32, class: u16, idle: bool, cpus: u32, gres: u32, i: usize) -> u128 {
+    (u128::from(weight) << 96)
+        | (u128::from(class) << CLASS_SHIFT)
+        | (u128::from(idle) << IDLE_SHIFT)
+        | (u128::from(cpus) << CPU_SHIFT)
+        | (u128::from(gres.min(255)) << 39)
+        | (i as u128 & 0x7F_FFFF_FFFF)
+}
+
+impl Index {
+    pub fn new(nodes: &[NodeSnap], parts: &[PartSnap]) -> Index {
+        let mut class_devs: Vec<Vec<(String, String)>> = vec![Vec::new()];
+        let mut class = Vec::with_capacity(nodes.len());
+        for n in nodes {
+            let mut devs: Vec<(String, String)> = n
+                .gres
+                .iter()
+                .map(|d| (d.name.clone(), d.r#type.clone()))
+                .collect();
+            devs.sort();
+            devs.dedup();
+            let c = match class_devs.iter().position(|x| *x == devs) {
+                Some(c) => c,
+                None => {
+                    class_devs.push(devs);
+                    class_devs.len() - 1
+                }
+            };
+            class.push(c.min(usize::from(u16::MAX)) as u16);
+        }
+        let mut node_parts = vec![Vec::new(); nodes.len()];
+        for (p, part) in parts.iter().enumerate() {
+            for &i in &part.nodes {
+                if let Some(v) = node_parts.get_mut(i) {
+                    v.push(p);
+                }
+            }
+        }
+        let mut ix = Index {
+            sets: vec![BTreeSet::new(); parts.len()],
+            keys: vec![None; nodes.len()],
+            node_parts,
+            class,
+            class_devs,
+        };
+        for (i, n) in nodes.iter().enumerate() {
+            ix.update(i, n);
+        }
+        ix
+    }
+
+    /// Re-file node `i` after its free resources changed.
+    pub fn update(&mut self, i: usize, n: &NodeSnap) {
+        if let Some(old) = self.keys[i].take() {
+            for &p in &self.node_parts[i] {
+                self.sets[p].remove(&old);
+            }
+        }
+        if !n.usable {
+            return;
+        }
+        let a = Avail::of(n);
+        let k = pack(
+            n.weight,
+            self.class[i],
+            a.jobs == 0,
+            a.cpus,
+            a.gres_free.count_ones(),
+            i,
+        );
+        for &p in &self.node_parts[i] {
+            self.sets[p].insert(k);
+        }
+        self.keys[i] = Some(k);
+    }
+
+    /// Whether nodes of `class` have every device kind the request names.
+    fn class_ok(&self, class: u16, req: &Request) -> bool {
+        let devs = &self.class_devs[usize::from(class)];
+        let has = |name: &str, ty: Option<&str>| {
+            devs.iter()
+                .any(|(n, t)| n == name && ty.is_none_or(|ty| ty == t))
+        };
+        req.gres.iter().all(|g| has(&g.name, g.r#type.as_deref()))
+            && req
+                .gpus_total
+                .as_ref()
+                .is_none_or(|g| has("gpu", g.r#type.as_deref()))
+            && (req.gpus_per_task == 0 || has("gpu", None))
+    }
+
+    /// Offer the nodes of partition `p` with at least `need_cpus` free, in
+    /// best-fit order, to `f` until it takes one.
+    pub fn scan<T>(
+        &self,
+        p: usize,
+        req: &Request,
+        need_cpus: u32,
+        mut f: impl FnMut(usize) -> Option<T>,
+    ) -> Option<T> {
+        let set = self.sets.get(p)?;
+        let mut cursor: u128 = 0;
+        while let Some(&k) = set.range(cursor..).next() {
+            let class = ((k >> CLASS_SHIFT) & 0xFFFF) as u16;
+            if !self.class_ok(class, req) {
+                cursor = ((k >> CLASS_SHIFT) + 1) << CLASS_SHIFT;
+                continue;
+            }
+            let cpus = ((k >> CPU_SHIFT) & 0xFFFF_FFFF) as u32;
+            if cpus < need_cpus {
+                cursor = ((k >> IDLE_SHIFT) << IDLE_SHIFT) | (u128::from(need_cpus) << CPU_SHIFT);
+                continue;
+            }
+            if let Some(r) = f((k & 0x7F_FFFF_FFFF) as usize) {
+                return Some(r);
+            }
+            cursor = k + 1;
+        }
+        None
+    }
+}

@@ -1,0 +1,713 @@
+//! One scheduling pass: start what fits now without delaying anyone
+//! planned above it, plan a start for what does not (backfill), preempt
+//! where the policy allows, and give every pending job its reason.
+
+use std::collections::HashMap;
+
+use super::index::Index;
+use super::limits::{request_tres, LimitState};
+use super::place::{fits_single, node_tasks, place_with, single_node_tasks, Alloc, Avail};
+use super::preempt::find_victims;
+use super::profile::{Hold, Line, NOTHING};
+use super::{apply, Decision, Input, JobSnap, NodeSnap, PreemptKind, ResvSnap, RunAlloc};
+
+pub(super) fn mask(gres: &[usize]) -> u128 {
+    gres.iter()
+        .filter(|&&g| g < 128)
+        .fold(0u128, |m, &g| m | 1u128 << g)
+}
+
+pub(super) fn hold_of(a: &Alloc) -> Hold {
+    Hold {
+        cpus: a.ncpus,
+        mem: a.mem,
+        gres: mask(&a.gres),
+    }
+}
+
+pub(super) fn hold_of_run(a: &RunAlloc) -> Hold {
+    Hold {
+        cpus: a.cpus,
+        mem: a.mem,
+        gres: mask(&a.gres),
+    }
+}
+
+/// Start times tried for a multi-node job's plan.
+const MULTI_NODE_TRIES: usize = 8;
+
+/// Jobs asking for the same thing the same way: what is learnt about one
+/// holds for all of them within a pass, since a pass only ever takes
+/// resources (until a preemption gives some back).
+#[derive(Clone, Copy)]
+struct Shape<'a>(&'a JobSnap);
+
+impl std::hash::Hash for Shape<'_> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.0.partitions.hash(h);
+        self.0.req.hash(h);
+        self.0.time_limit.hash(h);
+        self.0.reservation.hash(h);
+    }
+}
+
+impl PartialEq for Shape<'_> {
+    fn eq(&self, o: &Self) -> bool {
+        let (a, b) = (self.0, o.0);
+        a.partitions == b.partitions
+            && a.time_limit == b.time_limit
+            && a.reservation == b.reservation
+            && a.req == b.req
+    }
+}
+
+impl Eq for Shape<'_> {}
+
+/// What one node's profile said about a shape: the earliest start, or
+/// none up to a time; valid while the node's profile is unchanged.
+#[derive(Clone, Copy)]
+pub(super) struct Memo {
+    ver: u32,
+    known: bool,
+    t: i64,
+}
+
+const UNKNOWN: Memo = Memo {
+    ver: u32::MAX,
+    known: false,
+    t: 0,
+};
+
+#[derive(Default)]
+struct ShapeInfo {
+    /// Per node: last earliest-start answer (one-node shapes; multi-node
+    /// shapes: for one task, and `memo2` for an even share).
+    memo: Vec<Memo>,
+    memo2: Vec<Memo>,
+    /// Could not start now (this generation).
+    now_fails: bool,
+    /// No planned start before this (this generation).
+    earliest_lb: i64,
+    generation: u32,
+    /// Could it ever run on the usable nodes (static).
+    ever: Option<bool>,
+    /// Per partition: nodes that could hold it if empty (static).
+    nodes: HashMap<usize, Vec<usize>>,
+}
+
+/// The working state of a pass.
+pub(super) struct Pass<'a> {
+    pub inp: &'a Input<'a>,
+    pub lines: Vec<Line>,
+    pub work: Vec<NodeSnap>,
+    pub limits: LimitState<'a>,
+    /// Running jobs chosen for preemption this pass.
+    pub taken: Vec<bool>,
+    /// Bumped whenever a node's profile changes (for [`Memo`]).
+    pub ver: Vec<u32>,
+    index: Index,
+    pub out: Vec<Decision>,
+}
+
+impl<'a> Pass<'a> {
+    fn new(inp: &'a Input<'a>) -> Self {
+        let now = inp.now;
+        let opts = inp.params.place;
+        let mut lines: Vec<Line> = inp.nodes.iter().map(|n| Line::new(now, n, &opts)).collect();
+        let mut limits = LimitState::new(inp.assoc);
+        for r in inp.running {
+            let end = if r.ending { now } else { r.end.max(now + 1) };
+            for a in &r.allocs {
+                if let Some(l) = lines.get_mut(a.node) {
+                    if end != i64::MAX {
+                        l.give(end, i64::MAX, &hold_of_run(a), opts.track_memory);
+                    }
+                }
+            }
+            let pname = inp.parts.get(r.partition).map_or("", |p| p.name.as_str());
+            limits.add(&r.owner, pname, &run_tres(inp.nodes, &r.allocs));
+        }
+        for (ri, r) in inp.resvs.iter().enumerate() {
+            if r.end <= now {
+                continue;
+            }
+            for &n in &r.nodes {
+                if let Some(l) = lines.get_mut(n) {
+                    l.blocks.push((r.start, r.end, ri));
+                }
+            }
+        }
+        Pass {
+            inp,
+            lines,
+            work: inp.nodes.to_vec(),
+            limits,
+            taken: vec![false; inp.running.len()],
+            ver: vec![0; inp.nodes.len()],
+            index: Index::new(inp.nodes, inp.parts),
+            out: Vec::new(),
+        }
+    }
+
+    /// What node `i` offers a job over [s, e): nothing if a reservation
+    /// other than the job's own is in the way.
+    pub fn window(&self, i: usize, s: i64, e: i64, own: Option<usize>) -> Avail {
+        let l = &self.lines[i];
+        if l.blocked(s, e, own).is_some() {
+            return NOTHING;
+        }
+        l.window(s, e)
+    }
+
+    /// What node `i` offers a job starting now: the profile's view, and no
+    /// more than is free on the node this moment (jobs being stopped still
+    /// hold their CPUs).
+    pub fn window_now(&self, i: usize, e: i64, own: Option<usize>) -> Avail {
+        let mut w = Avail::of(&self.work[i]);
+        if !self.inp.params.place.track_memory {
+            w.mem = self.work[i].real_memory;
+        }
+        self.window(i, self.inp.now, e, own).meet(w)
+    }
+
+    pub fn candidates(&self, part: usize, resv: Option<&ResvSnap>) -> Vec<usize> {
+        let nodes = &self.inp.parts[part].nodes;
+        match resv {
+            Some(r) => nodes
+                .iter()
+                .copied()
+                .filter(|n| r.nodes.contains(n))
+                .collect(),
+            None => nodes.clone(),
+        }
+    }
+
+    /// Hold resources in the profile over [s, e).
+    pub fn reserve(&mut self, allocs: &[Alloc], s: i64, e: i64) {
+        let tm = self.inp.params.place.track_memory;
+        for a in allocs {
+            self.lines[a.node].take(s, e, &hold_of(a), tm);
+            self.ver[a.node] += 1;
+        }
+    }
+
+    /// Node `i`'s earliest start in [from, lim] for a shape, remembered in
+    /// `memo` while the node's profile is unchanged.
+    #[allow(clippy::too_many_arguments)]
+    fn node_earliest(
+        &self,
+        i: usize,
+        memo: &mut [Memo],
+        from: i64,
+        lim: i64,
+        d: i64,
+        own: Option<usize>,
+        fits: &dyn Fn(&Avail) -> bool,
+    ) -> Option<i64> {
+        let m = memo[i];
+        let start = if m.ver != self.ver[i] {
+            from
+        } else if m.known {
+            if m.t >= from {
+                return (m.t <= lim).then_some(m.t);
+            }
+            from
+        } else if lim <= m.t {
+            return None;
+        } else {
+            from.max(m.t + 1)
+        };
+        let res = self.inp.params.bf_resolution.max(1);
+        let r = self.lines[i].earliest(self.inp.now, res, start, lim, d, own, fits);
+        memo[i] = match r {
+            Some(t) => Memo {
+                ver: self.ver[i],
+                known: true,
+                t,
+            },
+            None => Memo {
+                ver: self.ver[i],
+                known: false,
+                t: lim,
+            },
+        };
+        r
+    }
+
+    /// Earliest planned start of `job` in partition `part` (not before
+    /// `from`, not after `until`), with its planned allocation.
+    fn earliest(
+        &self,
+        job: &JobSnap,
+        from: i64,
+        until: i64,
+        cands: &[usize],
+        memo: &mut Vec<Memo>,
+        memo2: &mut Vec<Memo>,
+    ) -> Option<(i64, Vec<Alloc>)> {
+        let inp = self.inp;
+        let d = job.time_limit.max(1);
+        let own = job.reservation;
+        let opts = inp.params.place;
+        let res = inp.params.bf_resolution.max(1);
+        let key = |i: usize| Avail::of(&self.work[i]);
+        if let Some(want) = single_node_tasks(&job.req) {
+            if memo.len() != inp.nodes.len() {
+                *memo = vec![UNKNOWN; inp.nodes.len()];
+            }
+            let mut best: Option<i64> = None;
+            // A cheap first test: CPUs alone.
+            let need = (want * job.req.cpus_per_task.max(1)).max(job.req.min_cpus_per_node);
+            for &i in cands {
+                let n = &inp.nodes[i];
+                if job.req.excluded.contains(&i)
+                    || (!job.req.required.is_empty() && !job.req.required.contains(&i))
+                {
+                    continue;
+                }
+                let lim = best.map_or(until, |b| b - 1);
+                if lim < from {
+                    break;
+                }
+                let fits = |a: &Avail| a.cpus >= need && fits_single(&job.req, n, a, &opts, want);
+                if let Some(t) = self.node_earliest(i, memo, from, lim, d, own, &fits) {
+                    best = Some(t);
+                }
+            }
+            let t = best?;
+            // Only nodes that may start it then are worth placing on.
+            let at: Vec<usize> = cands
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    let m = memo[i];
+                    m.ver == self.ver[i] && ((m.known && m.t == t) || (!m.known && m.t < t))
+                })
+                .collect();
+            return place_with(&job.req, &at, &self.work, &opts, false, &key, &|i| {
+                self.window(i, t, t.saturating_add(d), own)
+            })
+            .ok()
+            .map(|a| (t, a));
+        }
+        // Several nodes. Each node's earliest time to hold one task, and
+        // to hold an even share of them, for the whole limit: the job
+        // starts no sooner than the min_nodes-th of the first, and (an even
+        // split being one way to place it) usually by the min_nodes-th of
+        // the second. Try the profile's breakpoints between the two, then
+        // the second (a bounded number of tries).
+        let req = &job.req;
+        let min_nodes = req.min_nodes.max(1) as usize;
+        let max_nodes = req.max_nodes.max(req.min_nodes).max(1);
+        let share = if req.ntasks_per_node > 0 {
+            req.ntasks_per_node
+        } else {
+            req.ntasks.max(req.min_nodes).div_ceil(max_nodes).max(1)
+        };
+        if memo.len() != inp.nodes.len() {
+            *memo = vec![UNKNOWN; inp.nodes.len()];
+        }
+        if memo2.len() != inp.nodes.len() {
+            *memo2 = vec![UNKNOWN; inp.nodes.len()];
+        }
+        let each = |want: u32, from: i64, memo: &mut [Memo]| -> Vec<(usize, i64)> {
+            cands
+                .iter()
+                .filter(|i| !req.excluded.contains(i))
+                .filter_map(|&i| {
+                    let n = &inp.nodes[i];
+                    let cpus = want * req.cpus_per_task.max(1);
+                    let fits = |a: &Avail| a.cpus >= cpus && node_tasks(req, n, a, &opts) >= want;
+                    self.node_earliest(i, memo, from, until, d, own, &fits)
+                        .map(|t| (i, t))
+                })
+                .collect()
+        };
+        let kth = |v: &[(usize, i64)]| -> Option<i64> {
+            if v.len() < min_nodes {
+                return None;
+            }
+            let mut t: Vec<i64> = v.iter().map(|x| x.1).collect();
+            t.select_nth_unstable(min_nodes - 1);
+            Some(t[min_nodes - 1])
+        };
+        let one = each(1, from, memo);
+        let lb = kth(&one)?;
+        let ub = kth(&each(share, lb, memo2));
+        let hi = ub.unwrap_or(until);
+        let round = |t: i64| {
+            if t <= inp.now {
+                t
+            } else {
+                inp.now + (t - inp.now + res - 1) / res * res
+            }
+        };
+        let mut times: Vec<i64> = vec![lb];
+        for &i in cands {
+            times.extend(self.lines[i].breakpoints(lb, hi).map(round));
+        }
+        times.retain(|t| *t >= lb && *t <= hi);
+        times.sort_unstable();
+        times.dedup();
+        times.truncate(MULTI_NODE_TRIES);
+        if let Some(u) = ub {
+            if times.last() != Some(&u) {
+                times.push(u);
+            }
+        }
+        times.into_iter().find_map(|t| {
+            // Only nodes that can hold a task by then.
+            let at: Vec<usize> = one.iter().filter(|x| x.1 <= t).map(|x| x.0).collect();
+            place_with(&job.req, &at, &self.work, &opts, false, &key, &|i| {
+                self.window(i, t, t.saturating_add(d), own)
+            })
+            .ok()
+            .map(|a| (t, a))
+        })
+    }
+
+    fn start(&mut self, job: &JobSnap, part: usize, allocs: Vec<Alloc>) {
+        let now = self.inp.now;
+        let end = now.saturating_add(job.time_limit.max(1));
+        for a in &allocs {
+            apply(&mut self.work[a.node], a);
+            self.index.update(a.node, &self.work[a.node]);
+        }
+        self.reserve(&allocs, now, end);
+        let pname = self.inp.parts[part].name.as_str();
+        self.limits.add(&job.owner, pname, &request_tres(&job.req));
+        self.out.push(Decision::Start {
+            job: job.id,
+            partition: part,
+            allocs,
+        });
+    }
+
+    fn wait(&mut self, job: u32, reason: &'static str, start: Option<i64>) {
+        self.out.push(Decision::Wait { job, reason, start });
+    }
+}
+
+/// TRES of a running job's allocation.
+fn run_tres(nodes: &[NodeSnap], allocs: &[RunAlloc]) -> crate::assoc::Tres {
+    let mut t = crate::assoc::Tres::new();
+    for a in allocs {
+        *t.entry("cpu".into()).or_default() += u64::from(a.cpus);
+        *t.entry("billing".into()).or_default() += u64::from(a.cpus);
+        *t.entry("node".into()).or_default() += 1;
+        if a.mem > 0 {
+            *t.entry("mem".into()).or_default() += a.mem;
+        }
+        for &g in &a.gres {
+            if let Some(d) = nodes.get(a.node).and_then(|n| n.gres.get(g)) {
+                if d.name == "gpu" {
+                    *t.entry("gres/gpu".into()).or_default() += 1;
+                    if !d.r#type.is_empty() {
+                        *t.entry(format!("gres/gpu:{}", d.r#type)).or_default() += 1;
+                    }
+                }
+            }
+        }
+    }
+    t
+}
+
+/// Plan one scheduling pass. Deterministic: same input, same output.
+pub fn plan(inp: &Input) -> Vec<Decision> {
+    let now = inp.now;
+    let params = inp.params;
+    let parts = inp.parts;
+    let tier = |j: &JobSnap| {
+        j.partitions
+            .iter()
+            .filter_map(|&p| parts.get(p))
+            .map(|p| p.priority_tier)
+            .max()
+            .unwrap_or(0)
+    };
+    let mut order: Vec<(u32, &JobSnap)> = inp.jobs.iter().map(|j| (tier(j), j)).collect();
+    order.sort_by(|(ta, a), (tb, b)| {
+        tb.cmp(ta)
+            .then(b.priority.cmp(&a.priority))
+            .then(a.id.cmp(&b.id))
+    });
+
+    let mut pass = Pass::new(inp);
+    let mut blocked = vec![false; parts.len()];
+    let mut tested = 0usize;
+    let mut per_user: HashMap<&str, usize> = HashMap::new();
+    let window_end = now.saturating_add(params.bf_window.max(60));
+    let mut shapes: HashMap<Shape, ShapeInfo> = HashMap::new();
+    let mut generation = 0u32;
+
+    for (_, job) in order {
+        let d = job.time_limit.max(1);
+        let end_now = now.saturating_add(d);
+        let up: Vec<usize> = job
+            .partitions
+            .iter()
+            .copied()
+            .filter(|&p| parts.get(p).is_some_and(|x| x.up))
+            .collect();
+        if up.is_empty() {
+            pass.wait(job.id, "PartitionDown", None);
+            continue;
+        }
+        let held_back = |blocked: &[bool]| up.iter().any(|&p| blocked[p]);
+        let resv = job.reservation.and_then(|r| inp.resvs.get(r));
+        if job.reservation.is_some() && !resv.is_some_and(|r| r.admits(&job.owner) && r.end > now) {
+            pass.wait(job.id, "Reservation", None);
+            continue;
+        }
+        let tres = request_tres(&job.req);
+        let tl_min = if d == i64::MAX {
+            u32::MAX
+        } else {
+            (d / 60).min(i64::from(u32::MAX)) as u32
+        };
+        let pname = parts[up[0]].name.as_str();
+        if let Some(reason) = pass.limits.check(&job.owner, pname, &tres, tl_min) {
+            pass.wait(job.id, reason, None);
+            continue;
+        }
+        if !params.backfill && up.iter().all(|&p| blocked[p]) {
+            pass.wait(job.id, "Priority", None);
+            continue;
+        }
+
+        // Start now, as many instances as may.
+        let mut started = 0;
+        let resv_open = resv.is_none_or(|r| r.start <= now);
+        let info = shapes.entry(Shape(job)).or_default();
+        if info.generation != generation {
+            info.generation = generation;
+            info.now_fails = false;
+            info.earliest_lb = 0;
+            info.memo.clear();
+            info.memo2.clear();
+        }
+        let skip_now = info.now_fails;
+        'inst: while started < job.instances.max(1) && resv_open && !skip_now {
+            if started > 0
+                && pass
+                    .limits
+                    .check(&job.owner, pname, &tres, tl_min)
+                    .is_some()
+            {
+                break;
+            }
+            for &p in &up {
+                if !params.backfill && blocked[p] {
+                    continue;
+                }
+                if let (Some(want), true, None) = (
+                    single_node_tasks(&job.req),
+                    job.req.required.is_empty(),
+                    job.reservation,
+                ) {
+                    // One node: walk the best-fit index.
+                    let req = &job.req;
+                    let opts = &params.place;
+                    let need = (want * req.cpus_per_task.max(1)).max(req.min_cpus_per_node);
+                    let res = pass.index.scan(p, req, need, |i| {
+                        let n = &pass.work[i];
+                        if req.excluded.contains(&i)
+                            || !fits_single(req, n, &Avail::of(n), opts, want)
+                        {
+                            return None;
+                        }
+                        let now_of = |i: usize| Avail::of(&pass.work[i]);
+                        place_with(req, &[i], &pass.work, opts, true, &now_of, &|i| {
+                            pass.window_now(i, end_now, None)
+                        })
+                        .ok()
+                    });
+                    if let Some(allocs) = res {
+                        pass.start(job, p, allocs);
+                        started += 1;
+                        continue 'inst;
+                    }
+                    continue;
+                }
+                let info = shapes.get_mut(&Shape(job)).expect("shape seen");
+                let cands = info
+                    .nodes
+                    .entry(p)
+                    .or_insert_with(|| static_nodes(&pass, job, p));
+                let res = place_with(
+                    &job.req,
+                    cands,
+                    &pass.work,
+                    &params.place,
+                    true,
+                    &|i| Avail::of(&pass.work[i]),
+                    &|i| pass.window_now(i, end_now, job.reservation),
+                );
+                if let Ok(allocs) = res {
+                    pass.start(job, p, allocs);
+                    started += 1;
+                    continue 'inst;
+                }
+            }
+            break;
+        }
+        if started > 0 {
+            continue;
+        }
+        let info = shapes.get_mut(&Shape(job)).expect("shape seen");
+        info.now_fails = true;
+
+        // It waits. Plan its start (backfill), or preempt for it.
+        let planning = params.backfill
+            && tested < params.bf_max_job_test
+            && (params.bf_max_job_user == 0
+                || per_user.get(job.owner.user.as_str()).copied().unwrap_or(0)
+                    < params.bf_max_job_user);
+        let from = resv.map_or(now, |r| r.start.max(now));
+        let until = if planning {
+            resv.map_or(window_end, |r| window_end.min(r.end - 1))
+        } else {
+            now
+        };
+        let mut plan: Option<(i64, usize, Vec<Alloc>)> = None;
+        if planning || params.preempt != PreemptKind::Off {
+            if planning {
+                tested += 1;
+                *per_user.entry(job.owner.user.as_str()).or_default() += 1;
+            }
+            let info = shapes.get_mut(&Shape(job)).expect("shape seen");
+            let from = from.max(info.earliest_lb);
+            for &p in &up {
+                let lim = plan.as_ref().map_or(until, |(t, _, _)| t - 1);
+                if lim < from {
+                    break;
+                }
+                let cands = info
+                    .nodes
+                    .entry(p)
+                    .or_insert_with(|| static_nodes(&pass, job, p));
+                if let Some((t, a)) =
+                    pass.earliest(job, from, lim, cands, &mut info.memo, &mut info.memo2)
+                {
+                    plan = Some((t, p, a));
+                }
+            }
+            // Later jobs of this shape start no earlier (when planning
+            // reached its horizon; a bounded look proves nothing beyond).
+            info.earliest_lb = match &plan {
+                Some((t, _, _)) => *t,
+                None if planning => until.saturating_add(1),
+                None => info.earliest_lb,
+            };
+        }
+        if params.preempt != PreemptKind::Off
+            && resv_open
+            && plan.as_ref().is_none_or(|p| p.0 > now)
+        {
+            if let Some((p, allocs, victims)) = find_victims(&pass, job, &up) {
+                for k in victims {
+                    let r = &inp.running[k];
+                    pass.taken[k] = true;
+                    let tm = params.place.track_memory;
+                    for a in &r.allocs {
+                        pass.lines[a.node].give(now, r.end.max(now + 1), &hold_of_run(a), tm);
+                        pass.ver[a.node] += 1;
+                    }
+                    pass.out.push(Decision::Preempt {
+                        job: r.id,
+                        by: job.id,
+                        mode: r.preempt_mode,
+                    });
+                }
+                pass.reserve(&allocs, now, end_now);
+                blocked[p] = true;
+                // Resources came back: what was learnt no longer holds.
+                generation += 1;
+                pass.wait(job.id, "Resources", Some(now));
+                continue;
+            }
+        }
+        if let Some((t, p, allocs)) = plan.filter(|_| planning) {
+            pass.reserve(&allocs, t, t.saturating_add(d));
+            let reason = if resv.is_some_and(|r| r.start > now) && t == from {
+                "Reservation"
+            } else if blocked[p] {
+                "Priority"
+            } else {
+                "Resources"
+            };
+            blocked[p] = true;
+            pass.wait(job.id, reason, Some(t));
+            continue;
+        }
+        let reason = if resv.is_some_and(|r| r.start > now) {
+            "Reservation"
+        } else if !*shapes
+            .get_mut(&Shape(job))
+            .expect("shape seen")
+            .ever
+            .get_or_insert_with(|| could_ever_run(&pass, job, &up))
+        {
+            "ReqNodeNotAvail"
+        } else if held_back(&blocked) {
+            "Priority"
+        } else {
+            "Resources"
+        };
+        if reason != "ReqNodeNotAvail" {
+            for &p in &up {
+                blocked[p] = true;
+            }
+        }
+        pass.wait(job.id, reason, None);
+    }
+    pass.out
+}
+
+/// Could the job run on the usable nodes of one of its partitions if they
+/// were empty?
+fn could_ever_run(pass: &Pass, job: &JobSnap, up: &[usize]) -> bool {
+    let resv = job.reservation.and_then(|r| pass.inp.resvs.get(r));
+    up.iter().any(|&p| {
+        let cands = pass.candidates(p, resv);
+        let cap = |i: usize| {
+            let n = &pass.inp.nodes[i];
+            if n.usable {
+                Avail::capacity(n)
+            } else {
+                NOTHING
+            }
+        };
+        place_with(
+            &job.req,
+            &cands,
+            pass.inp.nodes,
+            &pass.inp.params.place,
+            false,
+            &cap,
+            &cap,
+        )
+        .is_ok()
+    })
+}
+
+/// Nodes of partition `part` (inside the job's reservation) that could hold
+/// a one-node job if they were empty: the only ones worth planning on.
+fn static_nodes(pass: &Pass, job: &JobSnap, part: usize) -> Vec<usize> {
+    let resv = job.reservation.and_then(|r| pass.inp.resvs.get(r));
+    let cands = pass.candidates(part, resv);
+    let Some(want) = single_node_tasks(&job.req) else {
+        return cands
+            .into_iter()
+            .filter(|&i| pass.inp.nodes[i].usable)
+            .collect();
+    };
+    let opts = pass.inp.params.place;
+    cands
+        .into_iter()
+        .filter(|&i| {
+            let n = &pass.inp.nodes[i];
+            n.usable && fits_single(&job.req, n, &Avail::capacity(n), &opts, want)
+        })
+        .collect()
+}

@@ -1,0 +1,204 @@
+//! The time-resource profile backfill plans on: for every node, a step
+//! function of what is free from `now` on. Running jobs give their
+//! resources back at their expected end (start + time limit); planned
+//! starts of higher-priority jobs take them for their time limit.
+//! Reservations are kept apart as blocks, since who may use them differs
+//! per job.
+
+use super::place::{Avail, PlaceOpts};
+use super::NodeSnap;
+
+/// What is free from `t` until the next segment's `t`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seg {
+    t: i64,
+    a: Avail,
+}
+
+/// Resources one job holds on one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Hold {
+    pub cpus: u32,
+    pub mem: u64,
+    pub gres: u128,
+}
+
+/// One node's profile.
+#[derive(Debug, Clone)]
+pub struct Line {
+    segs: Vec<Seg>,
+    /// Reservation blocks on this node: (start, end, reservation index).
+    pub blocks: Vec<(i64, i64, usize)>,
+}
+
+impl Line {
+    pub fn new(now: i64, n: &NodeSnap, opts: &PlaceOpts) -> Line {
+        let mut a = Avail::of(n);
+        if !opts.track_memory {
+            a.mem = n.real_memory;
+        }
+        Line {
+            segs: vec![Seg { t: now, a }],
+            blocks: Vec::new(),
+        }
+    }
+
+    fn split(&mut self, t: i64) -> usize {
+        match self.segs.binary_search_by(|s| s.t.cmp(&t)) {
+            Ok(i) => i,
+            Err(0) => 0,
+            Err(i) => {
+                let s = Seg {
+                    t,
+                    a: self.segs[i - 1].a,
+                };
+                self.segs.insert(i, s);
+                i
+            }
+        }
+    }
+
+    /// Index of the segment containing `t`.
+    fn at(&self, t: i64) -> usize {
+        match self.segs.binary_search_by(|s| s.t.cmp(&t)) {
+            Ok(i) => i,
+            Err(0) => 0,
+            Err(i) => i - 1,
+        }
+    }
+
+    /// Resources come back over [s, e) (a running job ending at `s`: e = MAX).
+    pub fn give(&mut self, s: i64, e: i64, h: &Hold, track_memory: bool) {
+        let i = self.split(s);
+        let j = if e == i64::MAX {
+            self.segs.len()
+        } else {
+            self.split(e)
+        };
+        for seg in &mut self.segs[i..j] {
+            seg.a.cpus += h.cpus;
+            if track_memory {
+                seg.a.mem += h.mem;
+            }
+            seg.a.gres_free |= h.gres;
+            seg.a.jobs = seg.a.jobs.saturating_sub(1);
+        }
+    }
+
+    /// Resources are taken over [s, e).
+    pub fn take(&mut self, s: i64, e: i64, h: &Hold, track_memory: bool) {
+        let i = self.split(s);
+        let j = if e == i64::MAX {
+            self.segs.len()
+        } else {
+            self.split(e)
+        };
+        for seg in &mut self.segs[i..j] {
+            seg.a.cpus = seg.a.cpus.saturating_sub(h.cpus);
+            if track_memory {
+                seg.a.mem = seg.a.mem.saturating_sub(h.mem);
+            }
+            seg.a.gres_free &= !h.gres;
+            seg.a.jobs += 1;
+        }
+    }
+
+    /// What is free throughout [s, e): the minimum of every segment it
+    /// covers, devices free in all of them.
+    pub fn window(&self, s: i64, e: i64) -> Avail {
+        let mut i = self.at(s);
+        let mut a = self.segs[i].a;
+        i += 1;
+        while i < self.segs.len() && self.segs[i].t < e {
+            a = meet(a, self.segs[i].a);
+            i += 1;
+        }
+        a
+    }
+
+    /// The first reservation block (not `own`) overlapping [s, e), by end.
+    pub fn blocked(&self, s: i64, e: i64, own: Option<usize>) -> Option<i64> {
+        self.blocks
+            .iter()
+            .filter(|(bs, be, r)| Some(*r) != own && *bs < e && *be > s)
+            .map(|(_, be, _)| *be)
+            .max()
+    }
+
+    /// The earliest `t` in [from, until] (rounded up to `res` after `now`)
+    /// at which `fits` holds for all of [t, t + d), and no foreign
+    /// reservation block is in the way.
+    #[allow(clippy::too_many_arguments)]
+    pub fn earliest(
+        &self,
+        now: i64,
+        res: i64,
+        from: i64,
+        until: i64,
+        d: i64,
+        own: Option<usize>,
+        fits: &dyn Fn(&Avail) -> bool,
+    ) -> Option<i64> {
+        let round = |t: i64| {
+            if t <= now || res <= 1 {
+                t
+            } else {
+                now + (t - now + res - 1) / res * res
+            }
+        };
+        let mut t = round(from.max(now));
+        while t <= until {
+            let e = t.saturating_add(d);
+            if let Some(be) = self.blocked(t, e, own) {
+                t = round(be.max(t + 1));
+                continue;
+            }
+            let i = self.at(t);
+            let mut acc = self.segs[i].a;
+            let mut j = i;
+            let mut ok = fits(&acc);
+            while ok && j + 1 < self.segs.len() && self.segs[j + 1].t < e {
+                j += 1;
+                acc = meet(acc, self.segs[j].a);
+                ok = fits(&acc);
+            }
+            if ok {
+                return Some(t);
+            }
+            // A segment that fails alone rules out every start before its end.
+            let next = if j > i && !fits(&self.segs[j].a) {
+                j + 1
+            } else {
+                i + 1
+            };
+            let s = self.segs.get(next)?;
+            t = round(s.t.max(t + 1));
+        }
+        None
+    }
+
+    /// Start times of the segments in [from, until].
+    pub fn breakpoints(&self, from: i64, until: i64) -> impl Iterator<Item = i64> + '_ {
+        self.segs
+            .iter()
+            .map(|s| s.t)
+            .filter(move |t| *t >= from && *t <= until)
+    }
+}
+
+fn meet(a: Avail, b: Avail) -> Avail {
+    Avail {
+        cpus: a.cpus.min(b.cpus),
+        mem: a.mem.min(b.mem),
+        gres_free: a.gres_free & b.gres_free,
+        jobs: a.jobs.max(b.jobs),
+    }
+}
+
+/// No resources at all (a node blocked for a job).
+pub const NOTHING: Avail = Avail {
+    cpus: 0,
+    mem: 0,
+    gres_free: 0,
+    jobs: u32::MAX,
+};

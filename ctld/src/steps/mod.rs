@@ -1,0 +1,371 @@
+//! Job steps (issue 6): `srun` inside an allocation.
+//!
+//! `CreateStep` places the step inside the job's allocation
+//! ([`layout::place`]), records it in the job's runtime (so it survives a
+//! restart and reaches accounting) and returns one `StepLaunchRequest` per
+//! node; the gRPC service sends them to the agents all at once. Each agent
+//! reports `StepEnded` when its tasks are done; the step ends when every node
+//! has reported.
+
+pub mod layout;
+
+use std::collections::HashMap;
+
+use drover_conf::hostlist;
+use drover_proto::auth::Identity;
+use drover_proto::client::Agent;
+use drover_proto::{
+    CompleteAllocationRequest, CompleteAllocationResponse, CreateStepResponse, JobState,
+    LaunchRequest, NodeAlloc, StepEndedRequest, StepInfo, StepLaunchRequest, StepRequest,
+};
+use tonic::Status;
+
+use crate::ctld::{now, Ctld};
+use crate::job::env_from_blob;
+use crate::submit::msg;
+use layout::LayoutError;
+
+/// What the service sends out after a step was created.
+pub type Launches = Vec<(String, Option<Agent>, StepLaunchRequest)>;
+
+/// Slurm's wording when a step must wait for CPUs held by other steps.
+pub const BUSY: &str = "Requested nodes are busy";
+
+/// A step that is still running (its job running too).
+pub fn is_running(s: &StepInfo) -> bool {
+    s.end_time == 0
+}
+
+impl Ctld {
+    pub fn create_step(
+        &mut self,
+        who: &Identity,
+        mut req: StepRequest,
+    ) -> Result<(CreateStepResponse, Launches), Status> {
+        let id = req.job_id;
+        let admin = self.is_admin(who);
+        let job = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| Status::not_found(msg::INVALID_JOB))?;
+        if !admin && job.rec.uid != who.uid {
+            return Err(Status::permission_denied(msg::ACCESS));
+        }
+        match job.state() {
+            JobState::Running => {}
+            JobState::Pending => return Err(Status::failed_precondition(msg::PENDING)),
+            _ => return Err(Status::failed_precondition(msg::ALREADY_DONE)),
+        }
+        if job.rt().terminating {
+            return Err(Status::failed_precondition(msg::ALREADY_DONE));
+        }
+        let mut busy: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut busy_gpus: HashMap<String, Vec<u32>> = HashMap::new();
+        for s in job.rt().steps.iter().filter(|s| is_running(s)) {
+            for a in &s.alloc {
+                busy_gpus
+                    .entry(a.node.clone())
+                    .or_default()
+                    .extend(a.gres.iter().flat_map(|g| g.indices.iter().copied()));
+                let e = busy.entry(a.node.clone()).or_default();
+                if a.cpu_ids.is_empty() {
+                    e.extend(0..a.cpus);
+                } else {
+                    e.extend(&a.cpu_ids);
+                }
+            }
+        }
+        let spec_ntasks = job.spec().ntasks;
+        let to_status = |e| match e {
+            LayoutError::Busy => Status::unavailable(BUSY),
+            LayoutError::Invalid(m) => Status::invalid_argument(m),
+        };
+        // Impossible in this allocation (whatever runs now): refuse at once.
+        let none = HashMap::new();
+        let mut alone =
+            layout::place(&job.rt().alloc, &none, &req, spec_ntasks).map_err(to_status)?;
+        layout::assign_gpus(&mut alone, &job.rt().alloc, &none, &req).map_err(to_status)?;
+        let mut placed =
+            layout::place(&job.rt().alloc, &busy, &req, spec_ntasks).map_err(to_status)?;
+        layout::assign_gpus(&mut placed, &job.rt().alloc, &busy_gpus, &req).map_err(to_status)?;
+        let names: Vec<&str> = placed.nodes.iter().map(|n| n.node.as_str()).collect();
+        let nodelist = hostlist::compress(&names);
+        let job = job.clone();
+        let step_id = job.rt().next_step_id;
+        if req.name.is_empty() {
+            req.name = req
+                .argv
+                .first()
+                .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
+                .unwrap_or_default();
+        }
+        let info = StepInfo {
+            step_id,
+            name: req.name.clone(),
+            nodelist: nodelist.clone(),
+            ntasks: placed.ntasks,
+            ncpus: placed.nodes.iter().map(|n| n.cpus).sum(),
+            start_time: now(),
+            state: JobState::Running as i32,
+            pending_nodes: placed.nodes.iter().map(|n| n.node.clone()).collect(),
+            alloc: if req.overlap {
+                Vec::new()
+            } else {
+                placed
+                    .nodes
+                    .iter()
+                    .map(|n| NodeAlloc {
+                        node: n.node.clone(),
+                        cpus: n.cpus,
+                        cpu_ids: n.cpu_ids.clone(),
+                        gres: if n.gpu_ids.is_empty() {
+                            Vec::new()
+                        } else {
+                            vec![drover_proto::GresAlloc {
+                                name: "gpu".into(),
+                                indices: n.gpu_ids.clone(),
+                                count: n.gpu_ids.len() as u64,
+                                ..Default::default()
+                            }]
+                        },
+                        ..Default::default()
+                    })
+                    .collect()
+            },
+            mem_mb: req.mem_mb,
+            ..Default::default()
+        };
+        {
+            let j = self.jobs.get_mut(&id).expect("job looked up above");
+            let rt = j.rt_mut();
+            rt.next_step_id += 1;
+            rt.steps.push(info);
+        }
+        self.log_runtime(id);
+        let base = self.job_launch_request(id);
+        let mut launches = Vec::new();
+        for n in &placed.nodes {
+            let mut jr = base.clone();
+            jr.node = n.node.clone();
+            jr.node_id = job
+                .rt()
+                .alloc
+                .iter()
+                .position(|a| a.node == n.node)
+                .unwrap_or(0) as u32;
+            let agent = self.agent_for(&n.node);
+            launches.push((
+                n.node.clone(),
+                agent,
+                StepLaunchRequest {
+                    job: Some(jr),
+                    step_id,
+                    step: Some(req.clone()),
+                    nodes: placed.nodes.clone(),
+                    nodelist: nodelist.clone(),
+                    ntasks: placed.ntasks,
+                },
+            ));
+        }
+        let resp = CreateStepResponse {
+            step_id,
+            nodes: placed.nodes,
+            nodelist,
+            ntasks: placed.ntasks,
+        };
+        Ok((resp, launches))
+    }
+
+    /// The job's launch credential (environment, user, allocation), as the
+    /// batch launch carries it, without the script.
+    pub fn job_launch_request(&mut self, id: u32) -> LaunchRequest {
+        let Some(job) = self.jobs.get(&id) else {
+            return LaunchRequest::default();
+        };
+        let job = job.clone();
+        let mut spec = job.spec().clone();
+        spec.environment = self
+            .blobs
+            .get(job.rec.env_blob)
+            .map(|b| env_from_blob(&b))
+            .unwrap_or_default();
+        let info = self.job_info(&job);
+        LaunchRequest {
+            job_id: id,
+            spec: Some(spec),
+            info: Some(info),
+            uid: job.rec.uid,
+            gid: job.rec.gid,
+            user_name: job.rec.user_name.clone(),
+            groups: job.rec.groups.clone(),
+            node: String::new(),
+            expires: now() + 300,
+            kill_wait: self.cfg.kill_wait as u32,
+            cluster_name: self.cfg.cluster_name.clone(),
+            node_id: 0,
+        }
+    }
+
+    /// A node finished its part of a step (or could not start it).
+    pub fn step_ended(&mut self, r: StepEndedRequest) {
+        let Some(job) = self.jobs.get_mut(&r.job_id) else {
+            return;
+        };
+        let Some(s) = job
+            .rt_mut()
+            .steps
+            .iter_mut()
+            .find(|s| s.step_id == r.step_id)
+        else {
+            return;
+        };
+        let before = s.pending_nodes.len();
+        s.pending_nodes.retain(|n| *n != r.node);
+        if s.pending_nodes.len() == before {
+            return; // repeated report
+        }
+        s.exit_code = s.exit_code.max(r.exit_code);
+        if r.exit_signal != 0 {
+            s.exit_signal = r.exit_signal;
+        }
+        s.cpu_time_usec += r.cpu_time_usec;
+        s.max_rss_kb = s.max_rss_kb.max(r.max_rss_kb);
+        if s.pending_nodes.is_empty() {
+            s.end_time = now();
+            s.state = if s.exit_signal != 0 {
+                if [libc::SIGKILL, libc::SIGINT, libc::SIGTERM].contains(&s.exit_signal) {
+                    JobState::Cancelled as i32
+                } else {
+                    JobState::Failed as i32
+                }
+            } else if s.exit_code != 0 {
+                JobState::Failed as i32
+            } else {
+                JobState::Completed as i32
+            };
+            self.log_runtime(r.job_id);
+        }
+    }
+}
+
+impl Ctld {
+    /// `scancel JOB.STEP` (with `-s SIG`: signal the step's tasks).
+    pub fn cancel_step(
+        &mut self,
+        who: &Identity,
+        text: &str,
+        signal: u32,
+    ) -> Result<(), &'static str> {
+        let (j, s) = text.split_once('.').ok_or(msg::INVALID_JOB)?;
+        let (Ok(id), Ok(step_id)) = (j.parse::<u32>(), s.parse::<u32>()) else {
+            return Err(msg::INVALID_JOB);
+        };
+        let job = self.jobs.get(&id).ok_or(msg::INVALID_JOB)?;
+        if !self.is_admin(who) && job.rec.uid != who.uid {
+            return Err(msg::ACCESS);
+        }
+        let step = job
+            .rt()
+            .steps
+            .iter()
+            .find(|st| st.step_id == step_id)
+            .ok_or(msg::INVALID_JOB)?;
+        if !is_running(step) || job.state() != JobState::Running {
+            return Err(msg::ALREADY_DONE);
+        }
+        let nodes = step.pending_nodes.clone();
+        let kill_wait = self.cfg.kill_wait as u32;
+        for node in nodes {
+            let Some(mut agent) = self.agent_for(&node) else {
+                continue;
+            };
+            let req = drover_proto::SignalJobRequest {
+                job_id: id,
+                signal,
+                node: node.clone(),
+                kill_wait,
+                step_only: true,
+                step_id,
+                ..Default::default()
+            };
+            tokio::spawn(async move {
+                if let Err(e) = agent.signal_job(req).await {
+                    tracing::debug!("signal to step {id}.{step_id}: {}", e.message());
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// salloc (or srun's own allocation) is done: the job ends with the
+    /// command's exit status, and whatever still runs on its nodes is killed.
+    pub fn complete_allocation(
+        &mut self,
+        who: &Identity,
+        r: CompleteAllocationRequest,
+    ) -> Result<CompleteAllocationResponse, Status> {
+        let job = self
+            .jobs
+            .get(&r.job_id)
+            .ok_or_else(|| Status::not_found(msg::INVALID_JOB))?;
+        if !self.is_admin(who) && job.rec.uid != who.uid {
+            return Err(Status::permission_denied(msg::ACCESS));
+        }
+        if job.state().is_final() {
+            return Ok(CompleteAllocationResponse {});
+        }
+        if job.state() == JobState::Pending {
+            self.cancel_pending(r.job_id, who.uid, "None");
+            return Ok(CompleteAllocationResponse {});
+        }
+        self.job_ended(
+            r.job_id,
+            "",
+            crate::end::EndReport {
+                exit_code: r.exit_code,
+                exit_signal: r.exit_signal,
+                ..Default::default()
+            },
+        );
+        Ok(CompleteAllocationResponse {})
+    }
+}
+
+/// A step as seen from outside: steps of an ended job that never reported
+/// are shown ended with the job (CANCELLED at the job's end).
+pub fn effective(step: &StepInfo, job_state: JobState, job_end: i64) -> StepInfo {
+    let mut s = step.clone();
+    if is_running(&s) && job_state.is_final() {
+        s.end_time = job_end;
+        s.state = JobState::Cancelled as i32;
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_of_an_ended_job_show_ended() {
+        let running = StepInfo {
+            step_id: 1,
+            start_time: 10,
+            state: JobState::Running as i32,
+            ..Default::default()
+        };
+        let s = effective(&running, JobState::Running, 0);
+        assert_eq!(s.state, JobState::Running as i32);
+        assert_eq!(s.end_time, 0);
+        let s = effective(&running, JobState::Cancelled, 50);
+        assert_eq!(s.state, JobState::Cancelled as i32);
+        assert_eq!(s.end_time, 50);
+        let done = StepInfo {
+            end_time: 20,
+            state: JobState::Failed as i32,
+            ..running
+        };
+        let s = effective(&done, JobState::Completed, 50);
+        assert_eq!((s.state, s.end_time), (JobState::Failed as i32, 20));
+    }
+}

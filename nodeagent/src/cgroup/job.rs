@@ -1,0 +1,504 @@
+//! One job's cgroups, as the supervisor builds, watches and removes them.
+
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::plan::{Plan, Version, BATCH_STEP};
+
+fn write(path: &Path, value: &str) -> Result<(), String> {
+    std::fs::write(path, value)
+        .map_err(|e| format!("cannot write {value:?} to {}: {e}", path.display()))
+}
+
+fn read(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+/// A `key value` line of a flat-keyed cgroup file (memory.events, cpu.stat).
+pub fn keyed(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let mut it = l.split_whitespace();
+        (it.next()? == key).then_some(())?;
+        it.next()?.parse().ok()
+    })
+}
+
+/// v1 cpuset: a new group refuses tasks until `cpuset.cpus` and
+/// `cpuset.mems` are set; give every level from the mount down to `rel`
+/// its parent's values where it has none.
+pub fn cpuset_inherit_path(mount: &Path, rel: &str) -> Result<(), String> {
+    let mut parent = mount.to_path_buf();
+    for part in rel.split('/').filter(|p| !p.is_empty()) {
+        let dir = parent.join(part);
+        no_load_balance(&dir);
+        for f in ["cpuset.cpus", "cpuset.mems"] {
+            let cur = read(&dir.join(f)).unwrap_or_default();
+            if cur.trim().is_empty() {
+                let v = read(&parent.join(f)).unwrap_or_default();
+                write(&dir.join(f), v.trim())?;
+            }
+        }
+        parent = dir;
+    }
+    Ok(())
+}
+
+/// A v1 cpuset with `sched_load_balance` on makes every change of its CPUs
+/// rebuild the kernel's scheduling domains (global locks, milliseconds).
+/// The root cpuset balances over all CPUs already, so Drover's groups turn
+/// it off before their CPUs are set. Best effort.
+fn no_load_balance(dir: &Path) {
+    let _ = std::fs::write(dir.join("cpuset.sched_load_balance"), "0");
+}
+
+/// v2: enable the controllers Drover uses (those the kernel offers) in
+/// `cgroup.subtree_control` of every ancestor of `rel`, top down, so that
+/// `rel` gets their interface files.
+pub fn v2_enable_down(root: &Path, rel: &str) -> Result<(), String> {
+    let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+    let mut dir = root.to_path_buf();
+    for part in parts {
+        let offered = read(&dir.join("cgroup.controllers")).unwrap_or_default();
+        let enabled = read(&dir.join("cgroup.subtree_control")).unwrap_or_default();
+        let want: Vec<String> = ["cpu", "cpuset", "memory", "pids"]
+            .iter()
+            .filter(|c| offered.split_whitespace().any(|o| o == **c))
+            .filter(|c| !enabled.split_whitespace().any(|o| o == **c))
+            .map(|c| format!("+{c}"))
+            .collect();
+        if !want.is_empty() {
+            write(&dir.join("cgroup.subtree_control"), &want.join(" "))?;
+        }
+        dir = dir.join(part);
+    }
+    Ok(())
+}
+
+/// Usage read from the cgroup when the job ends (or live, for sstat).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub cpu_usec: Option<u64>,
+    /// Peak memory of the job, KiB.
+    pub mem_peak_kb: Option<u64>,
+    /// Current memory, KiB.
+    pub mem_now_kb: Option<u64>,
+}
+
+/// The cgroups of one job (from its [`Plan`]).
+#[derive(Debug, Clone)]
+pub struct JobCgroup {
+    pub plan: Plan,
+}
+
+impl JobCgroup {
+    pub fn open(plan: Plan) -> JobCgroup {
+        JobCgroup { plan }
+    }
+
+    fn mount(&self, ctrl: &str) -> Option<&Path> {
+        self.plan
+            .v1_mounts
+            .iter()
+            .find(|(c, _)| c == ctrl)
+            .map(|(_, p)| p.as_path())
+    }
+
+    /// (controller, job directory) for every hierarchy this job uses.
+    fn job_dirs(&self) -> Vec<(&str, PathBuf)> {
+        match self.plan.version {
+            Version::V2 => vec![("", self.plan.root.join(&self.plan.job_rel))],
+            Version::V1 => {
+                let mut out = Vec::new();
+                for (ctrl, mount) in &self.plan.v1_mounts {
+                    // Every hierarchy joined costs an attach (slow under
+                    // concurrency: see docs/benchmarks.md), so only what is
+                    // needed: freezer (kill), memory (limit, OOM counter,
+                    // peak), cpuset/devices when constrained. CPU time comes
+                    // from the supervisor's rusage (it reaps every process
+                    // of the job) and /proc while the job runs.
+                    let used = match ctrl.as_str() {
+                        "freezer" | "memory" => true,
+                        "cpuset" => self.plan.cpus.is_some(),
+                        "devices" => !self.plan.deny.is_empty(),
+                        _ => false,
+                    };
+                    if used
+                        && !out
+                            .iter()
+                            .any(|(_, p): &(&str, PathBuf)| *p == mount.join(&self.plan.job_rel))
+                    {
+                        out.push((ctrl.as_str(), mount.join(&self.plan.job_rel)));
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    /// The directory of the hierarchy holding `ctrl` (v2: the one group).
+    fn dir_of(&self, ctrl: &str) -> Option<PathBuf> {
+        match self.plan.version {
+            Version::V2 => Some(self.plan.root.join(&self.plan.job_rel)),
+            Version::V1 => self.mount(ctrl).map(|m| m.join(&self.plan.job_rel)),
+        }
+    }
+
+    /// Create the job and step groups and set the limits. Returns warnings
+    /// (limits the kernel cannot apply here); an error means the job must
+    /// not start.
+    pub fn create(&self) -> Result<Vec<String>, String> {
+        let mut warn = Vec::new();
+        let p = &self.plan;
+        match p.version {
+            Version::V1 => {
+                for (ctrl, dir) in self.job_dirs() {
+                    std::fs::create_dir_all(&dir)
+                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                    match ctrl {
+                        "memory" => {
+                            if let Some(m) = p.mem_bytes {
+                                write(&dir.join("memory.limit_in_bytes"), &m.to_string())?;
+                                let sw = dir.join("memory.memsw.limit_in_bytes");
+                                match p.memsw_bytes {
+                                    Some(s) if sw.exists() => write(&sw, &s.to_string())?,
+                                    Some(_) => warn.push(
+                                        "ConstrainSwapSpace: the kernel has no swap accounting (memory.memsw.* missing)"
+                                            .to_string(),
+                                    ),
+                                    None => {}
+                                }
+                            }
+                        }
+                        "cpuset" => {
+                            let mount = self.mount("cpuset").unwrap_or(Path::new("/"));
+                            let parent_rel = Path::new(&p.job_rel)
+                                .parent()
+                                .map(|x| x.to_string_lossy().into_owned())
+                                .unwrap_or_default();
+                            cpuset_inherit_path(mount, &parent_rel)?;
+                            no_load_balance(&dir);
+                            if let Some(c) = &p.cpus {
+                                write(&dir.join("cpuset.cpus"), c)?;
+                            }
+                            let mems = read(&dir.parent().unwrap_or(mount).join("cpuset.mems"))
+                                .unwrap_or_default();
+                            write(&dir.join("cpuset.mems"), mems.trim())?;
+                        }
+                        "devices" => {
+                            for d in &p.deny {
+                                write(
+                                    &dir.join("devices.deny"),
+                                    &format!("c {}:{} rwm", d.major, d.minor),
+                                )?;
+                            }
+                        }
+                        _ => {}
+                    }
+                    let step = dir.join(BATCH_STEP);
+                    std::fs::create_dir_all(&step)
+                        .map_err(|e| format!("cannot create {}: {e}", step.display()))?;
+                    if ctrl == "cpuset" {
+                        no_load_balance(&step);
+                        for f in ["cpuset.cpus", "cpuset.mems"] {
+                            let v = read(&dir.join(f)).unwrap_or_default();
+                            write(&step.join(f), v.trim())?;
+                        }
+                    }
+                }
+            }
+            Version::V2 => {
+                let dir = p.root.join(&p.job_rel);
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                v2_enable_down(&p.root, &p.job_rel)?;
+                if let Some(m) = p.mem_bytes {
+                    let f = dir.join("memory.max");
+                    if !f.exists() {
+                        return Err(format!(
+                            "ConstrainRAMSpace: the memory controller is not available in {}",
+                            p.root.display()
+                        ));
+                    }
+                    write(&f, &m.to_string())?;
+                    let sw = dir.join("memory.swap.max");
+                    match p.memsw_bytes {
+                        Some(s) if sw.exists() => write(&sw, &s.saturating_sub(m).to_string())?,
+                        Some(_) => warn.push(
+                            "ConstrainSwapSpace: the kernel has no swap accounting (memory.swap.max missing)"
+                                .to_string(),
+                        ),
+                        None => {}
+                    }
+                }
+                if let Some(c) = &p.cpus {
+                    let f = dir.join("cpuset.cpus");
+                    if !f.exists() {
+                        return Err(format!(
+                            "ConstrainCores: the cpuset controller is not available in {}",
+                            p.root.display()
+                        ));
+                    }
+                    write(&f, c)?;
+                }
+                if !p.deny.is_empty() {
+                    super::bpf::attach_deny(&dir, &p.deny)?;
+                }
+                let step = dir.join(BATCH_STEP);
+                std::fs::create_dir_all(&step)
+                    .map_err(|e| format!("cannot create {}: {e}", step.display()))?;
+            }
+        }
+        Ok(warn)
+    }
+
+    /// The `cgroup.procs` files of the batch step, for the script's child
+    /// to write `0` (itself) into before it execs.
+    pub fn join_files(&self) -> Vec<CString> {
+        self.job_dirs()
+            .into_iter()
+            .filter_map(|(_, d)| {
+                CString::new(
+                    d.join(BATCH_STEP)
+                        .join("cgroup.procs")
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                )
+                .ok()
+            })
+            .collect()
+    }
+
+    /// Create the `step_<id>` group of an srun step under the job's groups
+    /// (which the batch supervisor created) and return its `cgroup.procs`
+    /// files for the tasks to join. The job-level limits cover the step.
+    pub fn create_step(&self, step: &str) -> Result<Vec<CString>, String> {
+        let mut out = Vec::new();
+        for (ctrl, dir) in self.job_dirs() {
+            let sdir = dir.join(step);
+            std::fs::create_dir_all(&sdir)
+                .map_err(|e| format!("cannot create {}: {e}", sdir.display()))?;
+            if ctrl == "cpuset" {
+                no_load_balance(&sdir);
+                for f in ["cpuset.cpus", "cpuset.mems"] {
+                    let v = read(&dir.join(f)).unwrap_or_default();
+                    write(&sdir.join(f), v.trim())?;
+                }
+            }
+            if let Ok(c) = CString::new(
+                sdir.join("cgroup.procs")
+                    .into_os_string()
+                    .into_encoded_bytes(),
+            ) {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Remove an empty step group (best effort).
+    pub fn remove_step(&self, step: &str) {
+        for (_, dir) in self.job_dirs() {
+            let _ = std::fs::remove_dir(dir.join(step));
+        }
+    }
+
+    /// How many processes the kernel's OOM killer killed in the job.
+    pub fn oom_kills(&self) -> u64 {
+        let Some(dir) = self.dir_of("memory") else {
+            return 0;
+        };
+        match self.plan.version {
+            // v1 counts a kill only in the group of the killed task (no
+            // propagation to ancestors): add up the job's whole tree.
+            Version::V1 => {
+                let mut total = 0;
+                sum_tree(&dir, "memory.oom_control", "oom_kill", &mut total, 0);
+                total
+            }
+            Version::V2 => read(&dir.join("memory.events"))
+                .and_then(|t| keyed(&t, "oom_kill"))
+                .unwrap_or(0),
+        }
+    }
+
+    pub fn usage(&self) -> Usage {
+        let mut u = Usage::default();
+        match self.plan.version {
+            Version::V1 => {
+                if let Some(d) = self.dir_of("memory") {
+                    let num = |f: &str| {
+                        read(&d.join(f))
+                            .and_then(|t| t.trim().parse::<u64>().ok())
+                            .map(|b| b / 1024)
+                    };
+                    u.mem_peak_kb = num("memory.max_usage_in_bytes");
+                    u.mem_now_kb = num("memory.usage_in_bytes");
+                }
+            }
+            Version::V2 => {
+                let d = self.plan.root.join(&self.plan.job_rel);
+                u.cpu_usec = read(&d.join("cpu.stat")).and_then(|t| keyed(&t, "usage_usec"));
+                let num = |f: &str| {
+                    read(&d.join(f))
+                        .and_then(|t| t.trim().parse::<u64>().ok())
+                        .map(|b| b / 1024)
+                };
+                u.mem_peak_kb = num("memory.peak");
+                u.mem_now_kb = num("memory.current");
+            }
+        }
+        u
+    }
+
+    /// Every process in the job's groups (job and step directories).
+    pub fn pids(&self) -> Vec<i32> {
+        let Some(dir) = self.dir_of("freezer") else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        collect_pids(&dir, &mut out, 0);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Kill every process of the job: v2 `cgroup.kill`; v1 freeze the
+    /// group (so nothing forks while we look), SIGKILL all, thaw.
+    pub fn kill_all(&self) {
+        let Some(dir) = self.dir_of("freezer") else {
+            return;
+        };
+        // The usual end: the job's processes are all gone already.
+        if self.pids().is_empty() {
+            return;
+        }
+        if self.plan.version == Version::V2 {
+            let f = dir.join("cgroup.kill");
+            if f.exists() && std::fs::write(&f, "1").is_ok() {
+                return;
+            }
+        }
+        let frozen = match self.plan.version {
+            Version::V1 => std::fs::write(dir.join("freezer.state"), "FROZEN").is_ok(),
+            Version::V2 => std::fs::write(dir.join("cgroup.freeze"), "1").is_ok(),
+        };
+        if frozen {
+            let deadline = Instant::now() + Duration::from_millis(500);
+            while Instant::now() < deadline {
+                let done = match self.plan.version {
+                    Version::V1 => {
+                        read(&dir.join("freezer.state")).is_some_and(|s| s.trim() == "FROZEN")
+                    }
+                    Version::V2 => read(&dir.join("cgroup.events"))
+                        .and_then(|t| keyed(&t, "frozen"))
+                        .is_some_and(|v| v == 1),
+                };
+                if done {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        for pid in self.pids() {
+            // SAFETY: kill has no memory effects.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        match self.plan.version {
+            Version::V1 => {
+                let _ = std::fs::write(dir.join("freezer.state"), "THAWED");
+            }
+            Version::V2 => {
+                let _ = std::fs::write(dir.join("cgroup.freeze"), "0");
+            }
+        }
+    }
+
+    /// Remove the step and job groups (retrying while the last processes
+    /// finish exiting).
+    pub fn remove(&self) -> Result<(), String> {
+        let mut last_err = None;
+        for (_, dir) in self.job_dirs() {
+            let deadline = Instant::now() + Duration::from_secs(2);
+            loop {
+                match remove_tree(&dir) {
+                    Ok(()) => break,
+                    Err(e) if Instant::now() < deadline => {
+                        let _ = e;
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    Err(e) => {
+                        last_err = Some(format!("cannot remove {}: {e}", dir.display()));
+                        break;
+                    }
+                }
+            }
+        }
+        match last_err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+fn sum_tree(dir: &Path, file: &str, key: &str, total: &mut u64, depth: u32) {
+    if let Some(v) = read(&dir.join(file)).and_then(|t| keyed(&t, key)) {
+        *total += v;
+    }
+    if depth > 8 {
+        return;
+    }
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                sum_tree(&e.path(), file, key, total, depth + 1);
+            }
+        }
+    }
+}
+
+fn collect_pids(dir: &Path, out: &mut Vec<i32>, depth: u32) {
+    if let Some(t) = read(&dir.join("cgroup.procs")) {
+        out.extend(t.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
+    }
+    if depth > 8 {
+        return;
+    }
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                collect_pids(&e.path(), out, depth + 1);
+            }
+        }
+    }
+}
+
+/// rmdir a cgroup directory and its sub-groups, deepest first (cgroup
+/// directories are removed with rmdir even though they list files).
+fn remove_tree(dir: &Path) -> std::io::Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    for e in std::fs::read_dir(dir)?.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_tree(&e.path())?;
+        }
+    }
+    std::fs::remove_dir(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyed_files() {
+        let t = "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n";
+        assert_eq!(keyed(t, "oom_kill"), Some(3));
+        assert_eq!(
+            keyed("usage_usec 12\nuser_usec 5\n", "usage_usec"),
+            Some(12)
+        );
+        assert_eq!(keyed("", "oom_kill"), None);
+    }
+}

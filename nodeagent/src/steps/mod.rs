@@ -1,0 +1,359 @@
+//! srun job steps on this node (issue 6): start the tasks of a step, stream
+//! their output to srun and their exit statuses, forward srun's stdin and
+//! signals, report the end to the controller.
+//!
+//! Each task is its own process (its own session, so a signal reaches what
+//! it started too), run as the job's user with the job's environment, srun's
+//! environment over it, and the step/task variables ([`env`]). When the job
+//! has cgroups on this node, the tasks join `step_<id>` under the job's group.
+//! If srun's connection closes before the tasks end, srun is gone: the tasks
+//! are killed.
+
+pub mod env;
+mod spawn;
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use drover_proto::stepio::{read_frame, write_frame, Frame, Kind};
+use drover_proto::{StepEndedRequest, StepLaunchRequest};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tonic::{Request, Status};
+use tracing::{debug, info, warn};
+
+use crate::agent::Shared;
+use spawn::Task;
+
+/// Process groups of running step tasks, by (job, step).
+type Running = HashMap<(u32, u32), Vec<i32>>;
+static RUNNING: LazyLock<Mutex<Running>> = LazyLock::new(Default::default);
+
+fn running() -> std::sync::MutexGuard<'static, Running> {
+    RUNNING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn kill_groups(pgids: &[i32], sig: i32) {
+    for &p in pgids {
+        // SAFETY: kill has no memory effects.
+        unsafe { libc::kill(-p, sig) };
+    }
+}
+
+/// Signal every step task of a job on this node (signal 0: terminate, i.e.
+/// SIGCONT+SIGTERM now and SIGKILL after `kill_wait` seconds).
+pub fn signal_job(job_id: u32, signal: i32, kill_wait: u32) {
+    let pgids: Vec<i32> = running()
+        .iter()
+        .filter(|((j, _), _)| *j == job_id)
+        .flat_map(|(_, v)| v.iter().copied())
+        .collect();
+    signal_groups(pgids, signal, kill_wait);
+}
+
+/// Signals for steps whose tasks are not started yet (the controller's
+/// signal overtook its launch request): applied when they start.
+type Early = HashMap<(u32, u32), (i32, u32)>;
+static EARLY: LazyLock<Mutex<Early>> = LazyLock::new(Default::default);
+
+/// The same for one step (`scancel JOB.STEP`).
+pub fn signal_step(job_id: u32, step_id: u32, signal: i32, kill_wait: u32) {
+    let pgids = {
+        let run = running();
+        match run.get(&(job_id, step_id)) {
+            Some(p) => p.clone(),
+            None => {
+                let mut early = EARLY.lock().unwrap_or_else(|p| p.into_inner());
+                if early.len() > 1024 {
+                    early.clear(); // steps that never came: do not grow
+                }
+                early.insert((job_id, step_id), (signal, kill_wait));
+                return;
+            }
+        }
+    };
+    signal_groups(pgids, signal, kill_wait);
+}
+
+fn signal_groups(pgids: Vec<i32>, signal: i32, kill_wait: u32) {
+    if pgids.is_empty() {
+        return;
+    }
+    if signal != 0 {
+        kill_groups(&pgids, signal);
+        return;
+    }
+    kill_groups(&pgids, libc::SIGCONT);
+    kill_groups(&pgids, libc::SIGTERM);
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(u64::from(kill_wait.max(1)))).await;
+        kill_groups(&pgids, libc::SIGKILL);
+    });
+}
+
+/// Start this node's tasks of a step; returns once they run (or failed to
+/// start: the failure goes to srun as the task's output and exit status).
+pub async fn launch(shared: Arc<Shared>, req: StepLaunchRequest) -> Result<(), Status> {
+    let job = req.job.clone().unwrap_or_default();
+    let step = req.step.clone().unwrap_or_default();
+    let this = req
+        .nodes
+        .iter()
+        .find(|n| n.node == job.node)
+        .cloned()
+        .ok_or_else(|| Status::invalid_argument("node is not part of the step"))?;
+    let addr = format!("{}:{}", step.io_host, step.io_port);
+    let sock = tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(&addr))
+        .await
+        .map_err(|_| Status::unavailable(format!("cannot reach srun at {addr}: timed out")))?
+        .map_err(|e| Status::unavailable(format!("cannot reach srun at {addr}: {e}")))?;
+    let _ = sock.set_nodelay(true);
+    let (rd, mut wr) = sock.into_split();
+    write_frame(
+        &mut wr,
+        &Frame::new(Kind::Hello, this.node_id, step.io_key.clone()),
+    )
+    .await
+    .map_err(|e| Status::unavailable(format!("srun at {addr}: {e}")))?;
+    let s = shared.clone();
+    let r = req.clone();
+    let t = this.clone();
+    let started = tokio::task::spawn_blocking(move || spawn::start_tasks(&s, &r, &t))
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?;
+    let key = (job.job_id, req.step_id);
+    let pgids: Vec<i32> = started.tasks.iter().filter_map(|t| t.pgid).collect();
+    running().insert(key, pgids.clone());
+    let early = EARLY.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+    if let Some((signal, kill_wait)) = early {
+        signal_groups(pgids, signal, kill_wait);
+    }
+    info!(
+        "step {}.{}: {} task(s) started on {}",
+        job.job_id,
+        req.step_id,
+        started.tasks.len(),
+        job.node
+    );
+    tokio::spawn(run_step(shared, req, this.node, started, rd, wr));
+    Ok(())
+}
+
+async fn run_step(
+    shared: Arc<Shared>,
+    req: StepLaunchRequest,
+    node: String,
+    started: spawn::Started,
+    mut rd: tokio::net::tcp::OwnedReadHalf,
+    mut wr: tokio::net::tcp::OwnedWriteHalf,
+) {
+    let job_id = req.job.as_ref().map_or(0, |j| j.job_id);
+    let step_id = req.step_id;
+    let (tx, mut rx) = mpsc::channel::<Frame>(256);
+    let writer = tokio::spawn(async move {
+        let mut ok = true;
+        while let Some(f) = rx.recv().await {
+            if ok && write_frame(&mut wr, &f).await.is_err() {
+                ok = false; // srun gone: drain, the reader side kills the tasks
+            }
+        }
+        let _ = wr.shutdown().await;
+    });
+    let pgids: Vec<i32> = started.tasks.iter().filter_map(|t| t.pgid).collect();
+    type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+    let mut stdins: HashMap<u32, Writer> = HashMap::new();
+    let mut terminal: Option<std::fs::File> = None;
+    let mut waits = Vec::new();
+    for mut task in started.tasks {
+        if let Some(i) = task.stdin.take() {
+            stdins.insert(task.task_id, Box::new(i));
+        }
+        if let Some(m) = &task.pty {
+            if let (Ok(w), Ok(c)) = (m.try_clone(), m.try_clone()) {
+                stdins.insert(task.task_id, Box::new(tokio::fs::File::from_std(w)));
+                terminal = Some(c);
+            }
+        }
+        waits.push(tokio::spawn(run_task(task, tx.clone())));
+    }
+    drop(tx);
+    // srun -> tasks: stdin and signals; srun gone -> kill.
+    let control_pgids = pgids.clone();
+    let control = tokio::spawn(async move {
+        loop {
+            match read_frame(&mut rd).await {
+                Ok(Some(f)) => match f.kind {
+                    Kind::Stdin => {
+                        if f.data.is_empty() {
+                            // End of input; a terminal stays open (closing
+                            // the master would hang up the session).
+                            if terminal.is_none() || f.task != 0 {
+                                stdins.remove(&f.task);
+                            }
+                        } else if let Some(i) = stdins.get_mut(&f.task) {
+                            if i.write_all(&f.data).await.is_err() || i.flush().await.is_err() {
+                                stdins.remove(&f.task);
+                            }
+                        }
+                    }
+                    Kind::Winsize => {
+                        if let Some(t) = &terminal {
+                            let (rows, cols) = f.winsize_value();
+                            set_winsize(t, rows, cols);
+                        }
+                    }
+                    Kind::Signal => {
+                        let (sig, _) = f.exit_status();
+                        if (1..=64).contains(&sig) {
+                            kill_groups(&control_pgids, sig);
+                        }
+                    }
+                    _ => {}
+                },
+                Ok(None) | Err(_) => {
+                    debug!("step {job_id}.{step_id}: srun disconnected; killing the tasks");
+                    kill_groups(&control_pgids, libc::SIGKILL);
+                    return;
+                }
+            }
+        }
+    });
+    let mut code = 0;
+    let mut signal = 0;
+    for w in waits {
+        if let Ok((c, s)) = w.await {
+            code = code.max(c);
+            if s != 0 {
+                signal = s;
+            }
+        }
+    }
+    control.abort();
+    let _ = writer.await;
+    running().remove(&(job_id, step_id));
+    kill_groups(&pgids, libc::SIGKILL); // leftovers in the tasks' sessions
+    if let Some(cg) = started.cgroup {
+        let name = format!("step_{step_id}");
+        let last = started.owns_job_group && !running().keys().any(|(j, _)| *j == job_id);
+        let _ = tokio::task::spawn_blocking(move || {
+            cg.remove_step(&name);
+            if last {
+                cg.kill_all();
+                let _ = cg.remove();
+            }
+        })
+        .await;
+    }
+    info!("step {job_id}.{step_id}: ended on {node}, exit code {code}, signal {signal}");
+    report_end(
+        &shared,
+        StepEndedRequest {
+            job_id,
+            step_id,
+            node,
+            exit_code: code,
+            exit_signal: signal,
+            ..Default::default()
+        },
+    )
+    .await;
+}
+
+/// Tell the terminal (and the job in it: SIGWINCH) its new size.
+fn set_winsize(t: &std::fs::File, rows: u16, cols: u16) {
+    use std::os::fd::AsRawFd;
+    let ws = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCSWINSZ reads a winsize from a valid pointer.
+    unsafe { libc::ioctl(t.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
+}
+
+/// Stream one task's output, wait for it, send its exit status.
+async fn run_task(mut task: Task, tx: mpsc::Sender<Frame>) -> (i32, i32) {
+    let id = task.task_id;
+    let mut readers = Vec::new();
+    let terminal = task.pty.take().map(|m| {
+        Box::new(tokio::fs::File::from_std(m)) as Box<dyn tokio::io::AsyncRead + Send + Unpin>
+    });
+    for (kind, pipe) in [
+        (Kind::Stdout, terminal),
+        (
+            Kind::Stdout,
+            task.stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+        ),
+        (
+            Kind::Stderr,
+            task.stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+        ),
+    ] {
+        let Some(mut pipe) = pipe else { continue };
+        let tx = tx.clone();
+        readers.push(tokio::spawn(async move {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                match pipe.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if tx
+                            .send(Frame::new(kind, id, buf[..n].to_vec()))
+                            .await
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                }
+            }
+        }));
+    }
+    let (code, signal) = match task.child.take() {
+        Some(mut c) => match c.wait().await {
+            Ok(st) => {
+                use std::os::unix::process::ExitStatusExt;
+                (st.code().unwrap_or(0), st.signal().unwrap_or(0))
+            }
+            Err(_) => (1, 0),
+        },
+        None => {
+            if !task.failed_msg.is_empty() {
+                let msg = std::mem::take(&mut task.failed_msg);
+                let _ = tx.send(Frame::new(Kind::Stderr, id, msg)).await;
+            }
+            (task.failed_code, 0)
+        }
+    };
+    for r in readers {
+        let _ = r.await;
+    }
+    let _ = tx.send(Frame::exit(id, code, signal)).await;
+    (code, signal)
+}
+
+async fn report_end(shared: &Shared, req: StepEndedRequest) {
+    for attempt in 0..60 {
+        let mut r = Request::new(req.clone());
+        r.set_timeout(Duration::from_secs(10));
+        match shared.ctl.clone().step_ended(r).await {
+            Ok(_) => return,
+            Err(s) if attempt == 59 => {
+                warn!(
+                    "step {}.{}: cannot report the end: {}",
+                    req.job_id,
+                    req.step_id,
+                    s.message()
+                );
+            }
+            Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! Starting a step's task processes (blocking; called from spawn_blocking).
+
+use std::ffi::CString;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::process::Stdio;
+
+use drover_proto::pattern::{expand_path, PatternVars};
+use drover_proto::{StepLaunchRequest, StepNode};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+
+use super::env::{task_environment, TaskPlace};
+use crate::agent::Shared;
+use crate::cgroup::job::JobCgroup;
+use crate::cgroup::plan::Plan;
+use crate::env::EnvContext;
+
+/// Slurm's exit code when a task cannot be started (execve failed).
+const EXEC_FAILED: i32 = 2;
+
+pub struct Task {
+    pub task_id: u32,
+    pub pgid: Option<i32>,
+    pub child: Option<Child>,
+    pub stdin: Option<ChildStdin>,
+    pub stdout: Option<ChildStdout>,
+    pub stderr: Option<ChildStderr>,
+    /// Exit code reported when the task did not start.
+    pub failed_code: i32,
+    /// Why it did not start (sent to srun as the task's error output).
+    pub failed_msg: String,
+    /// `--pty`: the terminal's master side (task 0).
+    pub pty: Option<File>,
+}
+
+/// A new pseudo-terminal: (master, slave), the slave owned by the user.
+fn open_pty(uid: u32, gid: u32) -> std::io::Result<(File, File)> {
+    use std::os::fd::FromRawFd;
+    let err = std::io::Error::last_os_error;
+    // SAFETY: plain libc calls on descriptors this function owns; the name
+    // buffer is NUL-terminated by ptsname_r on success.
+    unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        if m < 0 {
+            return Err(err());
+        }
+        let master = File::from_raw_fd(m);
+        if libc::grantpt(m) != 0 || libc::unlockpt(m) != 0 {
+            return Err(err());
+        }
+        let mut name = [0 as libc::c_char; 128];
+        if libc::ptsname_r(m, name.as_mut_ptr(), name.len()) != 0 {
+            return Err(err());
+        }
+        let s = libc::open(
+            name.as_ptr(),
+            libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+        );
+        if s < 0 {
+            return Err(err());
+        }
+        let slave = File::from_raw_fd(s);
+        let _ = std::os::unix::fs::fchown(&slave, Some(uid), Some(gid));
+        let _ = slave.set_permissions(std::fs::Permissions::from_mode(0o620));
+        Ok((master, slave))
+    }
+}
+
+pub struct Started {
+    pub tasks: Vec<Task>,
+    /// The job's cgroup, when the tasks joined a step group in it.
+    pub cgroup: Option<JobCgroup>,
+    /// The step made the job's group (no batch script on this node): the
+    /// last step of the job here removes it.
+    pub owns_job_group: bool,
+}
+
+/// Which tasks read srun's stdin (`--input`): "" = task 0, "all", "none",
+/// a task number; anything else is a file.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Input {
+    Task(u32),
+    All,
+    None,
+    File(String),
+}
+
+pub fn parse_input(s: &str) -> Input {
+    match s {
+        "" => Input::Task(0),
+        "all" => Input::All,
+        "none" => Input::None,
+        n => match n.parse::<u32>() {
+            Ok(t) => Input::Task(t),
+            Err(_) => Input::File(n.to_string()),
+        },
+    }
+}
+
+/// The step group's `cgroup.procs` files, when the job has cgroups here.
+/// On the batch host the supervisor made the job's group (its plan is in
+/// the job directory); on the other nodes the step makes it (`owned`).
+fn step_cgroup(
+    shared: &Shared,
+    req: &StepLaunchRequest,
+) -> (Option<JobCgroup>, Vec<CString>, bool) {
+    let job = req.job.clone().unwrap_or_default();
+    let dir = crate::launch::job_dir(&shared.settings.spool_dir, job.job_id);
+    let Some(mine) = crate::agent::cgroup_plan(&shared.settings, &job) else {
+        return (None, Vec::new(), false);
+    };
+    // Emulated nodes share one job directory: the plan there is ours only
+    // if it names this node's group.
+    let batch_plan = std::fs::read_to_string(dir.join(crate::stepd::CGROUP_PLAN_FILE))
+        .ok()
+        .and_then(|t| Plan::parse(&t).ok())
+        .filter(|p| p.job_rel == mine.job_rel);
+    let owned = batch_plan.is_none();
+    let plan = batch_plan.unwrap_or(mine);
+    let cg = JobCgroup::open(plan);
+    if owned {
+        if let Err(e) = cg.create() {
+            tracing::warn!("job {}: cgroup: {e}", job.job_id);
+            return (None, Vec::new(), false);
+        }
+    }
+    match cg.create_step(&format!("step_{}", req.step_id)) {
+        Ok(files) => (Some(cg), files, owned),
+        Err(e) => {
+            tracing::warn!("job {}: step cgroup: {e}", job.job_id);
+            (None, Vec::new(), false)
+        }
+    }
+}
+
+fn open_output(path: &str, uid: u32, gid: u32) -> std::io::Result<File> {
+    let f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o644)
+        .open(path)?;
+    let _ = std::os::unix::fs::fchown(&f, Some(uid), Some(gid));
+    let _ = f.set_permissions(std::fs::Permissions::from_mode(0o644));
+    Ok(f)
+}
+
+pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) -> Started {
+    let job = req.job.clone().unwrap_or_default();
+    let step = req.step.clone().unwrap_or_default();
+    let spec = job.spec.clone().unwrap_or_default();
+    let (cgroup, join, owns_job_group) = step_cgroup(shared, req);
+    let (home, shell) = crate::stepd::sys::user_home_shell(job.uid);
+    let conf = shared.settings.config_path.to_string_lossy().into_owned();
+    let ctx = EnvContext {
+        task_pid: 0,
+        conf_path: &conf,
+        home: home.as_deref(),
+        shell: shell.as_deref(),
+        now: crate::stepd::sys::now_secs(),
+        // As for the batch script: with a device cgroup CUDA sees only the
+        // job's GPUs, numbered from 0.
+        local_gpu_index: cgroup.as_ref().is_some_and(|c| !c.plan.deny.is_empty()),
+    };
+    let cwd = [step.cwd.as_str(), spec.work_dir.as_str(), "/"]
+        .into_iter()
+        .find(|d| !d.is_empty() && std::path::Path::new(d).is_dir())
+        .unwrap_or("/")
+        .to_string();
+    let input = parse_input(&step.input);
+    let step_text = req.step_id.to_string();
+    let mut truncated: Vec<String> = Vec::new();
+    let mut tasks = Vec::new();
+    for (local, &task_id) in this.task_ids.iter().enumerate() {
+        let env = task_environment(
+            req,
+            this,
+            TaskPlace {
+                task_id,
+                local_id: local as u32,
+            },
+            &ctx,
+        );
+        let vars = PatternVars {
+            job_id: job.job_id,
+            array_job_id: job.job_id,
+            array_task_id: None,
+            job_name: &spec.name,
+            node: &this.node,
+            user: &job.user_name,
+            node_id: this.node_id,
+            task_id,
+            step: &step_text,
+        };
+        let mut task = Task {
+            task_id,
+            pgid: None,
+            child: None,
+            stdin: None,
+            stdout: None,
+            stderr: None,
+            failed_code: EXEC_FAILED,
+            failed_msg: String::new(),
+            pty: None,
+        };
+        let Some(prog) = step.argv.first() else {
+            tasks.push(task);
+            continue;
+        };
+        let mut cmd = Command::new(prog);
+        cmd.args(&step.argv[1..])
+            .env_clear()
+            .envs(env)
+            .current_dir(&cwd)
+            .kill_on_drop(false);
+        let file = |pattern: &str, truncated: &mut Vec<String>| -> Stdio {
+            if pattern == "none" || pattern == "/dev/null" {
+                return Stdio::null();
+            }
+            let path = expand_path(pattern, &vars, &cwd);
+            // Truncate once per step on this node; tasks sharing a file append.
+            if !truncated.contains(&path) {
+                let _ = std::fs::remove_file(&path);
+                truncated.push(path.clone());
+            }
+            match open_output(&path, job.uid, job.gid) {
+                Ok(f) => Stdio::from(f),
+                Err(_) => Stdio::null(),
+            }
+        };
+        let stdin = match &input {
+            Input::All => Stdio::piped(),
+            Input::Task(t) if *t == task_id => Stdio::piped(),
+            Input::File(p) => match File::open(expand_path(p, &vars, &cwd)) {
+                Ok(f) => Stdio::from(f),
+                Err(_) => Stdio::null(),
+            },
+            _ => Stdio::null(),
+        };
+        let pty = if step.pty && task_id == 0 {
+            match open_pty(job.uid, job.gid) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    task.failed_msg =
+                        format!("slurmstepd: error: cannot open a pseudo-terminal: {e}\n");
+                    tasks.push(task);
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        cmd.stdin(stdin);
+        if let Some((_, slave)) = &pty {
+            let io = |f: &File| {
+                f.try_clone()
+                    .map(Stdio::from)
+                    .unwrap_or_else(|_| Stdio::null())
+            };
+            cmd.stdin(io(slave)).stdout(io(slave)).stderr(io(slave));
+        } else if step.output.is_empty() {
+            cmd.stdout(Stdio::piped());
+        } else {
+            cmd.stdout(file(&step.output, &mut truncated));
+        }
+        if pty.is_some() {
+            // stderr is the terminal too.
+        } else if step.error.is_empty() {
+            if step.output.is_empty() {
+                cmd.stderr(Stdio::piped());
+            } else {
+                cmd.stderr(file(&step.output, &mut truncated));
+            }
+        } else {
+            cmd.stderr(file(&step.error, &mut truncated));
+        }
+        let join = join.clone();
+        let (uid, gid) = (job.uid, job.gid);
+        let groups: Vec<libc::gid_t> = job.groups.clone();
+        let ctty = pty.is_some();
+        // SAFETY: the closure only makes async-signal-safe system calls on
+        // memory prepared before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::setsid();
+                if ctty {
+                    // The terminal becomes the session's controlling tty.
+                    libc::ioctl(0, libc::TIOCSCTTY, 0);
+                }
+                for f in &join {
+                    let fd = libc::open(f.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                    if fd >= 0 {
+                        libc::write(fd, b"0".as_ptr().cast(), 1);
+                        libc::close(fd);
+                    }
+                }
+                if libc::getuid() == 0 {
+                    if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    if libc::setgid(gid) != 0 || libc::setuid(uid) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        match cmd.spawn() {
+            Ok(mut child) => {
+                task.pgid = child.id().map(|p| p as i32);
+                task.stdin = child.stdin.take();
+                task.stdout = child.stdout.take();
+                task.stderr = child.stderr.take();
+                task.child = Some(child);
+                task.pty = pty.map(|(m, _)| m);
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                let msg = msg.split(" (os error").next().unwrap_or(&msg);
+                tracing::debug!("task {task_id}: execve({prog}): {msg}");
+                task.failed_msg = format!("slurmstepd: error: execve(): {prog}: {msg}\n");
+            }
+        }
+        tasks.push(task);
+    }
+    Started {
+        tasks,
+        cgroup,
+        owns_job_group,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_forms() {
+        assert_eq!(parse_input(""), Input::Task(0));
+        assert_eq!(parse_input("3"), Input::Task(3));
+        assert_eq!(parse_input("all"), Input::All);
+        assert_eq!(parse_input("none"), Input::None);
+        assert_eq!(parse_input("in.txt"), Input::File("in.txt".into()));
+    }
+}
