@@ -93,6 +93,23 @@ pub fn client_for(cmd: &str, cfg: &Config) -> Result<Controller, i32> {
     })
 }
 
+/// [`client_for`], trying again for up to `patience` while the
+/// authentication socket does not answer (the daemon serving it restarts).
+pub async fn client_waiting(
+    cmd: &str,
+    cfg: &Config,
+    patience: std::time::Duration,
+) -> Result<Controller, i32> {
+    let deadline = std::time::Instant::now() + patience;
+    let sock = cfg.auth_socket();
+    while std::time::Instant::now() < deadline
+        && drover_proto::auth::fetch_token(Path::new(&sock)).is_err()
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    client_for(cmd, cfg)
+}
+
 /// Phase timings on stderr when `DROVER_TIMING` is set (for benchmarks).
 pub struct Timer {
     start: std::time::Instant,

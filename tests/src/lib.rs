@@ -291,6 +291,18 @@ impl Cluster {
         Cluster::kill(&mut self.agent, libc::SIGKILL);
     }
 
+    /// Freeze the agent (SIGSTOP: calls to it hang, as to a node that
+    /// stopped answering) or let it go on (SIGCONT).
+    pub fn pause_agent(&self, pause: bool) {
+        if let Some(c) = &self.agent {
+            let sig = if pause { libc::SIGSTOP } else { libc::SIGCONT };
+            // SAFETY: plain kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(c.id() as i32, sig);
+            }
+        }
+    }
+
     /// Stop the agent with SIGTERM.
     pub fn stop_agent(&mut self) {
         Cluster::kill(&mut self.agent, libc::SIGTERM);
@@ -512,7 +524,8 @@ pub fn pids_mentioning(needle: &str) -> Vec<i32> {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        // Cancel what is left so no job outlives its test, then stop the daemons.
+        self.pause_agent(false); // a test that failed while it was paused
+                                 // Cancel what is left so no job outlives its test, then stop the daemons.
         if self.ctld.is_some() && self.agent.is_some() {
             let _ = self
                 .cmd("scancel")

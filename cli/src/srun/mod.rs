@@ -203,7 +203,11 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
             }
         });
     }
-    let mut ctl = match conn::client_for("srun", &cfg) {
+    // The controller may be restarting (or die mid-call after making the
+    // step): keep asking, with the same token, for as long as Slurm's
+    // clients wait for a controller (MessageTimeout), then give up.
+    let patience = Duration::from_secs(cfg.message_timeout.max(1));
+    let mut ctl = match conn::client_waiting("srun", &cfg, patience).await {
         Ok(c) => c,
         Err(c) => return c,
     };
@@ -224,6 +228,7 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
     r.io_host = ip.to_string();
     r.io_port = listener.local_addr().map(|a| a.port() as u32).unwrap_or(0);
     r.io_key = key.clone();
+    r.create_token = random_key();
     r.env = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
     if r.cwd.is_empty() {
         r.cwd = std::env::current_dir()
@@ -252,6 +257,7 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
         }
     });
     let mut announced = false;
+    let mut unreachable_since: Option<tokio::time::Instant> = None;
     let resp = loop {
         match ctl.create_step(s.req.clone()).await {
             Ok(r) => break r.into_inner(),
@@ -263,6 +269,16 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
                     announced = true;
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(st)
+                if conn::classify(&st) == RpcError::Connect
+                    && !st.message().contains("launch of step")
+                    && unreachable_since
+                        .get_or_insert_with(tokio::time::Instant::now)
+                        .elapsed()
+                        < patience =>
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
             Err(st) => {
                 match conn::classify(&st) {

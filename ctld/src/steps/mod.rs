@@ -59,6 +59,20 @@ impl Ctld {
         if job.rt().terminating {
             return Err(Status::failed_precondition(msg::ALREADY_DONE));
         }
+        // srun retrying after losing the controller mid-call: the step was
+        // made (and maybe launched) before; answer with it and launch it
+        // again where it has not ended (agents ignore a repeated launch).
+        if !req.create_token.is_empty() {
+            if let Some(s) = job
+                .rt()
+                .steps
+                .iter()
+                .find(|s| s.create_token == req.create_token)
+                .cloned()
+            {
+                return Ok(self.step_launches(id, &s, req));
+            }
+        }
         let mut busy: HashMap<String, Vec<u32>> = HashMap::new();
         let mut busy_gpus: HashMap<String, Vec<u32>> = HashMap::new();
         for s in job.rt().steps.iter().filter(|s| is_running(s)) {
@@ -133,47 +147,67 @@ impl Ctld {
                     .collect()
             },
             mem_mb: req.mem_mb,
+            create_token: req.create_token.clone(),
+            layout: placed.nodes,
             ..Default::default()
         };
         {
             let j = self.jobs.get_mut(&id).expect("job looked up above");
             let rt = j.rt_mut();
             rt.next_step_id += 1;
-            rt.steps.push(info);
+            rt.steps.push(info.clone());
         }
         self.log_runtime(id);
+        Ok(self.step_launches(id, &info, req))
+    }
+
+    /// The answer to srun and the launch requests for the step's nodes that
+    /// have not reported its end.
+    fn step_launches(
+        &mut self,
+        id: u32,
+        info: &StepInfo,
+        mut req: StepRequest,
+    ) -> (CreateStepResponse, Launches) {
+        if req.name.is_empty() {
+            req.name = info.name.clone();
+        }
         let base = self.job_launch_request(id);
+        let alloc: Vec<String> = self
+            .jobs
+            .get(&id)
+            .map(|j| j.rt().alloc.iter().map(|a| a.node.clone()).collect())
+            .unwrap_or_default();
         let mut launches = Vec::new();
-        for n in &placed.nodes {
+        for n in info
+            .layout
+            .iter()
+            .filter(|n| info.pending_nodes.contains(&n.node))
+        {
             let mut jr = base.clone();
             jr.node = n.node.clone();
-            jr.node_id = job
-                .rt()
-                .alloc
-                .iter()
-                .position(|a| a.node == n.node)
-                .unwrap_or(0) as u32;
+            jr.node_id = alloc.iter().position(|a| *a == n.node).unwrap_or(0) as u32;
             let agent = self.agent_for(&n.node);
             launches.push((
                 n.node.clone(),
                 agent,
                 StepLaunchRequest {
                     job: Some(jr),
-                    step_id,
+                    step_id: info.step_id,
                     step: Some(req.clone()),
-                    nodes: placed.nodes.clone(),
-                    nodelist: nodelist.clone(),
-                    ntasks: placed.ntasks,
+                    nodes: info.layout.clone(),
+                    nodelist: info.nodelist.clone(),
+                    ntasks: info.ntasks,
                 },
             ));
         }
         let resp = CreateStepResponse {
-            step_id,
-            nodes: placed.nodes,
-            nodelist,
-            ntasks: placed.ntasks,
+            step_id: info.step_id,
+            nodes: info.layout.clone(),
+            nodelist: info.nodelist.clone(),
+            ntasks: info.ntasks,
         };
-        Ok((resp, launches))
+        (resp, launches)
     }
 
     /// The job's launch credential (environment, user, allocation), as the

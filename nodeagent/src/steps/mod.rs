@@ -12,7 +12,7 @@
 pub mod env;
 mod spawn;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
@@ -93,9 +93,53 @@ fn signal_groups(pgids: Vec<i32>, signal: i32, kill_wait: u32) {
     });
 }
 
+/// Steps whose launch this agent has taken (started, starting or ended):
+/// the controller repeats a launch when srun retries a step creation that it
+/// could not answer (it died mid-call), and a repeat must not start the
+/// tasks twice.
+type Launched = HashSet<(u32, u32, String)>;
+static LAUNCHED: LazyLock<Mutex<Launched>> = LazyLock::new(Default::default);
+
+fn launched() -> std::sync::MutexGuard<'static, Launched> {
+    LAUNCHED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Start this node's tasks of a step; returns once they run (or failed to
 /// start: the failure goes to srun as the task's output and exit status).
+/// A repeated launch of the same step answers OK and does nothing. The work
+/// runs in a task of its own, so a caller that goes away mid-call (the
+/// controller killed) cannot leave tasks started but untracked.
 pub async fn launch(shared: Arc<Shared>, req: StepLaunchRequest) -> Result<(), Status> {
+    // By node too: one agent may serve several (emulated) nodes.
+    let key = req.job.as_ref().map_or((0, 0, String::new()), |j| {
+        (j.job_id, req.step_id, j.node.clone())
+    });
+    {
+        let mut seen = launched();
+        if seen.contains(&key) {
+            debug!(
+                "step {}.{} on {}: repeated launch ignored",
+                key.0, key.1, key.2
+            );
+            return Ok(());
+        }
+        if seen.len() >= 100_000 {
+            seen.clear(); // a repeat this much later cannot happen: do not grow
+        }
+        seen.insert(key.clone());
+    }
+    tokio::spawn(async move {
+        let res = launch_once(shared, req).await;
+        if res.is_err() {
+            launched().remove(&key); // nothing started: a retry may try again
+        }
+        res
+    })
+    .await
+    .unwrap_or_else(|e| Err(Status::internal(e.to_string())))
+}
+
+async fn launch_once(shared: Arc<Shared>, req: StepLaunchRequest) -> Result<(), Status> {
     let job = req.job.clone().unwrap_or_default();
     let step = req.step.clone().unwrap_or_default();
     let this = req

@@ -668,8 +668,10 @@ fn running_steps_survive_a_controller_restart() {
     let mut c = Cluster::start(Spec::default());
     let job = allocation(&c, &["-n1"]);
     let go = c.path().join("go");
+    let started = c.path().join("started");
     let script = format!(
-        "while [ ! -e {} ]; do sleep 0.02; done; echo finished",
+        "echo up > {}; while [ ! -e {} ]; do sleep 0.02; done; echo finished",
+        started.display(),
         go.display()
     );
     let child = srun_cmd(&c, job, &["-n1", "-J", "survivor", "sh", "-c", &script])
@@ -680,12 +682,8 @@ fn running_steps_survive_a_controller_restart() {
         .unwrap();
     let step = format!("{job}.0 survivor");
     let listed = |c: &Cluster| c.ok("squeue", &["-s", "-h", "-o", "%i %j"]).contains(&step);
-    for _ in 0..400 {
-        if listed(&c) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
+    // The task runs: the step was made and launched.
+    c.wait_file(&started, |t| t == "up\n");
     assert!(listed(&c));
     c.kill_ctld();
     c.start_ctld().unwrap();
@@ -696,15 +694,78 @@ fn running_steps_survive_a_controller_restart() {
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout), "finished\n");
-    let mut still = true;
+    wait_step_gone(&c, &step);
+    c.ok("scancel", &[&job.to_string()]);
+}
+
+fn wait_step_gone(c: &Cluster, step: &str) {
     for _ in 0..400 {
-        still = listed(&c);
-        if !still {
+        if !c.ok("squeue", &["-s", "-h", "-o", "%i %j"]).contains(step) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("step {step} end not recorded");
+}
+
+/// The controller dies while srun waits for its step (made, logged, its
+/// launch not answered yet): srun asks again when the controller is back and
+/// gets the same step, and the tasks start once, not twice.
+#[test]
+fn srun_gets_its_step_from_a_controller_that_died_mid_call() {
+    let mut c = Cluster::start(Spec::default());
+    let job = allocation(&c, &["-n1"]);
+    let runs = c.path().join("runs");
+    let script = format!("echo run >> {}; echo done", runs.display());
+    // A frozen agent holds the launch, so the controller dies mid-call.
+    c.pause_agent(true);
+    let child = srun_cmd(&c, job, &["-n1", "-J", "retried", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let step = format!("{job}.0 retried");
+    let mut seen = String::new();
+    for _ in 0..400 {
+        seen = c.ok("squeue", &["-s", "-h", "-o", "%i %j"]);
+        if seen.contains(&step) {
             break;
         }
         std::thread::sleep(Duration::from_millis(25));
     }
-    assert!(!still, "step end not recorded");
+    assert!(seen.contains(&step), "{seen}");
+    c.kill_ctld();
+    c.start_ctld().unwrap();
+    c.pause_agent(false);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "done\n");
+    wait_step_gone(&c, &step);
+    // One step, run once.
+    assert_eq!(std::fs::read_to_string(&runs).unwrap(), "run\n");
+    let steps = c.ok("squeue", &["-s", "-h", "-o", "%i"]);
+    assert!(!steps.contains(&format!("{job}.1")), "{steps}");
+    c.ok("scancel", &[&job.to_string()]);
+}
+
+/// srun started while the controller is down waits for it (up to
+/// MessageTimeout) instead of failing at once.
+#[test]
+fn srun_waits_for_a_restarting_controller() {
+    let mut c = Cluster::start(Spec::default());
+    let job = allocation(&c, &["-n1"]);
+    c.kill_ctld();
+    let child = srun_cmd(&c, job, &["-n1", "echo", "hello"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.start_ctld().unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "hello\n");
     c.ok("scancel", &[&job.to_string()]);
 }
 
