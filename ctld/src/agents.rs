@@ -39,6 +39,7 @@ impl Ctld {
         let mut kill = Vec::new();
         let mut relaunch = Vec::new();
         let mut lost = Vec::new();
+        let mut drained = Vec::new();
         for reg in &req.nodes {
             let Some(i) = self.cluster.node_idx(&reg.name) else {
                 errors.push(format!(
@@ -79,6 +80,15 @@ impl Ctld {
                 n.reason_time = 0;
                 tracing::info!("node {} is back (ReturnToService={rts})", reg.name);
             }
+            let already = n.drain && n.reason == reg.drain_reason;
+            if !reg.drain_reason.is_empty() && !already {
+                tracing::warn!("node {}: {}: draining it", reg.name, reg.drain_reason);
+                n.drain = true;
+                n.reason = reg.drain_reason.clone();
+                n.reason_time = t;
+                n.reason_uid = self.slurm_user_uid;
+                drained.push(i);
+            }
             if reg.cpus < n.conf.cpus || reg.real_memory < n.conf.real_memory {
                 let why = if reg.cpus < n.conf.cpus {
                     "Low socket*core*thread count"
@@ -118,6 +128,9 @@ impl Ctld {
                 }
             }
             tracing::info!("node {} registered", reg.name);
+        }
+        for i in drained {
+            self.log_node(i);
         }
         for (id, node) in lost {
             self.job_ended(
@@ -211,6 +224,7 @@ impl Ctld {
                 node_fail: false,
                 prolog_failed: req.prolog_failed,
                 epilog_failed: req.epilog_failed,
+                drain_reason: req.drain_reason,
                 gpu_util_pct: req.gpu_util_pct,
                 gpu_mem_max_mb: req.gpu_mem_max_mb,
             },

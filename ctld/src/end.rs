@@ -23,6 +23,9 @@ pub struct EndReport {
     pub prolog_failed: bool,
     /// The node's Epilog failed: drain the node.
     pub epilog_failed: bool,
+    /// The node could not set the job up: drain it with this reason and
+    /// requeue the job (it is not the job's fault).
+    pub drain_reason: String,
     pub gpu_util_pct: u32,
     pub gpu_mem_max_mb: u64,
 }
@@ -54,14 +57,20 @@ impl Ctld {
             tracing::warn!("job {id}: {why} on {node}: draining the node");
             self.drain_node(node, why, t);
         }
+        if !r.drain_reason.is_empty() {
+            tracing::warn!("job {id}: {} on {node}: draining the node", r.drain_reason);
+            self.drain_node(node, &r.drain_reason, t);
+        }
         // Other nodes of a multi-node job: make sure nothing is left there.
         for a in allocs.iter().filter(|a| a.node != node) {
             self.signal_node(id, &a.node, 0, false, false);
         }
         let job = self.jobs.get_mut(&id).expect("job present");
         let prolog_requeue = r.prolog_failed && !job.rt().cancelled;
+        let node_requeue = !r.drain_reason.is_empty() && !job.rt().cancelled;
         let requeue = job.rt().requeue_pending
             || prolog_requeue
+            || node_requeue
             || (r.node_fail
                 && (job.spec().requeue
                     || (self.cfg.get("JobRequeue") == Some("1") && !job.spec().no_requeue)));
@@ -77,6 +86,8 @@ impl Ctld {
             crate::job::reset_for_requeue(rt);
             rt.reason_detail = if r.node_fail {
                 "requeued after node failure".into()
+            } else if node_requeue {
+                format!("requeued: {} on {node}", r.drain_reason)
             } else if prolog_requeue {
                 // Slurm holds a job whose prolog failed until someone looks.
                 rt.hold = crate::job::HOLD_LAUNCH_FAILED;

@@ -657,6 +657,21 @@ impl Ctld {
             return;
         }
         match res {
+            Err(e) if e.code() == tonic::Code::Aborted => {
+                // The node cannot run jobs as configured (it says why).
+                let node = job.rt().batch_host.clone();
+                self.job_ended(
+                    id,
+                    &node,
+                    crate::end::EndReport {
+                        exit_code: 1,
+                        failure: format!("launch failed: {}", e.message()),
+                        launch_failed: true,
+                        drain_reason: e.message().to_string(),
+                        ..Default::default()
+                    },
+                );
+            }
             Ok(()) => {
                 if !job.rt().launched {
                     job.rt_mut().launched = true;

@@ -264,6 +264,11 @@ async fn finish_job(shared: Arc<Shared>, job_id: u32, dir: PathBuf, st: JobStatu
         launch_failed: st.launch_failed,
         prolog_failed: st.prolog_failed,
         epilog_failed: st.epilog_failed,
+        drain_reason: if st.node_failed {
+            st.failure.clone()
+        } else {
+            String::new()
+        },
         restart_count: run,
         gpu_util_pct: gpu.mean_util(),
         gpu_mem_max_mb: gpu.mem_max_mb,
@@ -542,6 +547,10 @@ impl NodeAgent for AgentService {
                 .first()
                 .map(|n| n.name.clone())
                 .unwrap_or_default();
+        }
+        if let Some(why) = &shared.settings.drain_reason {
+            // The controller drains the node with this and requeues the job.
+            return Err(Status::aborted(why.clone()));
         }
         if !shared.settings.serves(&req.node) {
             return Err(Status::invalid_argument(format!(

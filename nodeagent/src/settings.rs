@@ -53,6 +53,10 @@ pub struct Settings {
     pub gpu_sample: Option<std::time::Duration>,
     /// This host's short name.
     pub host: String,
+    /// Set at start-up when the node cannot run jobs as configured (cgroups
+    /// asked for but unusable): it registers drained with this reason and
+    /// refuses launches.
+    pub drain_reason: Option<String>,
 }
 
 /// `-f`, else `$DROVER_CONF`, else `$SLURM_CONF`, else `/etc/drover/drover.conf`.
@@ -362,6 +366,7 @@ pub fn from_config(
         hooks,
         gpu_sample: crate::startup::gpu_sample_period(&cfg.job_acct_gather_frequency),
         host,
+        drain_reason: None,
     };
     Ok((settings, warnings))
 }
@@ -393,6 +398,7 @@ impl Settings {
                 boot_time,
                 os: os.to_string(),
                 tmp_disk: n.tmp_disk,
+                drain_reason: self.drain_reason.clone().unwrap_or_default(),
             })
             .collect()
     }

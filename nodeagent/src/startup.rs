@@ -94,9 +94,11 @@ pub fn run(args: Args) -> i32 {
     check_host_resources(&settings);
     apply_gpu_autodetect(&mut settings);
     if let Err(e) = setup_cgroups(&mut settings) {
-        tracing::error!("{e}");
-        eprintln!("droverd: {e}");
-        return 1;
+        // Running jobs without the limits cgroup.conf asks for would be
+        // wrong, and exiting would leave the admin guessing: the node comes
+        // up drained with the reason, as `sinfo -R` shows it.
+        tracing::error!("{e}: the node registers drained with this reason");
+        settings.drain_reason = Some(crate::cgroup::plain(&e));
     }
 
     let rt = match tokio::runtime::Builder::new_multi_thread()

@@ -34,6 +34,9 @@ pub struct JobStatus {
     pub prolog_failed: bool,
     /// The Epilog failed after the job.
     pub epilog_failed: bool,
+    /// The node could not set the job up (`failure` says why): the node is
+    /// at fault, not the job, and is drained with that reason.
+    pub node_failed: bool,
 }
 
 fn one_line(s: &str) -> String {
@@ -61,7 +64,7 @@ impl JobStatus {
     /// `key=value` lines, as stored in `JOBDIR/status`.
     pub fn to_text(&self) -> String {
         format!(
-            "exit_code={}\nsignal={}\ntimeout={}\nlaunch_failed={}\ncpu_time_usec={}\nmax_rss_kb={}\nend_time={}\noom={}\nprolog_failed={}\nepilog_failed={}\nfailure={}\n",
+            "exit_code={}\nsignal={}\ntimeout={}\nlaunch_failed={}\ncpu_time_usec={}\nmax_rss_kb={}\nend_time={}\noom={}\nprolog_failed={}\nepilog_failed={}\nnode_failed={}\nfailure={}\n",
             self.exit_code,
             self.signal,
             flag(self.timeout),
@@ -72,6 +75,7 @@ impl JobStatus {
             flag(self.oom),
             flag(self.prolog_failed),
             flag(self.epilog_failed),
+            flag(self.node_failed),
             one_line(&self.failure)
         )
     }
@@ -99,6 +103,7 @@ impl JobStatus {
                 "oom" => st.oom = v.trim() == "1",
                 "prolog_failed" => st.prolog_failed = v.trim() == "1",
                 "epilog_failed" => st.epilog_failed = v.trim() == "1",
+                "node_failed" => st.node_failed = v.trim() == "1",
                 "failure" => st.failure = v.to_string(),
                 _ => {}
             }
@@ -114,11 +119,12 @@ impl JobStatus {
         u32::from(self.oom)
             | u32::from(self.prolog_failed) << 1
             | u32::from(self.epilog_failed) << 2
+            | u32::from(self.node_failed) << 3
     }
 
     /// The reply to `wait`: `done EXIT SIGNAL TIMEOUT CPU_USEC MAXRSS_KB
     /// END_TIME LAUNCH_FAILED FLAGS [FAILURE...]` (FLAGS: 1 oom, 2 prolog
-    /// failed, 4 epilog failed).
+    /// failed, 4 epilog failed, 8 the node failed).
     pub fn done_line(&self) -> String {
         let mut s = format!(
             "done {} {} {} {} {} {} {} {}",
@@ -166,6 +172,7 @@ impl JobStatus {
             oom: flags & 1 != 0,
             prolog_failed: flags & 2 != 0,
             epilog_failed: flags & 4 != 0,
+            node_failed: flags & 8 != 0,
         })
     }
 
@@ -206,6 +213,7 @@ mod tests {
             oom: true,
             prolog_failed: false,
             epilog_failed: true,
+            node_failed: true,
         }
     }
 
@@ -226,7 +234,7 @@ mod tests {
     #[test]
     fn done_line_round_trip() {
         let s = sample();
-        assert_eq!(s.done_line(), "done 3 0 1 12345 2048 1700000000 0 5\n");
+        assert_eq!(s.done_line(), "done 3 0 1 12345 2048 1700000000 0 13\n");
         assert_eq!(JobStatus::parse_done_line(&s.done_line()).unwrap(), s);
         let f = JobStatus::launch_failure("Could not open stdout file /x y: Permission denied", 9);
         assert_eq!(JobStatus::parse_done_line(&f.done_line()).unwrap(), f);

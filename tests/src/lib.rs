@@ -105,9 +105,19 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn start(spec: Spec) -> Cluster {
+        Cluster::start_waiting(spec, true)
+    }
+
+    /// Start the daemons without waiting for the nodes to be idle (a test
+    /// of nodes that come up drained).
+    pub fn start_any(spec: Spec) -> Cluster {
+        Cluster::start_waiting(spec, false)
+    }
+
+    fn start_waiting(spec: Spec, idle: bool) -> Cluster {
         let mut last_err = String::new();
         for _ in 0..3 {
-            match Cluster::try_start(spec.clone()) {
+            match Cluster::try_start(spec.clone(), idle) {
                 Ok(c) => return c,
                 Err(e) => last_err = e,
             }
@@ -115,7 +125,7 @@ impl Cluster {
         panic!("cluster did not start: {last_err}");
     }
 
-    fn try_start(spec: Spec) -> Result<Cluster, String> {
+    fn try_start(spec: Spec, idle: bool) -> Result<Cluster, String> {
         let dir = tempfile::Builder::new()
             .prefix("drover-it-")
             .tempdir()
@@ -197,7 +207,9 @@ impl Cluster {
         }
         c.start_ctld()?;
         c.start_agent()?;
-        c.wait_nodes_idle(Duration::from_secs(30))?;
+        if idle {
+            c.wait_nodes_idle(Duration::from_secs(30))?;
+        }
         Ok(c)
     }
 

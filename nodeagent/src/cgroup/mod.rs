@@ -306,9 +306,39 @@ pub fn char_dev(path: &str) -> Option<Dev> {
     })
 }
 
+/// A message for people: Rust's ` (os error N)` suffixes dropped (the
+/// words before them already say what went wrong).
+pub fn plain(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(i) = rest.find(" (os error ") {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i + " (os error ".len()..];
+        match tail.find(')') {
+            Some(j) if tail[..j].bytes().all(|b| b.is_ascii_digit()) => rest = &tail[j + 1..],
+            _ => {
+                out.push_str(" (os error ");
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_messages_drop_errno_suffixes() {
+        assert_eq!(
+            plain("cannot write \"0-1\" to /x/cpuset.cpus: Invalid argument (os error 22)"),
+            "cannot write \"0-1\" to /x/cpuset.cpus: Invalid argument"
+        );
+        assert_eq!(plain("a (os error x) b"), "a (os error x) b");
+        assert_eq!(plain("no suffix"), "no suffix");
+    }
 
     const HYBRID: &str = "\
 25 1 0:23 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755

@@ -262,9 +262,13 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
     let cg = match setup_cgroup(jobdir) {
         Ok(cg) => cg,
         Err(reason) => {
+            // The node's fault, not the job's: the controller drains the
+            // node with this reason and requeues the job.
             drop(listener);
             let _ = std::fs::remove_file(&sock);
-            return launch_failed(jobdir, &notify, &reason);
+            let mut st = JobStatus::launch_failure(&reason, sys::now_secs());
+            st.node_failed = true;
+            return finish_failed(jobdir, &notify, st);
         }
     };
     if !hooks.prolog.is_empty() {
@@ -369,6 +373,7 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
         oom,
         prolog_failed: false,
         epilog_failed,
+        node_failed: false,
     };
     if let Err(e) = st.write_atomic(jobdir) {
         log(&format!("cannot write status file: {e}"));
@@ -404,7 +409,7 @@ fn setup_cgroup(jobdir: &Path) -> Result<Option<JobCgroup>, String> {
         }
         Err(e) => {
             let _ = cg.remove();
-            Err(format!("cgroup setup failed: {e}"))
+            Err(format!("cgroup setup failed: {}", crate::cgroup::plain(&e)))
         }
     }
 }

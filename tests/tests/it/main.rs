@@ -7,6 +7,7 @@ mod batch;
 mod commands;
 mod enforcement;
 mod limits;
+mod node_health;
 mod placement;
 mod recovery;
 mod scheduler;
