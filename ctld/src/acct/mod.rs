@@ -34,7 +34,11 @@ fn start_builder(
             let mut names = crate::users::NameCache::default();
             while let Ok((cfg, job)) = rx.recv() {
                 let info = crate::jobinfo::job_info(&cfg, &mut names, &job, true);
-                let rec = record::build(&cluster, &job, &info);
+                let contain = cfg
+                    .prolog_flags
+                    .iter()
+                    .any(|f| f.eq_ignore_ascii_case("contain"));
+                let rec = record::build(&cluster, &job, &info, contain);
                 if out.send(rec.encode_to_vec()).is_err() {
                     tracing::error!("accounting outbox writer is gone");
                     return;

@@ -34,6 +34,16 @@ pub fn batch_step_state(job: JobState) -> JobState {
     }
 }
 
+/// The extern step's state for a job's state: it ends when the allocation
+/// does, COMPLETED unless the allocation was cancelled.
+pub fn extern_step_state(job: JobState) -> JobState {
+    match job {
+        JobState::Cancelled | JobState::Preempted => JobState::Cancelled,
+        s if s.is_final() => JobState::Completed,
+        _ => JobState::Running,
+    }
+}
+
 /// Allocated GPUs by type (`gres/gpu:a100=2`), added to the TRES text.
 fn typed_gpus(job: &Job) -> String {
     let mut by_type: BTreeMap<&str, u64> = BTreeMap::new();
@@ -52,8 +62,10 @@ fn typed_gpus(job: &Job) -> String {
         .collect()
 }
 
-/// Build the record; `info` is the job's JobInfo with details.
-pub fn build(cluster: &str, job: &Job, info: &JobInfo) -> JobRecord {
+/// Build the record; `info` is the job's JobInfo with details. With
+/// `extern_step` (`PrologFlags=Contain`) the allocation also has Slurm's
+/// `ID.extern` step on every node.
+pub fn build(cluster: &str, job: &Job, info: &JobInfo, extern_step: bool) -> JobRecord {
     let rt = job.rt();
     let spec = job.spec();
     let state = job.state();
@@ -100,6 +112,25 @@ pub fn build(cluster: &str, job: &Job, info: &JobInfo) -> JobRecord {
                     .map(|a| a.mem_mb)
                     .unwrap_or(0)
             }),
+        });
+    }
+    if started && extern_step {
+        let nodes: Vec<&str> = rt.alloc.iter().map(|a| a.node.as_str()).collect();
+        let cpus: u32 = rt.alloc.iter().map(|a| a.cpus).sum();
+        let mem: u64 = rt.alloc.iter().map(|a| a.mem_mb).sum();
+        let n = nodes.len() as u32;
+        steps.push(StepRecord {
+            step_id: EXTERN_STEP,
+            name: "extern".into(),
+            nodelist: drover_conf::hostlist::compress(&nodes),
+            nnodes: n,
+            ntasks: n,
+            ncpus: cpus,
+            start_time: rt.start_time,
+            end_time: if state.is_final() { rt.end_time } else { 0 },
+            state: extern_step_state(state) as i32,
+            alloc_tres: format!("cpu={cpus},mem={mem}M,node={n}"),
+            ..Default::default()
         });
     }
     for st in &rt.steps {
@@ -216,6 +247,14 @@ mod tests {
         ] {
             assert_eq!(transition(s), 4);
         }
+    }
+
+    #[test]
+    fn extern_step_states() {
+        assert_eq!(extern_step_state(JobState::Running), JobState::Running);
+        assert_eq!(extern_step_state(JobState::Failed), JobState::Completed);
+        assert_eq!(extern_step_state(JobState::Timeout), JobState::Completed);
+        assert_eq!(extern_step_state(JobState::Cancelled), JobState::Cancelled);
     }
 
     #[test]

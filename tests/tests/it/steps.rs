@@ -242,6 +242,8 @@ fn ctrl_c_forwards_sigint() {
 fn steps_inside_sbatch_reach_accounting() {
     let c = Cluster::start(Spec {
         accounting: Some("sqlite".into()),
+        // Slurm records the ID.extern step with Contain.
+        extra: vec!["PrologFlags=Contain".into()],
         ..Spec::default()
     });
     let out = c.path().join("steps.out");
@@ -262,11 +264,20 @@ fn steps_inside_sbatch_reach_accounting() {
             "JobID,State,ExitCode,NTasks",
         ],
         WAIT,
-        |t| t.contains(&format!("{id}.1|FAILED")),
+        // The allocation's final record (the steps' came before it).
+        |t| t.contains(&format!("{id}.extern|COMPLETED")),
     );
     assert!(t.contains(&format!("{id}.0|COMPLETED|0:0|2")), "{t}");
     assert!(t.contains(&format!("{id}.1|FAILED|3:0|1")), "{t}");
     assert!(t.contains(&format!("{id}.batch|")), "{t}");
+    assert!(t.contains(&format!("{id}.extern|COMPLETED|0:0|2")), "{t}");
+    // Slurm's order: the allocation, batch, extern, then numbered steps.
+    let ids: Vec<&str> = t.lines().filter_map(|l| l.split('|').next()).collect();
+    let want: Vec<String> = ["", ".batch", ".extern", ".0", ".1"]
+        .iter()
+        .map(|s| format!("{id}{s}"))
+        .collect();
+    assert_eq!(ids, want, "{t}");
 }
 
 #[test]
