@@ -99,6 +99,21 @@ impl Ctld {
         let mut alone =
             layout::place(&job.rt().alloc, &none, &req, spec_ntasks).map_err(to_status)?;
         layout::assign_gpus(&mut alone, &job.rt().alloc, &none, &req).map_err(to_status)?;
+        // srun --mem (per node) beyond what the job holds on a node.
+        if req.mem_mb > 0 {
+            let short = alone.nodes.iter().any(|n| {
+                job.rt()
+                    .alloc
+                    .iter()
+                    .find(|a| a.node == n.node)
+                    .is_some_and(|a| a.mem_mb > 0 && req.mem_mb > a.mem_mb)
+            });
+            if short {
+                return Err(Status::invalid_argument(
+                    "Memory required by task is not available",
+                ));
+            }
+        }
         let mut placed =
             layout::place(&job.rt().alloc, &busy, &req, spec_ntasks).map_err(to_status)?;
         layout::assign_gpus(&mut placed, &job.rt().alloc, &busy_gpus, &req).map_err(to_status)?;
@@ -264,9 +279,15 @@ impl Ctld {
         }
         s.cpu_time_usec += r.cpu_time_usec;
         s.max_rss_kb = s.max_rss_kb.max(r.max_rss_kb);
+        s.oom |= r.oom;
         if s.pending_nodes.is_empty() {
             s.end_time = now();
-            s.state = if s.exit_signal != 0 {
+            s.state = if s.oom {
+                // As for jobs (Slurm): OUT_OF_MEMORY, exit code 0:125.
+                s.exit_code = 0;
+                s.exit_signal = 125;
+                JobState::OutOfMemory as i32
+            } else if s.exit_signal != 0 {
                 if [libc::SIGKILL, libc::SIGINT, libc::SIGTERM].contains(&s.exit_signal) {
                     JobState::Cancelled as i32
                 } else {

@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 
 use super::plan::{Plan, Version, BATCH_STEP};
 
-fn write(path: &Path, value: &str) -> Result<(), String> {
+pub(super) fn write(path: &Path, value: &str) -> Result<(), String> {
     std::fs::write(path, value)
         .map_err(|e| format!("cannot write {value:?} to {}: {e}", path.display()))
 }
 
-fn read(path: &Path) -> Option<String> {
+pub(super) fn read(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
@@ -48,7 +48,7 @@ pub fn cpuset_inherit_path(mount: &Path, rel: &str) -> Result<(), String> {
 /// rebuild the kernel's scheduling domains (global locks, milliseconds).
 /// The root cpuset balances over all CPUs already, so Drover's groups turn
 /// it off before their CPUs are set. Best effort.
-fn no_load_balance(dir: &Path) {
+pub(super) fn no_load_balance(dir: &Path) {
     let _ = std::fs::write(dir.join("cpuset.sched_load_balance"), "0");
 }
 
@@ -105,7 +105,7 @@ impl JobCgroup {
     }
 
     /// (controller, job directory) for every hierarchy this job uses.
-    fn job_dirs(&self) -> Vec<(&str, PathBuf)> {
+    pub(super) fn job_dirs(&self) -> Vec<(&str, PathBuf)> {
         match self.plan.version {
             Version::V2 => vec![("", self.plan.root.join(&self.plan.job_rel))],
             Version::V1 => {
@@ -137,7 +137,7 @@ impl JobCgroup {
     }
 
     /// The directory of the hierarchy holding `ctrl` (v2: the one group).
-    fn dir_of(&self, ctrl: &str) -> Option<PathBuf> {
+    pub(super) fn dir_of(&self, ctrl: &str) -> Option<PathBuf> {
         match self.plan.version {
             Version::V2 => Some(self.plan.root.join(&self.plan.job_rel)),
             Version::V1 => self.mount(ctrl).map(|m| m.join(&self.plan.job_rel)),
@@ -267,40 +267,6 @@ impl JobCgroup {
                 .ok()
             })
             .collect()
-    }
-
-    /// Create the `step_<id>` group of an srun step under the job's groups
-    /// (which the batch supervisor created) and return its `cgroup.procs`
-    /// files for the tasks to join. The job-level limits cover the step.
-    pub fn create_step(&self, step: &str) -> Result<Vec<CString>, String> {
-        let mut out = Vec::new();
-        for (ctrl, dir) in self.job_dirs() {
-            let sdir = dir.join(step);
-            std::fs::create_dir_all(&sdir)
-                .map_err(|e| format!("cannot create {}: {e}", sdir.display()))?;
-            if ctrl == "cpuset" {
-                no_load_balance(&sdir);
-                for f in ["cpuset.cpus", "cpuset.mems"] {
-                    let v = read(&dir.join(f)).unwrap_or_default();
-                    write(&sdir.join(f), v.trim())?;
-                }
-            }
-            if let Ok(c) = CString::new(
-                sdir.join("cgroup.procs")
-                    .into_os_string()
-                    .into_encoded_bytes(),
-            ) {
-                out.push(c);
-            }
-        }
-        Ok(out)
-    }
-
-    /// Remove an empty step group (best effort).
-    pub fn remove_step(&self, step: &str) {
-        for (_, dir) in self.job_dirs() {
-            let _ = std::fs::remove_dir(dir.join(step));
-        }
     }
 
     /// How many processes the kernel's OOM killer killed in the job.
@@ -441,7 +407,7 @@ impl JobCgroup {
     }
 }
 
-fn sum_tree(dir: &Path, file: &str, key: &str, total: &mut u64, depth: u32) {
+pub(super) fn sum_tree(dir: &Path, file: &str, key: &str, total: &mut u64, depth: u32) {
     if let Some(v) = read(&dir.join(file)).and_then(|t| keyed(&t, key)) {
         *total += v;
     }

@@ -15,6 +15,7 @@
 pub mod bpf;
 pub mod job;
 pub mod plan;
+pub mod step;
 
 use std::path::{Path, PathBuf};
 

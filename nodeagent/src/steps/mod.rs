@@ -25,6 +25,7 @@ use tonic::{Request, Status};
 use tracing::{debug, info, warn};
 
 use crate::agent::Shared;
+use crate::cgroup::step::StepStats;
 use spawn::Task;
 
 /// Process groups of running step tasks, by (job, step).
@@ -222,7 +223,9 @@ async fn run_step(
         }
         waits.push(tokio::spawn(run_task(task, tx.clone())));
     }
-    drop(tx);
+    // Kept for the OOM message after the tasks end (srun reads until every
+    // sender is gone).
+    let notes = tx;
     // srun -> tasks: stdin and signals; srun gone -> kill.
     let control_pgids = pgids.clone();
     let control = tokio::spawn(async move {
@@ -275,11 +278,32 @@ async fn run_step(
         }
     }
     control.abort();
+    let name = format!("step_{step_id}");
+    let stats = match &started.cgroup {
+        Some(cg) => {
+            let (cg, name) = (cg.clone(), name.clone());
+            tokio::task::spawn_blocking(move || cg.step_stats(&name))
+                .await
+                .unwrap_or_default()
+        }
+        None => StepStats::default(),
+    };
+    if stats.oom_kills > 0 {
+        // Slurm's slurmstepd line; srun prints it as an error from the node.
+        let n = stats.oom_kills;
+        let text = format!(
+            "Detected {n} oom_kill event{} in StepId={job_id}.{step_id}. Some of the step tasks have been OOM Killed.",
+            if n == 1 { "" } else { "s" }
+        );
+        let _ = notes
+            .send(Frame::new(Kind::Error, 0, text.into_bytes()))
+            .await;
+    }
+    drop(notes);
     let _ = writer.await;
     running().remove(&(job_id, step_id));
     kill_groups(&pgids, libc::SIGKILL); // leftovers in the tasks' sessions
     if let Some(cg) = started.cgroup {
-        let name = format!("step_{step_id}");
         let last = started.owns_job_group && !running().keys().any(|(j, _)| *j == job_id);
         let _ = tokio::task::spawn_blocking(move || {
             cg.remove_step(&name);
@@ -299,7 +323,9 @@ async fn run_step(
             node,
             exit_code: code,
             exit_signal: signal,
-            ..Default::default()
+            cpu_time_usec: stats.cpu_usec.unwrap_or(0),
+            max_rss_kb: stats.mem_peak_kb.unwrap_or(0),
+            oom: stats.oom_kills > 0,
         },
     )
     .await;

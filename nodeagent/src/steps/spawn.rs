@@ -124,7 +124,14 @@ fn step_cgroup(
             return (None, Vec::new(), false);
         }
     }
-    match cg.create_step(&format!("step_{}", req.step_id)) {
+    // srun --mem is per node.
+    let mem = req
+        .step
+        .as_ref()
+        .map(|s| s.mem_mb)
+        .filter(|m| *m > 0)
+        .map(|m| m << 20);
+    match cg.create_step(&format!("step_{}", req.step_id), mem) {
         Ok(files) => (Some(cg), files, owned),
         Err(e) => {
             tracing::warn!("job {}: step cgroup: {e}", job.job_id);

@@ -11,6 +11,7 @@ mod node_health;
 mod placement;
 mod recovery;
 mod scheduler;
+mod step_limits;
 mod steps;
 mod up;
 mod users;
