@@ -368,14 +368,40 @@ impl JobSql {
     }
 }
 
+/// The records of a batch worth storing: each record is a whole snapshot of
+/// its job run (steps included), so of several for the same run (cluster,
+/// job id, submit time, restart count) only the last counts. A burst of
+/// short jobs sends pending, running and completed in one batch: one write
+/// instead of three. Runs are kept apart so that each run's end still
+/// charges its usage. Order is kept (by each run's last record).
+pub fn latest_per_run(jobs: &[JobRecord]) -> Vec<&JobRecord> {
+    let mut last: HashMap<(&str, u32, i64, u32), usize> = HashMap::with_capacity(jobs.len());
+    for (i, j) in jobs.iter().enumerate() {
+        last.insert(
+            (j.cluster.as_str(), j.job_id, j.submit_time, j.restart_count),
+            i,
+        );
+    }
+    jobs.iter()
+        .enumerate()
+        .filter(|(i, j)| {
+            last.get(&(j.cluster.as_str(), j.job_id, j.submit_time, j.restart_count)) == Some(i)
+        })
+        .map(|(_, j)| j)
+        .collect()
+}
+
 /// Store records in order, in one transaction. A record older than the one
 /// stored for the same job ((restart_count, transition) smaller) is a
-/// duplicate from a resend and is skipped. Returns how many were applied.
+/// duplicate from a resend and is skipped. Returns how many records of the
+/// batch were applied (those a later record of the same run in the batch
+/// replaced count as applied).
 pub async fn record(store: &Store, sql: &JobSql, jobs: &[JobRecord]) -> Result<u32, sqlx::Error> {
     let _w = store.write_lock.lock().await;
     let mut tx = store.pool.begin().await?;
-    let mut applied = 0;
-    let jobs: Vec<JobRecord> = jobs.iter().map(cleaned).collect();
+    let latest = latest_per_run(jobs);
+    let mut applied = (jobs.len() - latest.len()) as u32;
+    let jobs: Vec<JobRecord> = latest.into_iter().map(cleaned).collect();
     for j in &jobs {
         let old = sqlx::query(AssertSqlSafe(sql.select_key.clone()))
             .bind(j.cluster.clone())
@@ -674,6 +700,31 @@ pub async fn max_job_id(store: &Store, cluster: &str) -> Result<u32, sqlx::Error
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_keeps_the_last_record_of_each_run() {
+        let r = |job_id, restart_count, transition| JobRecord {
+            cluster: "c".into(),
+            job_id,
+            submit_time: 100,
+            restart_count,
+            transition,
+            ..Default::default()
+        };
+        let batch = vec![
+            r(1, 0, 1),
+            r(2, 0, 1),
+            r(1, 0, 2),
+            r(1, 0, 4),
+            r(1, 1, 1),
+            r(2, 0, 4),
+        ];
+        let kept: Vec<(u32, u32, u32)> = latest_per_run(&batch)
+            .iter()
+            .map(|j| (j.job_id, j.restart_count, j.transition))
+            .collect();
+        assert_eq!(kept, vec![(1, 0, 4), (1, 1, 1), (2, 0, 4)]);
+    }
 
     #[test]
     fn update_statement_binds_key_last() {
