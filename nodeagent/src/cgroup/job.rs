@@ -96,7 +96,7 @@ impl JobCgroup {
         JobCgroup { plan }
     }
 
-    fn mount(&self, ctrl: &str) -> Option<&Path> {
+    pub(super) fn mount(&self, ctrl: &str) -> Option<&Path> {
         self.plan
             .v1_mounts
             .iter()

@@ -3,6 +3,7 @@
 //! them (OOM kills, peak memory, CPU time) before they are removed.
 
 use std::ffi::CString;
+use std::path::PathBuf;
 
 use super::job::{keyed, no_load_balance, read, sum_tree, v2_enable_down, write, JobCgroup};
 use super::plan::Version;
@@ -17,6 +18,22 @@ pub struct StepStats {
 }
 
 impl JobCgroup {
+    /// v1: the step's group in the cpuacct hierarchy (steps only: the batch
+    /// step gets its CPU time from the supervisor's rusage, and a join costs
+    /// an attach per hierarchy), unless cpuacct shares a mount Drover uses
+    /// already.
+    fn cpuacct_step(&self, step: &str) -> Option<PathBuf> {
+        if self.plan.version != Version::V1 {
+            return None;
+        }
+        let m = self.mount("cpuacct")?;
+        let dir = m.join(&self.plan.job_rel);
+        if self.job_dirs().iter().any(|(_, d)| *d == dir) {
+            return None;
+        }
+        Some(dir.join(step))
+    }
+
     /// Create the `step_<id>` group of an srun step under the job's groups
     /// (which the batch supervisor created) and return its `cgroup.procs`
     /// files for the tasks to join. The job-level limits cover the step;
@@ -57,6 +74,18 @@ impl JobCgroup {
                 out.push(c);
             }
         }
+        // CPU time is a nicety: without the group the step still runs.
+        if let Some(sdir) = self.cpuacct_step(step) {
+            if std::fs::create_dir_all(&sdir).is_ok() {
+                if let Ok(c) = CString::new(
+                    sdir.join("cgroup.procs")
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                ) {
+                    out.push(c);
+                }
+            }
+        }
         Ok(out)
     }
 
@@ -79,7 +108,11 @@ impl JobCgroup {
                 sum_tree(&dir, "memory.oom_control", "oom_kill", &mut oom, 0);
                 StepStats {
                     oom_kills: oom,
-                    cpu_usec: None,
+                    cpu_usec: self
+                        .cpuacct_step(step)
+                        .and_then(|d| read(&d.join("cpuacct.usage")))
+                        .and_then(|t| t.trim().parse::<u64>().ok())
+                        .map(|ns| ns / 1000),
                     mem_peak_kb: num("memory.max_usage_in_bytes"),
                 }
             }
@@ -97,6 +130,13 @@ impl JobCgroup {
     pub fn remove_step(&self, step: &str) {
         for (_, dir) in self.job_dirs() {
             let _ = std::fs::remove_dir(dir.join(step));
+        }
+        if let Some(sdir) = self.cpuacct_step(step) {
+            let _ = std::fs::remove_dir(&sdir);
+            // The job's cpuacct group holds steps only: gone with the last.
+            if let Some(job) = sdir.parent() {
+                let _ = std::fs::remove_dir(job);
+            }
         }
     }
 }

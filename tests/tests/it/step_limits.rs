@@ -70,17 +70,45 @@ fn srun_mem_limits_the_step_and_an_oom_is_reported() {
         "{}",
         text(&o.stderr)
     );
+    // A step that burns CPU: its time is counted (v1: the step's cpuacct
+    // group; v2: cpu.stat).
+    let o = srun(&[
+        "perl",
+        "-e",
+        "my $i = 0; $i++ while $i < 20_000_000; print \"spun\\n\"",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
     let t = c.wait_sacct(
-        &["-j", &sid, "-P", "-n", "-o", "JobID,State,ExitCode,MaxRSS"],
+        &[
+            "-j",
+            &sid,
+            "-P",
+            "-n",
+            "-o",
+            "JobID,State,ExitCode,MaxRSS,TotalCPU",
+        ],
         WAIT,
-        |t| t.contains(&format!("{id}.1|COMPLETED")),
+        |t| t.contains(&format!("{id}.2|COMPLETED")),
     );
+    let cpu = t
+        .lines()
+        .find(|l| l.starts_with(&format!("{id}.2|")))
+        .and_then(|l| l.rsplit('|').next())
+        .unwrap_or_default()
+        .to_string();
+    // 20 million increments take a good part of a second (mm:ss.mmm).
+    let secs: f64 = cpu
+        .rsplit(':')
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.0);
+    assert!(secs >= 0.2 || cpu.matches(':').count() > 1, "{t}");
     assert!(t.contains(&format!("{id}.0|OUT_OF_MEMORY|0:125|")), "{t}");
     // The second step's peak (its 256 MiB string) is its MaxRSS.
     let rss = t
         .lines()
         .find(|l| l.starts_with(&format!("{id}.1|")))
-        .and_then(|l| l.rsplit('|').next())
+        .and_then(|l| l.split('|').nth(3))
         .unwrap_or_default()
         .to_string();
     let kib: u64 = rss.trim_end_matches('K').parse().unwrap_or(0);
