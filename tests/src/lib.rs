@@ -537,6 +537,16 @@ pub fn pids_mentioning(needle: &str) -> Vec<i32> {
 impl Drop for Cluster {
     fn drop(&mut self) {
         self.pause_agent(false); // a test that failed while it was paused
+        if std::thread::panicking() {
+            // The test failed: its daemons' last words go with the report
+            // (the cluster directory is removed below).
+            for d in ["droverctld", "droverd", "droverdbd"] {
+                let t = self.log_text(d);
+                if !t.is_empty() {
+                    eprintln!("--- {d} log (tail) ---\n{}", tail(&t));
+                }
+            }
+        }
                                  // Cancel what is left so no job outlives its test, then stop the daemons.
         if self.ctld.is_some() && self.agent.is_some() {
             let _ = self

@@ -127,7 +127,9 @@ fn drain_resume_signals_and_min_job_age() {
     let out = c.path().join("sig.out");
     let id = c.sbatch(
         &["-o", out.to_str().unwrap()],
-        "#!/bin/bash\ntrap 'echo got USR1' USR1\necho ready\nfor i in $(seq 600); do sleep 0.1; done\n",
+        // Only builtins besides sleep: a USR1 that lands in a helper like
+        // `$(seq 600)` would end the loop early and the job with it.
+        "#!/bin/bash\ntrap 'echo got USR1' USR1\necho ready\ni=0; while [ $i -lt 600 ]; do i=$((i+1)); sleep 0.1; done\n",
     );
     c.wait_file(&out, |t| t.contains("ready"));
     c.ok("scancel", &["--signal=USR1", &id.to_string()]);
