@@ -97,9 +97,11 @@ impl Ctld {
                 let hold = action.eq_ignore_ascii_case("requeuehold");
                 match state {
                     JobState::Running | JobState::Suspended => {
+                        // Slurm: a suspended job that is requeued is held.
+                        let was_suspended = state == JobState::Suspended;
                         let j = self.jobs.get_mut(&id).expect("present");
                         j.rt_mut().requeue_pending = true;
-                        if hold {
+                        if hold || was_suspended {
                             j.rt_mut().hold = 1;
                         }
                         self.terminate(id, false);
@@ -118,6 +120,17 @@ impl Ctld {
                         self.log_runtime(id);
                         Ok(())
                     }
+                }
+            }
+            "suspend" | "resume" => {
+                // Slurm: operators, administrators and SlurmUser only.
+                if !admin {
+                    return Err(msg::ACCESS.into());
+                }
+                if action.eq_ignore_ascii_case("suspend") {
+                    self.suspend_job(id, false)
+                } else {
+                    self.resume_job(id)
                 }
             }
             "top" => Ok(()),
