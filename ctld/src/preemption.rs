@@ -20,7 +20,7 @@ impl Ctld {
         }
         if mode == PreemptMode::Suspend {
             tracing::info!("job {id} preempted by job {by} (suspend)");
-            if let Err(e) = self.suspend_job(id, true) {
+            if let Err(e) = self.suspend_job(id, Some(by)) {
                 tracing::warn!("job {id}: cannot suspend for job {by}: {e}");
             }
             return;

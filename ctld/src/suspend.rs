@@ -12,8 +12,9 @@
 //! (its memory stays allocated, as in Slurm) and is resumed by the
 //! scheduling pass as soon as all of them are free again, before any pending
 //! job may take them ([`Ctld::resume_lenders`]). Until then the scheduler's
-//! snapshot shows its free CPUs/GPUs only when a pending job could preempt
-//! it ([`Ctld::hide_lent`]).
+//! snapshot shows its free CPUs/GPUs only while the preemptor it was
+//! suspended for is still pending ([`Ctld::hide_lent`]): nothing else can
+//! take them.
 
 use std::time::Duration;
 
@@ -117,8 +118,9 @@ pub fn lent_allocs(rt: &JobRuntime) -> Vec<NodeAlloc> {
 }
 
 impl Ctld {
-    /// `scontrol suspend` (preempt = false) or PreemptMode=SUSPEND.
-    pub fn suspend_job(&mut self, id: u32, preempt: bool) -> Result<(), String> {
+    /// `scontrol suspend` (no preemptor) or PreemptMode=SUSPEND for
+    /// pending job `preemptor`.
+    pub fn suspend_job(&mut self, id: u32, preemptor: Option<u32>) -> Result<(), String> {
         let job = self.jobs.get(&id).ok_or(crate::submit::msg::INVALID_JOB)?;
         match job.state() {
             JobState::Running if !job.rt().terminating => {}
@@ -131,8 +133,10 @@ impl Ctld {
         let job = self.jobs.get_mut(&id).expect("job present");
         let rt = job.rt_mut();
         note_suspend(rt, t);
-        if preempt {
+        let preempt = preemptor.is_some();
+        if let Some(by) = preemptor {
             rt.preempt_suspended = true;
+            rt.suspended_for = by;
             let lent = lent_allocs(rt);
             self.cluster.lend(&lent);
             self.lenders.insert(id);
@@ -168,6 +172,7 @@ impl Ctld {
         let job = self.jobs.get_mut(&id).expect("job present");
         let rt = job.rt_mut();
         rt.preempt_suspended = false;
+        rt.suspended_for = 0;
         note_resume(rt, t);
         tracing::info!("job {id} resumed");
         self.log_runtime(id);
@@ -204,6 +209,17 @@ impl Ctld {
         ids.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         for (_, id) in ids {
             let job = &self.jobs[&id];
+            // The preemptor it was suspended for is still waiting to take
+            // the CPUs (a held or cancelled one no longer is).
+            let by = job.rt().suspended_for;
+            if by != 0
+                && self
+                    .jobs
+                    .get(&by)
+                    .is_some_and(|j| j.state() == JobState::Pending && j.rt().hold == 0)
+            {
+                continue;
+            }
             let lent = lent_allocs(job.rt());
             let up = lent.iter().all(|a| {
                 self.cluster
@@ -232,14 +248,22 @@ impl Ctld {
     }
 
     /// In the scheduler's snapshot, the free CPUs/GPUs lent by suspended
-    /// jobs are free only for a job that could preempt the lender (the
-    /// preemptor); otherwise they stay reserved for the lender's resume.
+    /// jobs are free only for the preemptor they were suspended for, while
+    /// it is pending and in this pass; otherwise they stay reserved for the
+    /// lender's resume.
     pub fn hide_lent(&self, nodes: &mut [sched::NodeSnap], cands: &[sched::JobSnap]) {
         for id in &self.lenders {
             let Some(job) = self.jobs.get(id) else {
                 continue;
             };
-            if cands.iter().any(|c| self.may_preempt(c, job)) {
+            let by = job.rt().suspended_for;
+            let waiting = by != 0
+                && self
+                    .jobs
+                    .get(&by)
+                    .is_some_and(|j| j.state() == JobState::Pending)
+                && cands.iter().any(|c| c.id == by);
+            if waiting {
                 continue;
             }
             for a in &job.rt().alloc {
@@ -260,39 +284,6 @@ impl Ctld {
                     }
                 }
             }
-        }
-    }
-
-    /// Could pending job `c` preempt running job `victim` (PreemptType)?
-    fn may_preempt(&self, c: &sched::JobSnap, victim: &crate::job::Job) -> bool {
-        let vpart = self.cluster.part_idx(&victim.rt().partition);
-        let tier = |p: usize| {
-            self.cluster
-                .parts
-                .get(p)
-                .map_or(0, |x| x.conf.priority_tier)
-        };
-        match self.cfg.preempt_type.as_str() {
-            "preempt/partition_prio" => {
-                let vt = vpart.map_or(0, tier);
-                c.partitions.iter().any(|&p| tier(p) > vt)
-            }
-            "preempt/qos" => {
-                let q = |s: &str| {
-                    if s.is_empty() {
-                        "normal".to_string()
-                    } else {
-                        s.to_string()
-                    }
-                };
-                let mine = q(&c.owner.qos);
-                let theirs = q(&victim.spec().qos);
-                self.assoc
-                    .qos
-                    .get(&mine)
-                    .is_some_and(|x| x.preempt.contains(&theirs))
-            }
-            _ => false,
         }
     }
 

@@ -128,7 +128,7 @@ impl Ctld {
                     return Err(msg::ACCESS.into());
                 }
                 if action.eq_ignore_ascii_case("suspend") {
-                    self.suspend_job(id, false)
+                    self.suspend_job(id, None)
                 } else {
                     self.resume_job(id)
                 }

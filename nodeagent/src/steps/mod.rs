@@ -169,7 +169,11 @@ async fn launch_once(shared: Arc<Shared>, req: StepLaunchRequest) -> Result<(), 
         .map_err(|e| Status::internal(e.to_string()))?;
     let key = (job.job_id, req.step_id);
     let pgids: Vec<i32> = started.tasks.iter().filter_map(|t| t.pgid).collect();
-    running().insert(key, pgids.clone());
+    // One agent may serve several nodes of the step: add, do not replace.
+    running()
+        .entry(key)
+        .or_default()
+        .extend(pgids.iter().copied());
     let early = EARLY.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
     if let Some((signal, kill_wait)) = early {
         signal_groups(pgids, signal, kill_wait);
@@ -276,7 +280,15 @@ async fn run_step(
     }
     control.abort();
     let _ = writer.await;
-    running().remove(&(job_id, step_id));
+    {
+        let mut run = running();
+        if let Some(v) = run.get_mut(&(job_id, step_id)) {
+            v.retain(|p| !pgids.contains(p));
+            if v.is_empty() {
+                run.remove(&(job_id, step_id));
+            }
+        }
+    }
     kill_groups(&pgids, libc::SIGKILL); // leftovers in the tasks' sessions
     if let Some(cg) = started.cgroup {
         let name = format!("step_{step_id}");

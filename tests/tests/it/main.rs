@@ -12,5 +12,6 @@ mod placement;
 mod recovery;
 mod scheduler;
 mod steps;
+mod suspend;
 mod up;
 mod users;
