@@ -116,7 +116,10 @@ fn suspend_stops_the_job_resume_continues_it_cancel_ends_it() {
     assert_eq!(c.job_field(&sid, "JobState").as_deref(), Some("SUSPENDED"));
     assert_eq!(squeue_state(&c, id), "S");
     assert_ne!(c.job_field(&sid, "SuspendTime").as_deref(), Some("None"));
+    let run_before = c.job_field(&sid, "RunTime");
     stopped(std::slice::from_ref(&count));
+    // RunTime stands still while suspended (it is SecsPreSuspend).
+    assert_eq!(c.job_field(&sid, "RunTime"), run_before);
     // With cgroups (root, v1 here) the job's group is frozen.
     if let Some(s) = freezer_state(&c, "node1", id) {
         assert_eq!(s, "FROZEN");
@@ -125,10 +128,27 @@ fn suspend_stops_the_job_resume_continues_it_cancel_ends_it() {
     let (ok, err) = scontrol(&c, &["suspend", &sid]);
     assert!(!ok && err.contains("Job is not running"), "{err}");
 
+    // srun in a suspended job waits for the resume (Slurm retries too).
+    let mut srun = c
+        .cmd("srun")
+        .env("SLURM_JOB_ID", &sid)
+        .args(["--overlap", "-n1", "echo", "step-ran"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("srun");
     let suspended_for = 2;
     std::thread::sleep(Duration::from_secs(suspended_for));
+    assert!(srun.try_wait().unwrap().is_none(), "srun did not wait");
     let (ok, err) = scontrol(&c, &["resume", &sid]);
     assert!(ok, "{err}");
+    let o = srun.wait_with_output().unwrap();
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("step-ran"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert_eq!(c.job_field(&sid, "JobState").as_deref(), Some("RUNNING"));
     grows(&count, 3);
     if let Some(s) = freezer_state(&c, "node1", id) {
