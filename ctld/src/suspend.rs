@@ -24,6 +24,11 @@ use drover_proto::{JobState, NodeAlloc, SuspendJobRequest, INFINITE};
 use crate::ctld::{now, Ctld};
 use crate::sched;
 
+/// How long a job suspended by preemption keeps its CPUs/GPUs for a
+/// preemptor that does not start (held back by a limit, say), seconds.
+/// After that it resumes as soon as they are free, like any lender.
+pub const LEND_WAIT: i64 = 60;
+
 /// Slurm's texts.
 pub mod msg {
     pub const NOT_RUNNING: &str = "Job is not running";
@@ -207,17 +212,12 @@ impl Ctld {
             .filter_map(|id| self.jobs.get(id).map(|j| (j.rt().priority, *id)))
             .collect();
         ids.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let t = now();
         for (_, id) in ids {
             let job = &self.jobs[&id];
             // The preemptor it was suspended for is still waiting to take
             // the CPUs (a held or cancelled one no longer is).
-            let by = job.rt().suspended_for;
-            if by != 0
-                && self
-                    .jobs
-                    .get(&by)
-                    .is_some_and(|j| j.state() == JobState::Pending && j.rt().hold == 0)
-            {
+            if self.awaits_preemptor(job.rt(), t) {
                 continue;
             }
             let lent = lent_allocs(job.rt());
@@ -257,13 +257,7 @@ impl Ctld {
                 continue;
             };
             let by = job.rt().suspended_for;
-            let waiting = by != 0
-                && self
-                    .jobs
-                    .get(&by)
-                    .is_some_and(|j| j.state() == JobState::Pending)
-                && cands.iter().any(|c| c.id == by);
-            if waiting {
+            if self.awaits_preemptor(job.rt(), now()) && cands.iter().any(|c| c.id == by) {
                 continue;
             }
             for a in &job.rt().alloc {
@@ -285,6 +279,19 @@ impl Ctld {
                 }
             }
         }
+    }
+
+    /// Is this lender still keeping its CPUs/GPUs for the preemptor it was
+    /// suspended for (pending, not held, and not for longer than
+    /// [`LEND_WAIT`])?
+    fn awaits_preemptor(&self, rt: &JobRuntime, t: i64) -> bool {
+        let by = rt.suspended_for;
+        by != 0
+            && t - rt.suspend_time < LEND_WAIT
+            && self
+                .jobs
+                .get(&by)
+                .is_some_and(|j| j.state() == JobState::Pending && j.rt().hold == 0)
     }
 
     /// Tell every node of the job to stop (suspend) or continue its

@@ -90,6 +90,21 @@ fn freezer_state(c: &Cluster, node: &str, id: u32) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
+fn wait_reason(c: &Cluster, id: u32, want: &str) {
+    let deadline = Instant::now() + T;
+    loop {
+        let r = c.job_field(&id.to_string(), "Reason").unwrap_or_default();
+        if r == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "job {id}: reason {r}, want {want}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn time_field(c: &Cluster, id: u32, key: &str) -> i64 {
     let v = c.job_field(&id.to_string(), key).unwrap_or_default();
     let o = std::process::Command::new("date")
@@ -341,11 +356,20 @@ fn preempt_mode_suspend_lends_the_cpus_and_resumes_the_victim() {
     // 4 CPUs and 3000 MB: the preemptor gets the CPUs, not the memory.
     let low = c.sbatch(
         &["-p", "low", "-n", "4", "--mem=3000", "-o", "/dev/null"],
-        &counter(&count, Some(40)),
+        &counter(&count, Some(80)),
     );
     let slow = low.to_string();
     c.wait_state(&slow, &["RUNNING"], T);
     grows(&count, 3);
+    // A high job that would need the victim's memory preempts nothing:
+    // suspending frees CPUs, not memory.
+    let greedy = c.sbatch(
+        &["-p", "high", "-n", "1", "--mem=1500", "-o", "/dev/null"],
+        "#!/bin/sh\ntrue\n",
+    );
+    wait_reason(&c, greedy, "Resources");
+    assert_eq!(c.job_field(&slow, "JobState").as_deref(), Some("RUNNING"));
+    c.ok("scancel", &[&greedy.to_string()]);
     let flag = c.path().join("high.go");
     let high = c.sbatch(
         &["-p", "high", "-n", "2", "--mem=1000", "-o", "/dev/null"],
@@ -386,8 +410,8 @@ fn preempt_mode_suspend_lends_the_cpus_and_resumes_the_victim() {
     std::fs::write(&flag, "").unwrap();
     c.expect_end(high, "COMPLETED");
     c.expect_end(low, "COMPLETED");
-    assert_eq!(lines(&count), 40);
-    assert!(before < 40);
+    assert_eq!(lines(&count), 80);
+    assert!(before < 80);
     c.expect_end(other, "COMPLETED");
     let (ls, os) = (
         time_field(&c, low, "EndTime"),
