@@ -123,6 +123,15 @@ pub fn lent_allocs(rt: &JobRuntime) -> Vec<NodeAlloc> {
 }
 
 impl Ctld {
+    /// An accounting user with AdminLevel Operator or Administrator.
+    pub fn is_operator(&mut self, who: &drover_proto::auth::Identity) -> bool {
+        let name = self.names.user(who.uid);
+        self.assoc.users.get(&*name).is_some_and(|u| {
+            u.admin_level.eq_ignore_ascii_case("operator")
+                || u.admin_level.eq_ignore_ascii_case("administrator")
+        })
+    }
+
     /// `scontrol suspend` (no preemptor) or PreemptMode=SUSPEND for
     /// pending job `preemptor`.
     pub fn suspend_job(&mut self, id: u32, preemptor: Option<u32>) -> Result<(), String> {

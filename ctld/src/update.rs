@@ -18,6 +18,11 @@ impl Ctld {
         req: UpdateJobRequest,
     ) -> Result<UpdateJobResponse, Status> {
         let mut results = Vec::new();
+        // Operators may suspend/resume anyone's job (and only they may).
+        let operator = matches!(
+            req.action.to_ascii_lowercase().as_str(),
+            "suspend" | "resume"
+        ) && self.is_operator(&who);
         for text in &req.job_ids {
             let ids = parse_selector(text)
                 .map(|s| self.select_ids(&s))
@@ -33,6 +38,7 @@ impl Ctld {
             let mut err: Option<String> = None;
             for id in ids {
                 let r = if !self.is_admin(&who)
+                    && !operator
                     && self.jobs.get(&id).is_some_and(|j| j.rec.uid != who.uid)
                 {
                     Err(msg::ACCESS.to_string())
@@ -123,8 +129,9 @@ impl Ctld {
                 }
             }
             "suspend" | "resume" => {
-                // Slurm: operators, administrators and SlurmUser only.
-                if !admin {
+                // Slurm: root, SlurmUser and accounting Operators and
+                // Administrators only (not even the job's owner).
+                if !admin && !self.is_operator(who) {
                     return Err(msg::ACCESS.into());
                 }
                 if action.eq_ignore_ascii_case("suspend") {

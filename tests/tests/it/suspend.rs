@@ -422,3 +422,44 @@ fn preempt_mode_suspend_lends_the_cpus_and_resumes_the_victim() {
         "the lower job started at {os}, the victim ended at {ls}"
     );
 }
+
+#[test]
+fn accounting_operators_may_suspend_any_job() {
+    let c = Cluster::start(Spec {
+        nodes: 1,
+        accounting: Some("sqlite".into()),
+        ..Spec::default()
+    });
+    c.ok("sacctmgr", &["-i", "add", "account", "ops"]);
+    c.ok(
+        "sacctmgr",
+        &[
+            "-i",
+            "add",
+            "user",
+            "nobody",
+            "account=ops",
+            "AdminLevel=Operator",
+        ],
+    );
+    let id = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\nsleep 300\n");
+    let sid = id.to_string();
+    c.wait_state(&sid, &["RUNNING"], T);
+    // The controller learns the operator from accounting shortly.
+    let deadline = Instant::now() + T;
+    loop {
+        let o = c.run_as(65534, "scontrol", &["suspend", &sid]);
+        if o.status.success() {
+            break;
+        }
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(err.contains("Access/permission denied"), "{err}");
+        assert!(Instant::now() < deadline, "operator never allowed: {err}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(c.job_field(&sid, "JobState").as_deref(), Some("SUSPENDED"));
+    let o = c.run_as(65534, "scontrol", &["resume", &sid]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(c.job_field(&sid, "JobState").as_deref(), Some("RUNNING"));
+    c.ok("scancel", &[&sid]);
+}
