@@ -263,7 +263,7 @@ impl Ctld {
             });
         }
         // CPUs/GPUs lent by preempted (suspended) jobs are free only for
-        // jobs that could preempt them.
+        // the preemptor they were suspended for.
         self.hide_lent(&mut nodes, &snaps);
         // Small passes run here; big ones on a worker thread over the
         // snapshot, so that squeue and submissions are served meanwhile.

@@ -230,7 +230,7 @@ fn permanent_rejection(code: tonic::Code) -> bool {
 /// Report a job's end until the controller acknowledges it, then forget it.
 async fn finish_job(shared: Arc<Shared>, job_id: u32, dir: PathBuf, st: JobStatus) {
     // The batch script is done: so are the job's srun steps on this node.
-    crate::steps::signal_job(job_id, 0, 2);
+    crate::steps::signal_job(job_id, None, 0, 2);
     let gpu = shared.gpus.finish(job_id);
     let (node, run) = {
         let mut jobs = shared.jobs();
@@ -631,7 +631,7 @@ impl NodeAgent for AgentService {
             crate::suspend::thaw_for_kill(&self.shared, r.job_id, &r.node);
         }
         if !r.batch_only {
-            crate::steps::signal_job(r.job_id, r.signal as i32, r.kill_wait);
+            crate::steps::signal_job(r.job_id, Some(&r.node), r.signal as i32, r.kill_wait);
         }
         to_supervisor(&self.shared, r.job_id, req).await?;
         Ok(Response::new(SignalJobResponse {}))

@@ -61,7 +61,7 @@ pub async fn apply(
     } else {
         libc::SIGCONT
     };
-    crate::steps::signal_job(job_id, sig, 0);
+    crate::steps::signal_job(job_id, Some(node), sig, 0);
     if shared.jobs().get(job_id).is_some() {
         crate::agent::to_supervisor(
             shared,
