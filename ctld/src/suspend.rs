@@ -316,7 +316,7 @@ impl Ctld {
         }
     }
 
-    fn send_suspend_node(&mut self, id: u32, node: &str, suspend: bool, attempt: u32) {
+    pub(crate) fn send_suspend_node(&mut self, id: u32, node: &str, suspend: bool, attempt: u32) {
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
