@@ -463,3 +463,62 @@ fn accounting_operators_may_suspend_any_job() {
     assert_eq!(c.job_field(&sid, "JobState").as_deref(), Some("RUNNING"));
     c.ok("scancel", &[&sid]);
 }
+
+#[test]
+fn qos_preemption_with_suspend() {
+    let c = Cluster::start(Spec {
+        nodes: 1,
+        accounting: Some("sqlite".into()),
+        extra: vec![
+            "PreemptType=preempt/qos".into(),
+            "PreemptMode=SUSPEND".into(),
+        ],
+        ..Spec::default()
+    });
+    c.ok(
+        "sacctmgr",
+        &["-i", "add", "qos", "urgent", "Preempt=normal"],
+    );
+    let count = c.path().join("count");
+    let low = c.sbatch(&["-n", "4", "-o", "/dev/null"], &counter(&count, Some(60)));
+    let slow = low.to_string();
+    c.wait_state(&slow, &["RUNNING"], T);
+    let flag = c.path().join("urgent.go");
+    let script = format!(
+        "#!/bin/sh\nwhile [ ! -e {} ]; do sleep 0.1; done\n",
+        flag.display()
+    );
+    // The controller learns the new QOS from accounting shortly.
+    let deadline = Instant::now() + T;
+    let high = loop {
+        let p = c.script(&format!("urgent-{}.sh", drover_tests::unique()), &script);
+        let o = c.run(
+            "sbatch",
+            &[
+                "--parsable",
+                "--qos=urgent",
+                "-n",
+                "4",
+                "-o",
+                "/dev/null",
+                p.to_str().unwrap(),
+            ],
+        );
+        if o.status.success() {
+            break String::from_utf8_lossy(&o.stdout).trim().to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    c.wait_state(&high, &["RUNNING"], T);
+    assert_eq!(c.job_field(&slow, "JobState").as_deref(), Some("SUSPENDED"));
+    stopped(std::slice::from_ref(&count));
+    std::fs::write(&flag, "").unwrap();
+    c.wait_state(&high, &["COMPLETED"], T);
+    c.expect_end(low, "COMPLETED");
+    assert_eq!(lines(&count), 60);
+}
