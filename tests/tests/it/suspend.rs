@@ -522,3 +522,59 @@ fn qos_preemption_with_suspend() {
     c.expect_end(low, "COMPLETED");
     assert_eq!(lines(&count), 60);
 }
+
+#[test]
+fn preempt_mode_suspend_lends_gpus() {
+    if !drover_tests::can_bind_devices() {
+        return;
+    }
+    let devs = tempfile::tempdir().unwrap();
+    drover_tests::fake_gpus(devs.path(), 2);
+    let d = devs.path().display().to_string();
+    let c = Cluster::start(Spec {
+        nodes: 1,
+        extra: vec![
+            "GresTypes=gpu".into(),
+            "PreemptType=preempt/partition_prio".into(),
+            "PreemptMode=SUSPEND".into(),
+        ],
+        topology: Some(
+            "NodeName=node1 NodeAddr=127.0.0.1 Port={AGENT_PORT} CPUs=4 RealMemory=4000 Gres=gpu:2\n\
+             PartitionName=low Nodes=ALL Default=YES PriorityTier=1 MaxTime=UNLIMITED State=UP\n\
+             PartitionName=high Nodes=ALL PriorityTier=10 MaxTime=UNLIMITED State=UP\n"
+                .into(),
+        ),
+        files: vec![(
+            "gres.conf".into(),
+            format!("NodeName=node1 Name=gpu File={d}/nvidia[0-1]\n"),
+        )],
+        ..Spec::default()
+    });
+    let count = c.path().join("count");
+    // One CPU but both GPUs: only the GPUs make the preemption necessary.
+    let low = c.sbatch(
+        &["-p", "low", "-n", "1", "--gres=gpu:2", "-o", "/dev/null"],
+        &counter(&count, Some(60)),
+    );
+    let slow = low.to_string();
+    c.wait_state(&slow, &["RUNNING"], T);
+    let out = c.path().join("high.out");
+    let high = c.sbatch(
+        &[
+            "-p",
+            "high",
+            "-n",
+            "1",
+            "--gres=gpu:1",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        "#!/bin/sh\necho gpus=$CUDA_VISIBLE_DEVICES\nsleep 1\n",
+    );
+    c.wait_state(&high.to_string(), &["RUNNING"], T);
+    assert_eq!(c.job_field(&slow, "JobState").as_deref(), Some("SUSPENDED"));
+    c.expect_end(high, "COMPLETED");
+    assert!(std::fs::read_to_string(&out).unwrap().contains("gpus=0"));
+    c.expect_end(low, "COMPLETED");
+    assert_eq!(lines(&count), 60);
+}
