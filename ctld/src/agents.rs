@@ -146,6 +146,29 @@ impl Ctld {
         for id in relaunch {
             self.send_launch(id);
         }
+        // Suspensions (and resumes) are re-asserted: the agent may have been
+        // away longer than their retries (both are idempotent there).
+        let mut again = Vec::new();
+        for reg in &req.nodes {
+            let Some(i) = self.cluster.node_idx(&reg.name) else {
+                continue;
+            };
+            for id in &self.cluster.nodes[i].jobs {
+                let Some(j) = self.jobs.get(id) else {
+                    continue;
+                };
+                match j.state() {
+                    JobState::Suspended => again.push((*id, reg.name.clone(), true)),
+                    JobState::Running if j.rt().suspend_time != 0 => {
+                        again.push((*id, reg.name.clone(), false))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for (id, node, suspend) in again {
+            self.send_suspend_node(id, &node, suspend, 0);
+        }
         self.sched_needed = true;
         RegisterResponse {
             kill_jobs: kill,

@@ -330,6 +330,62 @@ impl Cluster {
         }
     }
 
+    /// A job suspended by preemption lends its CPUs and GPUs (`allocs`
+    /// without memory): they are free for others, the job stays on its nodes.
+    pub fn lend(&mut self, allocs: &[drover_proto::NodeAlloc]) {
+        self.mark(allocs, false);
+    }
+
+    /// The lender resumes: its CPUs and GPUs are taken again.
+    pub fn take_back(&mut self, allocs: &[drover_proto::NodeAlloc]) {
+        self.mark(allocs, true);
+    }
+
+    fn mark(&mut self, allocs: &[drover_proto::NodeAlloc], used: bool) {
+        for a in allocs {
+            let Some(&i) = self.by_name.get(&a.node) else {
+                continue;
+            };
+            let n = &mut self.nodes[i];
+            for &c in &a.cpu_ids {
+                if let Some(slot) = n.alloc_cpus.get_mut(c as usize) {
+                    *slot = used;
+                }
+            }
+            for g in &a.gres {
+                for &idx in &g.indices {
+                    if let Some(d) = n
+                        .gres
+                        .iter_mut()
+                        .find(|d| d.name == g.name && d.index == idx)
+                    {
+                        d.free = !used;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Are all these CPUs and GPUs free?
+    pub fn all_free(&self, allocs: &[drover_proto::NodeAlloc]) -> bool {
+        allocs.iter().all(|a| {
+            let Some(&i) = self.by_name.get(&a.node) else {
+                return false;
+            };
+            let n = &self.nodes[i];
+            a.cpu_ids
+                .iter()
+                .all(|&c| n.alloc_cpus.get(c as usize) == Some(&false))
+                && a.gres.iter().all(|g| {
+                    g.indices.iter().all(|&idx| {
+                        n.gres
+                            .iter()
+                            .any(|d| d.name == g.name && d.index == idx && d.free)
+                    })
+                })
+        })
+    }
+
     /// Give a finished job's resources back.
     pub fn release(&mut self, job_id: u32, allocs: &[drover_proto::NodeAlloc], now: i64) {
         for a in allocs {

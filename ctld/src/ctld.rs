@@ -73,6 +73,9 @@ pub struct Ctld {
     queue_key: HashMap<u32, u32>,
     /// Scheduler state: reservations, fair-share usage, planned starts.
     pub sched: crate::schedstate::SchedState,
+    /// Jobs suspended by preemption whose CPUs/GPUs are lent (resumed
+    /// automatically when they are free again; see `suspend.rs`).
+    pub lenders: BTreeSet<u32>,
 }
 
 pub fn now() -> i64 {
@@ -125,6 +128,7 @@ impl Ctld {
             queue: BTreeSet::new(),
             queue_key: HashMap::new(),
             sched: Default::default(),
+            lenders: BTreeSet::new(),
         };
         let mut node_records = Vec::new();
         if let Some(s) = rec.snapshot {
@@ -190,7 +194,10 @@ impl Ctld {
                 job.state(),
                 JobState::Running | JobState::Completing | JobState::Suspended
             ) {
-                c.cluster.allocate(id, &rt.alloc);
+                c.cluster.allocate(id, &crate::suspend::held_allocs(&rt));
+                if job.state() == JobState::Suspended && rt.preempt_suspended {
+                    c.lenders.insert(id);
+                }
             }
         }
         c.blobs.drop_unreferenced();

@@ -3,7 +3,7 @@
 
 use drover_proto::state::wal_record::Kind;
 use drover_proto::state::WalRecord;
-use drover_proto::{JobState, SignalJobRequest, INFINITE};
+use drover_proto::{JobState, SignalJobRequest};
 
 use crate::ctld::{now, Ctld};
 
@@ -47,7 +47,11 @@ impl Ctld {
         }
         let t = now();
         let allocs = job.rt().alloc.clone();
-        self.cluster.release(id, &allocs, t);
+        // A job suspended by preemption holds only its memory (its CPUs
+        // and GPUs are lent and may be someone else's now).
+        let held = crate::suspend::held_allocs(job.rt());
+        self.lenders.remove(&id);
+        self.cluster.release(id, &held, t);
         if r.prolog_failed || r.epilog_failed {
             let why = if r.prolog_failed {
                 "Prolog error"
@@ -194,6 +198,8 @@ impl Ctld {
 
     /// Terminate a running job on all its nodes (cancel, timeout, requeue).
     pub fn terminate(&mut self, id: u32, timeout: bool) {
+        // A suspended job is thawed by its agents before the kill.
+        self.end_suspension(id);
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -278,21 +284,19 @@ impl Ctld {
         for (id, j) in &self.jobs {
             let rt = j.rt();
             match j.state() {
+                // Time spent suspended does not count (the limit's end moves
+                // on by it); a suspended job never expires.
                 JobState::Running
-                    if rt.time_limit != INFINITE
-                        && rt.time_limit != 0
-                        && self.cfg.over_time_limit_min != u32::MAX
-                        && t >= rt.start_time + (i64::from(rt.time_limit) + over) * 60 =>
+                    if self.cfg.over_time_limit_min != u32::MAX
+                        && crate::suspend::limit_end(rt).is_some_and(|e| t >= e + over * 60) =>
                 {
                     expired.push(*id);
                 }
                 JobState::Running
                     if j.spec().signal != 0
                         && !rt.warn_signal_sent
-                        && rt.time_limit != INFINITE
-                        && rt.time_limit != 0
-                        && t + i64::from(j.spec().signal_time)
-                            >= rt.start_time + i64::from(rt.time_limit) * 60 =>
+                        && crate::suspend::limit_end(rt)
+                            .is_some_and(|e| t + i64::from(j.spec().signal_time) >= e) =>
                 {
                     warn.push(*id);
                 }

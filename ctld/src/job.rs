@@ -105,6 +105,11 @@ pub fn reset_for_requeue(rt: &mut JobRuntime) {
     rt.node_fail = false;
     rt.oom = false;
     rt.warn_signal_sent = false;
+    rt.suspend_time = 0;
+    rt.pre_sus_time = 0;
+    rt.tot_sus_time = 0;
+    rt.preempt_suspended = false;
+    rt.suspended_for = 0;
     rt.gpu_util_pct = 0;
     rt.gpu_mem_max_mb = 0;
     rt.exit_code = 0;

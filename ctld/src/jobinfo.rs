@@ -272,12 +272,10 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
             start_time: rt.start_time,
             end_time: if rt.end_time != 0 {
                 rt.end_time
-            } else if rt.start_time != 0 && rt.time_limit != INFINITE && rt.time_limit != 0 {
-                rt.start_time + i64::from(rt.time_limit) * 60
             } else {
-                0
+                crate::suspend::shown_end(rt, state, crate::ctld::now()).unwrap_or(0)
             },
-            suspend_time: 0,
+            suspend_time: rt.suspend_time,
             nodes,
             req_nodes: if details {
                 spec.nodelist.clone()
@@ -338,7 +336,7 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
             } else {
                 Vec::new()
             },
-            pre_sus_time: 0,
+            pre_sus_time: rt.pre_sus_time,
             submit_host: if details {
                 spec.submit_host.clone()
             } else {

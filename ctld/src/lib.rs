@@ -30,6 +30,7 @@ pub mod server;
 pub mod stats;
 pub mod steps;
 pub mod submit;
+pub mod suspend;
 pub mod update;
 pub mod users;
 pub mod wal;

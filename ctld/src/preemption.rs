@@ -1,5 +1,7 @@
 //! Carrying out a preemption decision: the victim is requeued or ends
-//! PREEMPTED, after `GraceTime` if one is set (SIGTERM first, as Slurm).
+//! PREEMPTED, after `GraceTime` if one is set (SIGTERM first, as Slurm);
+//! with `PreemptMode=SUSPEND` it is suspended and lends its CPUs/GPUs to the
+//! preemptor until they are free again (`suspend.rs`).
 
 use std::time::Duration;
 
@@ -13,12 +15,19 @@ impl Ctld {
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
-        if job.state() != JobState::Running || job.rt().preempted {
+        if job.state() != JobState::Running || job.rt().preempted || job.rt().terminating {
+            return;
+        }
+        if mode == PreemptMode::Suspend {
+            tracing::info!("job {id} preempted by job {by} (suspend)");
+            if let Err(e) = self.suspend_job(id, Some(by)) {
+                tracing::warn!("job {id}: cannot suspend for job {by}: {e}");
+            }
             return;
         }
         let spec = job.spec();
         let requeueable = !spec.no_requeue && (spec.requeue || self.cfg.job_requeue != 0);
-        let requeue = matches!(mode, PreemptMode::Requeue | PreemptMode::Suspend) && requeueable;
+        let requeue = mode == PreemptMode::Requeue && requeueable;
         let part = job.rt().partition.clone();
         let owner = self.owner(job);
         let grace = if self.cfg.preempt_type == "preempt/qos" {

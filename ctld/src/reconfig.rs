@@ -138,7 +138,7 @@ impl Ctld {
                 j.state(),
                 JobState::Running | JobState::Completing | JobState::Suspended
             ) {
-                cluster.allocate(*id, &j.rt().alloc);
+                cluster.allocate(*id, &crate::suspend::held_allocs(j.rt()));
             }
         }
         self.cluster = cluster;

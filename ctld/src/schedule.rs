@@ -139,6 +139,8 @@ impl Ctld {
         let full = self.full_pass_needed;
         self.sched_needed = false;
         self.full_pass_needed = false;
+        // Jobs suspended by preemption get their CPUs back first.
+        self.resume_lenders();
         let t = now();
         if full {
             let jobs = &self.jobs;
@@ -200,7 +202,7 @@ impl Ctld {
             candidates.select_nth_unstable_by(depth, |a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
             candidates.truncate(depth);
         }
-        let (nodes, parts) = self.cluster.snapshot();
+        let (mut nodes, parts) = self.cluster.snapshot();
         let params = crate::schedstate::params(&self.cfg);
         let running = self.running_snaps(&nodes);
         let resvs = self.resv_snaps(t);
@@ -260,6 +262,9 @@ impl Ctld {
                 reservation,
             });
         }
+        // CPUs/GPUs lent by preempted (suspended) jobs are free only for
+        // the preemptor they were suspended for.
+        self.hide_lent(&mut nodes, &snaps);
         // Small passes run here; big ones on a worker thread over the
         // snapshot, so that squeue and submissions are served meanwhile.
         let work = snaps.len().saturating_mul(nodes.len());
@@ -394,8 +399,30 @@ impl Ctld {
             }
             let rt = job.rt();
             let part = self.cluster.part_idx(&rt.partition).unwrap_or(usize::MAX);
-            let allocs = rt
-                .alloc
+            let owner = self.owner(job);
+            let qos_mode = if self.cfg.preempt_type == "preempt/qos" {
+                let q = if owner.qos.is_empty() {
+                    "normal"
+                } else {
+                    &owner.qos
+                };
+                self.assoc
+                    .qos
+                    .get(q)
+                    .map_or(crate::assoc::PreemptMode::Off, |q| q.preempt_mode)
+            } else {
+                crate::assoc::PreemptMode::Off
+            };
+            let preempt_mode = if st == JobState::Suspended {
+                // Already stopped: not a victim again.
+                crate::assoc::PreemptMode::Off
+            } else {
+                crate::schedstate::preempt_mode(&self.cfg, Some(&rt.partition), qos_mode)
+            };
+            // Suspending a job frees its CPUs and GPUs but not its memory:
+            // the core must not count on that memory when it picks victims.
+            let mem_stays = preempt_mode == crate::assoc::PreemptMode::Suspend;
+            let allocs = crate::suspend::held_allocs(rt)
                 .iter()
                 .filter_map(|a| {
                     let node = self.cluster.node_idx(&a.node)?;
@@ -414,32 +441,16 @@ impl Ctld {
                     Some(sched::RunAlloc {
                         node,
                         cpus: a.cpu_ids.len() as u32,
-                        mem: a.mem_mb,
+                        mem: if mem_stays { 0 } else { a.mem_mb },
                         gres,
                     })
                 })
                 .collect();
-            let end = if rt.time_limit == INFINITE || rt.time_limit == 0 {
-                i64::MAX
-            } else {
-                rt.start_time + i64::from(rt.time_limit) * 60
+            // A suspended job's end is unknown (it may stay suspended).
+            let end = match crate::suspend::limit_end(rt) {
+                Some(e) if st != JobState::Suspended => e,
+                _ => i64::MAX,
             };
-            let owner = self.owner(job);
-            let qos_mode = if self.cfg.preempt_type == "preempt/qos" {
-                let q = if owner.qos.is_empty() {
-                    "normal"
-                } else {
-                    &owner.qos
-                };
-                self.assoc
-                    .qos
-                    .get(q)
-                    .map_or(crate::assoc::PreemptMode::Off, |q| q.preempt_mode)
-            } else {
-                crate::assoc::PreemptMode::Off
-            };
-            let preempt_mode =
-                crate::schedstate::preempt_mode(&self.cfg, Some(&rt.partition), qos_mode);
             out.push(sched::RunSnap {
                 id: job.id(),
                 partition: part,
@@ -653,7 +664,9 @@ impl Ctld {
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
-        if job.state() != JobState::Running || job.rt().start_time != start {
+        if !matches!(job.state(), JobState::Running | JobState::Suspended)
+            || job.rt().start_time != start
+        {
             return;
         }
         match res {
@@ -677,6 +690,11 @@ impl Ctld {
                     job.rt_mut().launched = true;
                     self.log_runtime(id);
                 }
+                // Suspended while it was being launched: the stop may have
+                // come before the script existed.
+                if self.jobs[&id].state() == JobState::Suspended {
+                    self.send_suspend(id, true);
+                }
             }
             Err(e)
                 if !matches!(
@@ -697,7 +715,7 @@ impl Ctld {
                     Duration::from_secs(1),
                     Box::new(move |c: &mut Ctld| {
                         if c.jobs.get(&id).is_some_and(|j| {
-                            j.state() == JobState::Running
+                            matches!(j.state(), JobState::Running | JobState::Suspended)
                                 && !j.rt().launched
                                 && j.rt().start_time == start
                         }) {

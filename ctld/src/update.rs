@@ -18,6 +18,11 @@ impl Ctld {
         req: UpdateJobRequest,
     ) -> Result<UpdateJobResponse, Status> {
         let mut results = Vec::new();
+        // Operators may suspend/resume anyone's job (and only they may).
+        let operator = matches!(
+            req.action.to_ascii_lowercase().as_str(),
+            "suspend" | "resume"
+        ) && self.is_operator(&who);
         for text in &req.job_ids {
             let ids = parse_selector(text)
                 .map(|s| self.select_ids(&s))
@@ -33,6 +38,7 @@ impl Ctld {
             let mut err: Option<String> = None;
             for id in ids {
                 let r = if !self.is_admin(&who)
+                    && !operator
                     && self.jobs.get(&id).is_some_and(|j| j.rec.uid != who.uid)
                 {
                     Err(msg::ACCESS.to_string())
@@ -97,9 +103,11 @@ impl Ctld {
                 let hold = action.eq_ignore_ascii_case("requeuehold");
                 match state {
                     JobState::Running | JobState::Suspended => {
+                        // Slurm: a suspended job that is requeued is held.
+                        let was_suspended = state == JobState::Suspended;
                         let j = self.jobs.get_mut(&id).expect("present");
                         j.rt_mut().requeue_pending = true;
-                        if hold {
+                        if hold || was_suspended {
                             j.rt_mut().hold = 1;
                         }
                         self.terminate(id, false);
@@ -118,6 +126,18 @@ impl Ctld {
                         self.log_runtime(id);
                         Ok(())
                     }
+                }
+            }
+            "suspend" | "resume" => {
+                // Slurm: root, SlurmUser and accounting Operators and
+                // Administrators only (not even the job's owner).
+                if !admin && !self.is_operator(who) {
+                    return Err(msg::ACCESS.into());
+                }
+                if action.eq_ignore_ascii_case("suspend") {
+                    self.suspend_job(id, None)
+                } else {
+                    self.resume_job(id)
                 }
             }
             "top" => Ok(()),

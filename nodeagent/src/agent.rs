@@ -16,7 +16,8 @@ use drover_proto::node_agent_server::NodeAgent;
 use drover_proto::{
     AgentJob, AgentPingRequest, AgentPingResponse, HeartbeatRequest, JobEndedRequest,
     JobStatsRequest, JobStatsResponse, LaunchRequest, LaunchResponse, RegisterRequest,
-    SignalJobRequest, SignalJobResponse, StepLaunchRequest, StepLaunchResponse,
+    SignalJobRequest, SignalJobResponse, StepLaunchRequest, StepLaunchResponse, SuspendJobRequest,
+    SuspendJobResponse,
 };
 
 use crate::jobs::{Jobs, LaunchCheck, Phase};
@@ -229,7 +230,7 @@ fn permanent_rejection(code: tonic::Code) -> bool {
 /// Report a job's end until the controller acknowledges it, then forget it.
 async fn finish_job(shared: Arc<Shared>, job_id: u32, dir: PathBuf, st: JobStatus) {
     // The batch script is done: so are the job's srun steps on this node.
-    crate::steps::signal_job(job_id, 0, 2);
+    crate::steps::signal_job(job_id, None, 0, 2);
     let gpu = shared.gpus.finish(job_id);
     let (node, run) = {
         let mut jobs = shared.jobs();
@@ -315,7 +316,11 @@ async fn finish_job(shared: Arc<Shared>, job_id: u32, dir: PathBuf, st: JobStatu
 }
 
 /// Forward a signal or terminate request to a job's supervisor.
-async fn to_supervisor(shared: &Shared, job_id: u32, req: StepdRequest) -> Result<(), Status> {
+pub(crate) async fn to_supervisor(
+    shared: &Shared,
+    job_id: u32,
+    req: StepdRequest,
+) -> Result<(), Status> {
     let entry = {
         let jobs = shared.jobs();
         jobs.get(job_id)
@@ -621,11 +626,25 @@ impl NodeAgent for AgentService {
             }
         };
         debug!("job {}: {:?}", r.job_id, req);
+        if r.signal == 0 {
+            // A suspended job: its steps' tasks here must be thawed too.
+            crate::suspend::thaw_for_kill(&self.shared, r.job_id, &r.node);
+        }
         if !r.batch_only {
-            crate::steps::signal_job(r.job_id, r.signal as i32, r.kill_wait);
+            crate::steps::signal_job(r.job_id, Some(&r.node), r.signal as i32, r.kill_wait);
         }
         to_supervisor(&self.shared, r.job_id, req).await?;
         Ok(Response::new(SignalJobResponse {}))
+    }
+
+    async fn suspend_job(
+        &self,
+        request: Request<SuspendJobRequest>,
+    ) -> Result<Response<SuspendJobResponse>, Status> {
+        self.check_daemon(&request)?;
+        let r = request.into_inner();
+        crate::suspend::apply(&self.shared, r.job_id, &r.node, r.suspend).await?;
+        Ok(Response::new(SuspendJobResponse {}))
     }
 
     async fn step_launch(

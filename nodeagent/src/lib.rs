@@ -22,6 +22,7 @@ pub mod status;
 pub mod stepd;
 pub mod stepd_client;
 pub mod steps;
+pub mod suspend;
 pub mod usage;
 
 /// `main` of the `droverd` binary; returns the exit code.

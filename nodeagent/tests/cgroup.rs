@@ -268,3 +268,67 @@ fn kill_all_gets_double_forked_daemons() {
     assert!(job_dirs_gone(&p));
     cleanup_scope(&p);
 }
+
+/// Suspend/resume: freezing the job group stops everything in it (and in
+/// its step groups), thawing lets it go on, and a frozen job can be killed.
+fn check_freeze(sys: &System, job: u32) {
+    use drover_nodeagent::cgroup::job::{is_frozen, set_frozen};
+    use std::time::{Duration, Instant};
+    let p = plan(sys, job);
+    let port = 40000 + (std::process::id() % 20000) as u16;
+    let dir = sys.freezer_dir("cgtest", port, job).expect("freezer dir");
+    let cg = JobCgroup::open(p.clone());
+    cg.create().expect("create");
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("count");
+    let o = run_in(
+        &cg,
+        &format!(
+            "(while true; do echo x >> {}; sleep 0.02; done) >/dev/null 2>&1 & echo started",
+            f.display()
+        ),
+    );
+    assert!(text(&o).contains("started"));
+    let lines = || std::fs::read_to_string(&f).map_or(0, |t| t.lines().count());
+    let grows = |from: usize| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while lines() < from + 3 {
+            assert!(Instant::now() < deadline, "not counting");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    grows(0);
+    set_frozen(sys.version, &dir, true, Duration::from_secs(5)).expect("freeze");
+    assert!(is_frozen(sys.version, &dir));
+    let at = lines();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(lines(), at, "a frozen job went on");
+    set_frozen(sys.version, &dir, false, Duration::ZERO).expect("thaw");
+    assert!(!is_frozen(sys.version, &dir));
+    grows(at);
+    // Frozen again, then killed (the kill of a suspended job).
+    set_frozen(sys.version, &dir, true, Duration::from_secs(5)).expect("freeze");
+    cg.thaw();
+    cg.kill_all();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !cg.pids().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(cg.pids().is_empty(), "left: {:?}", cg.pids());
+    cg.remove().expect("remove");
+    assert!(job_dirs_gone(&p));
+    cleanup_scope(&p);
+}
+
+#[test]
+fn freezing_suspends_and_thawing_resumes() {
+    if let Some(sys) = system("autodetect", "/sys/fs/cgroup") {
+        check_freeze(&sys, 910_006);
+    }
+    let v2 = ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+        .into_iter()
+        .find_map(|m| system("cgroup/v2", m).filter(|s| s.version == Version::V2));
+    if let Some(sys) = v2 {
+        check_freeze(&sys, 910_007);
+    }
+}

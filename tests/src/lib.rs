@@ -547,7 +547,7 @@ impl Drop for Cluster {
                 }
             }
         }
-                                 // Cancel what is left so no job outlives its test, then stop the daemons.
+        // Cancel what is left so no job outlives its test, then stop the daemons.
         if self.ctld.is_some() && self.agent.is_some() {
             let _ = self
                 .cmd("scancel")

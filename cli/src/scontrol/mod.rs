@@ -662,6 +662,8 @@ async fn execute(
 
 async fn job_update(client: &mut Controller, flags: &Flags, req: UpdateJobRequest) -> i32 {
     let n = req.job_ids.len();
+    // Slurm's scontrol reports suspend/resume errors per job with perror.
+    let suspend = matches!(req.action.as_str(), "suspend" | "resume");
     match client.update_job(req).await {
         Ok(r) => {
             let mut rc = 0;
@@ -673,7 +675,9 @@ async fn job_update(client: &mut Controller, flags: &Flags, req: UpdateJobReques
                 if flags.quiet {
                     continue;
                 }
-                if n == 1 {
+                if suspend {
+                    eprintln!("slurm_suspend error: {}", res.error);
+                } else if n == 1 {
                     eprintln!("slurm_update error: {}", res.error);
                 } else {
                     eprintln!("scontrol: error: {}: {}", res.job_id, res.error);

@@ -26,6 +26,8 @@ use args::Srun;
 
 /// The controller's answer while other steps hold the CPUs.
 const BUSY: &str = "Requested nodes are busy";
+/// The job is suspended: srun waits for its resume, as in Slurm.
+const DISABLED: &str = "Requested operation is presently disabled";
 
 const USAGE: &str = "Usage: srun [-N nnodes] [-n ntasks] [-c ncpus] [-w hosts] [-l] [-u] [-K]\n\
 \x20           [--ntasks-per-node=n] [--exclusive|--overlap] [--mem=MB] [--gpus=n]\n\
@@ -261,10 +263,14 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
     let resp = loop {
         match ctl.create_step(s.req.clone()).await {
             Ok(r) => break r.into_inner(),
-            Err(st) if st.code() == tonic::Code::Unavailable && st.message() == BUSY => {
+            Err(st)
+                if st.code() == tonic::Code::Unavailable
+                    && (st.message() == BUSY || st.message() == DISABLED) =>
+            {
                 if !announced {
                     eprintln!(
-                        "srun: Job {job_id} step creation temporarily disabled, retrying ({BUSY})"
+                        "srun: Job {job_id} step creation temporarily disabled, retrying ({})",
+                        st.message()
                     );
                     announced = true;
                 }

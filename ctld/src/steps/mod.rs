@@ -30,6 +30,8 @@ pub type Launches = Vec<(String, Option<Agent>, StepLaunchRequest)>;
 
 /// Slurm's wording when a step must wait for CPUs held by other steps.
 pub const BUSY: &str = "Requested nodes are busy";
+/// Slurm's ESLURM_DISABLED: a step of a suspended job (srun retries).
+pub const DISABLED: &str = "Requested operation is presently disabled";
 
 /// A step that is still running (its job running too).
 pub fn is_running(s: &StepInfo) -> bool {
@@ -53,6 +55,8 @@ impl Ctld {
         }
         match job.state() {
             JobState::Running => {}
+            // Slurm: srun waits (and retries) while the job is suspended.
+            JobState::Suspended => return Err(Status::unavailable(DISABLED)),
             JobState::Pending => return Err(Status::failed_precondition(msg::PENDING)),
             _ => return Err(Status::failed_precondition(msg::ALREADY_DONE)),
         }

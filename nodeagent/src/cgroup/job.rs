@@ -75,6 +75,49 @@ pub fn v2_enable_down(root: &Path, rel: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Is the group at `dir` (freezer hierarchy for v1) frozen? v1 reports
+/// `FREEZING` until every task has stopped; v2 `frozen 1` in cgroup.events.
+pub fn is_frozen(version: Version, dir: &Path) -> bool {
+    match version {
+        Version::V1 => read(&dir.join("freezer.state")).is_some_and(|s| s.trim() == "FROZEN"),
+        Version::V2 => read(&dir.join("cgroup.events"))
+            .and_then(|t| keyed(&t, "frozen"))
+            .is_some_and(|v| v == 1),
+    }
+}
+
+/// Freeze (suspend) or thaw (resume) the group at `dir` and everything
+/// under it. Freezing waits up to `wait` for the kernel to stop every task
+/// (a task in an uninterruptible sleep delays it); not being done by then
+/// is an error, but the group stays set to freeze.
+pub fn set_frozen(
+    version: Version,
+    dir: &Path,
+    frozen: bool,
+    wait: Duration,
+) -> Result<(), String> {
+    let (file, value) = match (version, frozen) {
+        (Version::V1, true) => ("freezer.state", "FROZEN"),
+        (Version::V1, false) => ("freezer.state", "THAWED"),
+        (Version::V2, true) => ("cgroup.freeze", "1"),
+        (Version::V2, false) => ("cgroup.freeze", "0"),
+    };
+    write(&dir.join(file), value)?;
+    if !frozen {
+        return Ok(());
+    }
+    let deadline = Instant::now() + wait;
+    loop {
+        if is_frozen(version, dir) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("{} is not frozen after {:?}", dir.display(), wait));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// Usage read from the cgroup when the job ends (or live, for sstat).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
@@ -327,6 +370,16 @@ impl JobCgroup {
         out.sort_unstable();
         out.dedup();
         out
+    }
+
+    /// Thaw the job's groups (a suspended job about to be killed: signals
+    /// other than SIGKILL reach frozen tasks only once they are thawed).
+    pub fn thaw(&self) {
+        if let Some(dir) = self.dir_of("freezer") {
+            if dir.exists() {
+                let _ = set_frozen(self.plan.version, &dir, false, Duration::ZERO);
+            }
+        }
     }
 
     /// Kill every process of the job: v2 `cgroup.kill`; v1 freeze the

@@ -249,6 +249,20 @@ impl System {
         ids
     }
 
+    /// The group of a job that freezing acts on (v1: in the freezer
+    /// hierarchy), whether it exists or not.
+    pub fn freezer_dir(&self, node: &str, port: u16, job_id: u32) -> Option<PathBuf> {
+        let base = match self.version {
+            Version::V2 => self.root.clone(),
+            Version::V1 => self
+                .v1_mounts
+                .iter()
+                .find(|(c, _)| c == "freezer")
+                .map(|(_, m)| m.clone())?,
+        };
+        Some(base.join(plan::job_rel(node, port, job_id)))
+    }
+
     /// A plan for this system (the agent adds the job's numbers).
     pub fn plan_inputs<'a>(
         &'a self,

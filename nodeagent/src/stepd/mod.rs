@@ -633,6 +633,10 @@ impl Supervisor {
                 if timeout {
                     self.timeout = true;
                 }
+                // A suspended (frozen) job must run to see SIGTERM.
+                if let Some(cg) = &self.cg {
+                    cg.thaw();
+                }
                 self.signal_job(libc::SIGCONT);
                 self.signal_job(libc::SIGTERM);
                 if kill_wait == 0 {

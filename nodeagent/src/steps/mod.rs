@@ -28,8 +28,9 @@ use crate::agent::Shared;
 use crate::cgroup::step::StepStats;
 use spawn::Task;
 
-/// Process groups of running step tasks, by (job, step).
-type Running = HashMap<(u32, u32), Vec<i32>>;
+/// Process groups of running step tasks, by (job, step, node): one agent
+/// may serve several nodes of a step.
+type Running = HashMap<(u32, u32, String), Vec<i32>>;
 static RUNNING: LazyLock<Mutex<Running>> = LazyLock::new(Default::default);
 
 fn running() -> std::sync::MutexGuard<'static, Running> {
@@ -43,12 +44,13 @@ fn kill_groups(pgids: &[i32], sig: i32) {
     }
 }
 
-/// Signal every step task of a job on this node (signal 0: terminate, i.e.
-/// SIGCONT+SIGTERM now and SIGKILL after `kill_wait` seconds).
-pub fn signal_job(job_id: u32, signal: i32, kill_wait: u32) {
+/// Signal every step task of a job on `node` (None: on every node this
+/// agent serves) (signal 0: terminate, i.e. SIGCONT+SIGTERM now and SIGKILL
+/// after `kill_wait` seconds).
+pub fn signal_job(job_id: u32, node: Option<&str>, signal: i32, kill_wait: u32) {
     let pgids: Vec<i32> = running()
         .iter()
-        .filter(|((j, _), _)| *j == job_id)
+        .filter(|((j, _, n), _)| *j == job_id && node.is_none_or(|x| x == n))
         .flat_map(|(_, v)| v.iter().copied())
         .collect();
     signal_groups(pgids, signal, kill_wait);
@@ -61,20 +63,19 @@ static EARLY: LazyLock<Mutex<Early>> = LazyLock::new(Default::default);
 
 /// The same for one step (`scancel JOB.STEP`).
 pub fn signal_step(job_id: u32, step_id: u32, signal: i32, kill_wait: u32) {
-    let pgids = {
-        let run = running();
-        match run.get(&(job_id, step_id)) {
-            Some(p) => p.clone(),
-            None => {
-                let mut early = EARLY.lock().unwrap_or_else(|p| p.into_inner());
-                if early.len() > 1024 {
-                    early.clear(); // steps that never came: do not grow
-                }
-                early.insert((job_id, step_id), (signal, kill_wait));
-                return;
-            }
+    let pgids: Vec<i32> = running()
+        .iter()
+        .filter(|((j, s, _), _)| *j == job_id && *s == step_id)
+        .flat_map(|(_, v)| v.iter().copied())
+        .collect();
+    if pgids.is_empty() {
+        let mut early = EARLY.lock().unwrap_or_else(|p| p.into_inner());
+        if early.len() > 1024 {
+            early.clear(); // steps that never came: do not grow
         }
-    };
+        early.insert((job_id, step_id), (signal, kill_wait));
+        return;
+    }
     signal_groups(pgids, signal, kill_wait);
 }
 
@@ -170,7 +171,7 @@ async fn launch_once(shared: Arc<Shared>, req: StepLaunchRequest) -> Result<(), 
         .map_err(|e| Status::internal(e.to_string()))?;
     let key = (job.job_id, req.step_id);
     let pgids: Vec<i32> = started.tasks.iter().filter_map(|t| t.pgid).collect();
-    running().insert(key, pgids.clone());
+    running().insert((key.0, key.1, this.node.clone()), pgids.clone());
     let early = EARLY.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
     if let Some((signal, kill_wait)) = early {
         signal_groups(pgids, signal, kill_wait);
@@ -301,10 +302,11 @@ async fn run_step(
     }
     drop(notes);
     let _ = writer.await;
-    running().remove(&(job_id, step_id));
+    running().remove(&(job_id, step_id, node.clone()));
     kill_groups(&pgids, libc::SIGKILL); // leftovers in the tasks' sessions
     if let Some(cg) = started.cgroup {
-        let last = started.owns_job_group && !running().keys().any(|(j, _)| *j == job_id);
+        let last =
+            started.owns_job_group && !running().keys().any(|(j, _, n)| *j == job_id && *n == node);
         let _ = tokio::task::spawn_blocking(move || {
             cg.remove_step(&name);
             if last {

@@ -13,5 +13,6 @@ mod recovery;
 mod scheduler;
 mod step_limits;
 mod steps;
+mod suspend;
 mod up;
 mod users;
