@@ -111,7 +111,15 @@ fn srun_mem_limits_the_step_and_an_oom_is_reported() {
         .and_then(|l| l.split('|').nth(3))
         .unwrap_or_default()
         .to_string();
-    let kib: u64 = rss.trim_end_matches('K').parse().unwrap_or(0);
+    // sacct picks the unit (K, M, G).
+    let (num, unit) = rss.split_at(rss.trim_end_matches(char::is_alphabetic).len());
+    let kib = num.parse::<f64>().unwrap_or(0.0)
+        * match unit {
+            "M" => 1024.0,
+            "G" => 1024.0 * 1024.0,
+            _ => 1.0,
+        };
+    let kib = kib as u64;
     assert!(kib >= 256 * 1024, "{t}");
     c.ok("scancel", &[&sid]);
 }
