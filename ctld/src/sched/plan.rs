@@ -6,10 +6,12 @@ use std::collections::HashMap;
 
 use super::index::Index;
 use super::limits::{request_tres, LimitState};
-use super::place::{fits_single, node_tasks, place_with, single_node_tasks, Alloc, Avail};
+use super::place::{
+    fits_single, node_tasks, place_bounded, place_with, single_node_tasks, want_tasks, Alloc, Avail,
+};
 use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};
-use super::{apply, Decision, Input, JobSnap, NodeSnap, PreemptKind, ResvSnap, RunAlloc};
+use super::{apply, Decision, Input, JobSnap, NodeSnap, PreemptKind, Request, ResvSnap, RunAlloc};
 
 pub(super) fn mask(gres: &[usize]) -> u128 {
     gres.iter()
@@ -358,12 +360,47 @@ impl<'a> Pass<'a> {
         times.into_iter().find_map(|t| {
             // Only nodes that can hold a task by then.
             let at: Vec<usize> = one.iter().filter(|x| x.1 <= t).map(|x| x.0).collect();
-            place_with(&job.req, &at, &self.work, &opts, false, &key, &|i| {
-                self.window(i, t, t.saturating_add(d), own)
-            })
+            // What each offers at `t` alone bounds what it offers for the
+            // whole limit: if even that is too little, placing must fail.
+            let bound = |i: usize| self.lines[i].at_time(t);
+            if req.required.is_empty() && !self.could_fit(req, &at, &bound) {
+                return None;
+            }
+            place_bounded(
+                &job.req,
+                &at,
+                &self.work,
+                &opts,
+                false,
+                &key,
+                &|i| self.window(i, t, t.saturating_add(d), own),
+                Some(&bound),
+            )
             .ok()
             .map(|a| (t, a))
         })
+    }
+
+    /// Whether `cands`, each offering no more than `bound(i)`, could hold
+    /// the request together: enough nodes host a task, and the roomiest
+    /// `max_nodes` host all tasks (necessary for [`place_with`] to succeed).
+    fn could_fit(&self, req: &Request, cands: &[usize], bound: &dyn Fn(usize) -> Avail) -> bool {
+        let opts = self.inp.params.place;
+        let min_nodes = req.min_nodes.max(1) as usize;
+        let max_nodes = (req.max_nodes.max(req.min_nodes).max(1) as usize).max(min_nodes);
+        let mut caps: Vec<u32> = cands
+            .iter()
+            .map(|&i| node_tasks(req, &self.work[i], &bound(i), &opts))
+            .filter(|&t| t > 0)
+            .collect();
+        if caps.len() < min_nodes {
+            return false;
+        }
+        if caps.len() > max_nodes {
+            caps.select_nth_unstable_by(max_nodes - 1, |a, b| b.cmp(a));
+            caps.truncate(max_nodes);
+        }
+        caps.iter().map(|&t| u64::from(t)).sum::<u64>() >= u64::from(want_tasks(req))
     }
 
     fn start(&mut self, job: &JobSnap, part: usize, allocs: Vec<Alloc>) {

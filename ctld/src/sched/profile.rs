@@ -116,6 +116,11 @@ impl Line {
         a
     }
 
+    /// What is free at `t` (no less than any window starting at `t`).
+    pub fn at_time(&self, t: i64) -> Avail {
+        self.segs[self.at(t)].a
+    }
+
     /// The first reservation block (not `own`) overlapping [s, e), by end.
     pub fn blocked(&self, s: i64, e: i64, own: Option<usize>) -> Option<i64> {
         self.blocks
