@@ -298,9 +298,9 @@ pub(super) fn want_tasks(req: &Request) -> u32 {
     }
 }
 
-/// [`place_with`], with `bound(i)`, when given, no less than `avail(i)` in
-/// every respect (cheaper to ask: e.g. what a node's profile offers at the
-/// start alone): when the best-fit nodes are too small together, the
+/// [`place_with`], with `bound(i)`, when given, no fewer than the tasks
+/// node `i` can host with `avail(i)` (cheaper to ask: e.g. by its free CPUs
+/// at the start alone): when the best-fit nodes are too small together, the
 /// roomiest are then found by looking at `avail` only for the nodes whose
 /// bound could still make the cut. Same result as without it.
 #[allow(clippy::too_many_arguments)]
@@ -312,7 +312,7 @@ pub(super) fn place_bounded(
     pick_ids: bool,
     key: &dyn Fn(usize) -> Avail,
     avail: &dyn Fn(usize) -> Avail,
-    bound: Option<&dyn Fn(usize) -> Avail>,
+    bound: Option<&dyn Fn(usize) -> u32>,
 ) -> Result<Vec<Alloc>, NoFit> {
     let min_nodes = req.min_nodes.max(1) as usize;
     let max_nodes = (req.max_nodes.max(req.min_nodes).max(1) as usize).max(min_nodes);
@@ -523,7 +523,7 @@ fn roomiest(
     opts: &PlaceOpts,
     max_nodes: usize,
     avail: &dyn Fn(usize) -> Avail,
-    bound: Option<&dyn Fn(usize) -> Avail>,
+    bound: Option<&dyn Fn(usize) -> u32>,
 ) -> Vec<(usize, u32, Avail)> {
     use std::cmp::Reverse;
     let idx = |k: u128| (k & 0xFFFF_FFFF) as usize;
@@ -550,7 +550,7 @@ fn roomiest(
         .iter()
         .filter_map(|&k| {
             let i = idx(k);
-            let b = node_fit(req, &nodes[i], &bound(i), opts).max_tasks;
+            let b = bound(i);
             (b > 0).then_some((b, Reverse(k)))
         })
         .collect();

@@ -277,13 +277,21 @@ impl<'a> Pass<'a> {
                 }
             }
             let t = best?;
-            // Only nodes that may start it then are worth placing on.
+            // Only nodes that may start it then are worth placing on (those
+            // not looked at up to `t`: if what they offer at `t` alone would
+            // do, which bounds what they offer for the whole limit).
             let at: Vec<usize> = cands
                 .iter()
                 .copied()
                 .filter(|&i| {
                     let m = memo[i];
-                    m.ver == self.ver[i] && ((m.known && m.t == t) || (!m.known && m.t < t))
+                    m.ver == self.ver[i]
+                        && ((m.known && m.t == t)
+                            || (!m.known && m.t < t && {
+                                let a = self.lines[i].at_time(t);
+                                a.cpus >= need
+                                    && fits_single(&job.req, &self.work[i], &a, &opts, want)
+                            }))
                 })
                 .collect();
             return place_with(&job.req, &at, &self.work, &opts, false, &key, &|i| {
@@ -344,28 +352,69 @@ impl<'a> Pass<'a> {
                 inp.now + (t - inp.now + res - 1) / res * res
             }
         };
+        // The first few distinct (rounded) breakpoints in [lb, hi], lb
+        // included; each node's are ascending, so stop at the last kept.
         let mut times: Vec<i64> = vec![lb];
         for &i in cands {
-            times.extend(self.lines[i].breakpoints(lb, hi).map(round));
+            for t in self.lines[i].breakpoints(lb, hi).map(round) {
+                if t > hi || (times.len() >= MULTI_NODE_TRIES && times.last() <= Some(&t)) {
+                    break;
+                }
+                if t < lb {
+                    continue;
+                }
+                if let Err(k) = times.binary_search(&t) {
+                    times.insert(k, t);
+                    times.truncate(MULTI_NODE_TRIES);
+                }
+            }
         }
-        times.retain(|t| *t >= lb && *t <= hi);
-        times.sort_unstable();
-        times.dedup();
-        times.truncate(MULTI_NODE_TRIES);
         if let Some(u) = ub {
             if times.last() != Some(&u) {
                 times.push(u);
             }
         }
-        times.into_iter().find_map(|t| {
+        // What each node offers at a start time alone bounds what it offers
+        // for the whole limit, and its free CPUs then bound the tasks it
+        // could host: per node and try, in one walk of each node's profile.
+        let cpt = req.cpus_per_task.max(1);
+        let cpu_bound = |a: &Avail| {
+            let t = a.cpus / cpt;
+            if req.ntasks_per_node > 0 {
+                t.min(req.ntasks_per_node)
+            } else {
+                t
+            }
+        };
+        let nt = times.len();
+        let mut caps: Vec<u32> = Vec::new();
+        if req.required.is_empty() {
+            caps.reserve(one.len() * nt);
+            for &(i, _) in &one {
+                caps.extend(self.lines[i].at_times(&times).map(|(_, a)| cpu_bound(&a)));
+            }
+        }
+        let r = times.iter().enumerate().find_map(|(k, &t)| {
             // Only nodes that can hold a task by then.
             let at: Vec<usize> = one.iter().filter(|x| x.1 <= t).map(|x| x.0).collect();
-            // What each offers at `t` alone bounds what it offers for the
-            // whole limit: if even that is too little, placing must fail.
-            let bound = |i: usize| self.lines[i].at_time(t);
-            if req.required.is_empty() && !self.could_fit(req, &at, &bound) {
-                return None;
+            // If even the bounds are too little, placing must fail.
+            if req.required.is_empty() {
+                let by_cpus = one
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, x)| x.1 <= t)
+                    .map(|(j, _)| caps[j * nt + k]);
+                if !could_fit(req, by_cpus) {
+                    return None;
+                }
+                let by_start = at
+                    .iter()
+                    .map(|&i| node_tasks(req, &self.work[i], &self.lines[i].at_time(t), &opts));
+                if !could_fit(req, by_start) {
+                    return None;
+                }
             }
+            let bound = |i: usize| cpu_bound(&self.lines[i].at_time(t));
             place_bounded(
                 &job.req,
                 &at,
@@ -378,29 +427,8 @@ impl<'a> Pass<'a> {
             )
             .ok()
             .map(|a| (t, a))
-        })
-    }
-
-    /// Whether `cands`, each offering no more than `bound(i)`, could hold
-    /// the request together: enough nodes host a task, and the roomiest
-    /// `max_nodes` host all tasks (necessary for [`place_with`] to succeed).
-    fn could_fit(&self, req: &Request, cands: &[usize], bound: &dyn Fn(usize) -> Avail) -> bool {
-        let opts = self.inp.params.place;
-        let min_nodes = req.min_nodes.max(1) as usize;
-        let max_nodes = (req.max_nodes.max(req.min_nodes).max(1) as usize).max(min_nodes);
-        let mut caps: Vec<u32> = cands
-            .iter()
-            .map(|&i| node_tasks(req, &self.work[i], &bound(i), &opts))
-            .filter(|&t| t > 0)
-            .collect();
-        if caps.len() < min_nodes {
-            return false;
-        }
-        if caps.len() > max_nodes {
-            caps.select_nth_unstable_by(max_nodes - 1, |a, b| b.cmp(a));
-            caps.truncate(max_nodes);
-        }
-        caps.iter().map(|&t| u64::from(t)).sum::<u64>() >= u64::from(want_tasks(req))
+        });
+        r
     }
 
     fn start(&mut self, job: &JobSnap, part: usize, allocs: Vec<Alloc>) {
@@ -474,7 +502,9 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
     let mut tested = 0usize;
     let mut per_user: HashMap<&str, usize> = HashMap::new();
     let window_end = now.saturating_add(params.bf_window.max(60));
-    let mut shapes: HashMap<Shape, ShapeInfo> = HashMap::new();
+    // Each shape looked up once per job; what is learnt about it by index.
+    let mut shape_ids: HashMap<Shape, usize> = HashMap::new();
+    let mut shapes: Vec<ShapeInfo> = Vec::new();
     let mut generation = 0u32;
 
     for (_, job) in order {
@@ -515,7 +545,11 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         // Start now, as many instances as may.
         let mut started = 0;
         let resv_open = resv.is_none_or(|r| r.start <= now);
-        let info = shapes.entry(Shape(job)).or_default();
+        let sid = *shape_ids.entry(Shape(job)).or_insert_with(|| {
+            shapes.push(ShapeInfo::default());
+            shapes.len() - 1
+        });
+        let info = &mut shapes[sid];
         if info.generation != generation {
             info.generation = generation;
             info.now_fails = false;
@@ -566,7 +600,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                     }
                     continue;
                 }
-                let info = shapes.get_mut(&Shape(job)).expect("shape seen");
+                let info = &mut shapes[sid];
                 let cands = info
                     .nodes
                     .entry(p)
@@ -591,7 +625,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         if started > 0 {
             continue;
         }
-        let info = shapes.get_mut(&Shape(job)).expect("shape seen");
+        let info = &mut shapes[sid];
         info.now_fails = true;
 
         // It waits. Plan its start (backfill), or preempt for it.
@@ -612,7 +646,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                 tested += 1;
                 *per_user.entry(job.owner.user.as_str()).or_default() += 1;
             }
-            let info = shapes.get_mut(&Shape(job)).expect("shape seen");
+            let info = &mut shapes[sid];
             let from = from.max(info.earliest_lb);
             for &p in &up {
                 let lim = plan.as_ref().map_or(until, |(t, _, _)| t - 1);
@@ -679,9 +713,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         }
         let reason = if resv.is_some_and(|r| r.start > now) {
             "Reservation"
-        } else if !*shapes
-            .get_mut(&Shape(job))
-            .expect("shape seen")
+        } else if !*shapes[sid]
             .ever
             .get_or_insert_with(|| could_ever_run(&pass, job, &up))
         {
@@ -699,6 +731,23 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         pass.wait(job.id, reason, None);
     }
     pass.out
+}
+
+/// Whether nodes hosting no more than `caps` tasks each could hold the
+/// request together: enough nodes host a task, and the roomiest
+/// `max_nodes` host all tasks (necessary for [`place_with`] to succeed).
+fn could_fit(req: &Request, caps: impl Iterator<Item = u32>) -> bool {
+    let min_nodes = req.min_nodes.max(1) as usize;
+    let max_nodes = (req.max_nodes.max(req.min_nodes).max(1) as usize).max(min_nodes);
+    let mut caps: Vec<u32> = caps.filter(|&t| t > 0).collect();
+    if caps.len() < min_nodes {
+        return false;
+    }
+    if caps.len() > max_nodes {
+        caps.select_nth_unstable_by(max_nodes - 1, |a, b| b.cmp(a));
+        caps.truncate(max_nodes);
+    }
+    caps.iter().map(|&t| u64::from(t)).sum::<u64>() >= u64::from(want_tasks(req))
 }
 
 /// Could the job run on the usable nodes of one of its partitions if they

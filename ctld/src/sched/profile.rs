@@ -121,6 +121,18 @@ impl Line {
         self.segs[self.at(t)].a
     }
 
+    /// For ascending times, the segment containing each and what is free
+    /// in it (as [`Line::at_time`]), in one walk.
+    pub fn at_times<'a>(&'a self, times: &'a [i64]) -> impl Iterator<Item = (usize, Avail)> + 'a {
+        let mut i = 0;
+        times.iter().map(move |&t| {
+            while i + 1 < self.segs.len() && self.segs[i + 1].t <= t {
+                i += 1;
+            }
+            (i, self.segs[i].a)
+        })
+    }
+
     /// The first reservation block (not `own`) overlapping [s, e), by end.
     pub fn blocked(&self, s: i64, e: i64, own: Option<usize>) -> Option<i64> {
         self.blocks
