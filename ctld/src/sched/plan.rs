@@ -35,6 +35,39 @@ pub(super) fn hold_of_run(a: &RunAlloc) -> Hold {
     }
 }
 
+/// FxHash (as in rustc): fast, and deterministic (a pass never iterates
+/// its maps, so order does not matter anyway).
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+        for &b in chunks.remainder() {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_u32(&mut self, w: u32) {
+        self.write_u64(u64::from(w));
+    }
+    fn write_usize(&mut self, w: usize) {
+        self.write_u64(w as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
+
 /// Start times tried for a multi-node job's plan.
 const MULTI_NODE_TRIES: usize = 8;
 
@@ -440,7 +473,9 @@ impl<'a> Pass<'a> {
         }
         self.reserve(&allocs, now, end);
         let pname = self.inp.parts[part].name.as_str();
-        self.limits.add(&job.owner, pname, &request_tres(&job.req));
+        if self.limits.any() {
+            self.limits.add(&job.owner, pname, &request_tres(&job.req));
+        }
         self.out.push(Decision::Start {
             job: job.id,
             partition: part,
@@ -503,7 +538,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
     let mut per_user: HashMap<&str, usize> = HashMap::new();
     let window_end = now.saturating_add(params.bf_window.max(60));
     // Each shape looked up once per job; what is learnt about it by index.
-    let mut shape_ids: HashMap<Shape, usize> = HashMap::new();
+    let mut shape_ids: FxMap<Shape, usize> = FxMap::default();
     let mut shapes: Vec<ShapeInfo> = Vec::new();
     let mut generation = 0u32;
 
@@ -526,14 +561,23 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
             pass.wait(job.id, "Reservation", None);
             continue;
         }
-        let tres = request_tres(&job.req);
+        // Without associations or QOS no limit can hold a job.
+        let limited = pass.limits.any();
+        let tres = if limited {
+            request_tres(&job.req)
+        } else {
+            crate::assoc::Tres::new()
+        };
         let tl_min = if d == i64::MAX {
             u32::MAX
         } else {
             (d / 60).min(i64::from(u32::MAX)) as u32
         };
         let pname = parts[up[0]].name.as_str();
-        if let Some(reason) = pass.limits.check(&job.owner, pname, &tres, tl_min) {
+        if let Some(reason) = limited
+            .then(|| pass.limits.check(&job.owner, pname, &tres, tl_min))
+            .flatten()
+        {
             pass.wait(job.id, reason, None);
             continue;
         }
@@ -560,6 +604,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         let skip_now = info.now_fails;
         'inst: while started < job.instances.max(1) && resv_open && !skip_now {
             if started > 0
+                && limited
                 && pass
                     .limits
                     .check(&job.owner, pname, &tres, tl_min)
