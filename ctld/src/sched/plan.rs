@@ -135,6 +135,8 @@ pub(super) struct Pass<'a> {
     pub inp: &'a Input<'a>,
     pub lines: Vec<Line>,
     pub work: Vec<NodeSnap>,
+    /// `Avail::of` each node in `work`, kept current.
+    now_avail: Vec<Avail>,
     pub limits: LimitState<'a>,
     /// Running jobs chosen for preemption this pass.
     pub taken: Vec<bool>,
@@ -176,6 +178,7 @@ impl<'a> Pass<'a> {
             inp,
             lines,
             work: inp.nodes.to_vec(),
+            now_avail: inp.nodes.iter().map(Avail::of).collect(),
             limits,
             taken: vec![false; inp.running.len()],
             ver: vec![0; inp.nodes.len()],
@@ -198,7 +201,7 @@ impl<'a> Pass<'a> {
     /// more than is free on the node this moment (jobs being stopped still
     /// hold their CPUs).
     pub fn window_now(&self, i: usize, e: i64, own: Option<usize>) -> Avail {
-        let mut w = Avail::of(&self.work[i]);
+        let mut w = self.now_avail[i];
         if !self.inp.params.place.track_memory {
             w.mem = self.work[i].real_memory;
         }
@@ -285,7 +288,7 @@ impl<'a> Pass<'a> {
         let own = job.reservation;
         let opts = inp.params.place;
         let res = inp.params.bf_resolution.max(1);
-        let key = |i: usize| Avail::of(&self.work[i]);
+        let key = |i: usize| self.now_avail[i];
         if let Some(want) = single_node_tasks(&job.req) {
             if memo.len() != inp.nodes.len() {
                 *memo = vec![UNKNOWN; inp.nodes.len()];
@@ -440,12 +443,6 @@ impl<'a> Pass<'a> {
                 if !could_fit(req, by_cpus) {
                     return None;
                 }
-                let by_start = at
-                    .iter()
-                    .map(|&i| node_tasks(req, &self.work[i], &self.lines[i].at_time(t), &opts));
-                if !could_fit(req, by_start) {
-                    return None;
-                }
             }
             let bound = |i: usize| cpu_bound(&self.lines[i].at_time(t));
             place_bounded(
@@ -469,6 +466,7 @@ impl<'a> Pass<'a> {
         let end = now.saturating_add(job.time_limit.max(1));
         for a in &allocs {
             apply(&mut self.work[a.node], a);
+            self.now_avail[a.node] = Avail::of(&self.work[a.node]);
             self.index.update(a.node, &self.work[a.node]);
         }
         self.reserve(&allocs, now, end);
@@ -628,11 +626,11 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                     let res = pass.index.scan(p, req, need, |i| {
                         let n = &pass.work[i];
                         if req.excluded.contains(&i)
-                            || !fits_single(req, n, &Avail::of(n), opts, want)
+                            || !fits_single(req, n, &pass.now_avail[i], opts, want)
                         {
                             return None;
                         }
-                        let now_of = |i: usize| Avail::of(&pass.work[i]);
+                        let now_of = |i: usize| pass.now_avail[i];
                         place_with(req, &[i], &pass.work, opts, true, &now_of, &|i| {
                             pass.window_now(i, end_now, None)
                         })
@@ -656,7 +654,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                     &pass.work,
                     &params.place,
                     true,
-                    &|i| Avail::of(&pass.work[i]),
+                    &|i| pass.now_avail[i],
                     &|i| pass.window_now(i, end_now, job.reservation),
                 );
                 if let Ok(allocs) = res {
