@@ -176,8 +176,13 @@ impl Line {
             let mut ok = fits(&acc);
             while ok && j + 1 < self.segs.len() && self.segs[j + 1].t < e {
                 j += 1;
-                acc = meet(acc, self.segs[j].a);
-                ok = fits(&acc);
+                let next = meet(acc, self.segs[j].a);
+                // What fits `acc` fits it unchanged (most later segments
+                // have more free, as running jobs end).
+                if next != acc {
+                    acc = next;
+                    ok = fits(&acc);
+                }
             }
             if ok {
                 return Some(t);
