@@ -422,6 +422,9 @@ impl<'a> Pass<'a> {
                 t
             }
         };
+        // By the time each can hold a task: a try's nodes are a prefix.
+        let mut one = one;
+        one.sort_unstable_by_key(|x| (x.1, x.0));
         let nt = times.len();
         let mut caps: Vec<u32> = Vec::new();
         if req.required.is_empty() {
@@ -432,19 +435,24 @@ impl<'a> Pass<'a> {
         }
         let r = times.iter().enumerate().find_map(|(k, &t)| {
             // Only nodes that can hold a task by then.
-            let at: Vec<usize> = one.iter().filter(|x| x.1 <= t).map(|x| x.0).collect();
-            // If even the bounds are too little, placing must fail.
+            let by_then = &one[..one.partition_point(|x| x.1 <= t)];
+            let mut bound_of: Vec<u32> = Vec::new();
             if req.required.is_empty() {
-                let by_cpus = one
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, x)| x.1 <= t)
-                    .map(|(j, _)| caps[j * nt + k]);
+                // If even the bounds are too little, placing must fail.
+                let by_cpus = (0..by_then.len()).map(|j| caps[j * nt + k]);
                 if !could_fit(req, by_cpus) {
                     return None;
                 }
+                bound_of = vec![0; inp.nodes.len()];
+                for (j, x) in by_then.iter().enumerate() {
+                    bound_of[x.0] = caps[j * nt + k];
+                }
             }
-            let bound = |i: usize| cpu_bound(&self.lines[i].at_time(t));
+            let at: Vec<usize> = by_then.iter().map(|x| x.0).collect();
+            let bound = |i: usize| match bound_of.get(i) {
+                Some(&b) => b,
+                None => cpu_bound(&self.lines[i].at_time(t)),
+            };
             place_bounded(
                 &job.req,
                 &at,
