@@ -423,8 +423,8 @@ impl<'a> Pass<'a> {
             }
         };
         // By the time each can hold a task: a try's nodes are a prefix.
-        let mut one = one;
-        one.sort_unstable_by_key(|x| (x.1, x.0));
+        let mut order: Vec<(i64, usize)> = one.iter().enumerate().map(|(j, x)| (x.1, j)).collect();
+        order.sort_unstable();
         let nt = times.len();
         let mut caps: Vec<u32> = Vec::new();
         if req.required.is_empty() {
@@ -435,20 +435,20 @@ impl<'a> Pass<'a> {
         }
         let r = times.iter().enumerate().find_map(|(k, &t)| {
             // Only nodes that can hold a task by then.
-            let by_then = &one[..one.partition_point(|x| x.1 <= t)];
+            let by_then = &order[..order.partition_point(|x| x.0 <= t)];
             let mut bound_of: Vec<u32> = Vec::new();
             if req.required.is_empty() {
                 // If even the bounds are too little, placing must fail.
-                let by_cpus = (0..by_then.len()).map(|j| caps[j * nt + k]);
+                let by_cpus = by_then.iter().map(|&(_, j)| caps[j * nt + k]);
                 if !could_fit(req, by_cpus) {
                     return None;
                 }
                 bound_of = vec![0; inp.nodes.len()];
-                for (j, x) in by_then.iter().enumerate() {
-                    bound_of[x.0] = caps[j * nt + k];
+                for &(_, j) in by_then {
+                    bound_of[one[j].0] = caps[j * nt + k];
                 }
             }
-            let at: Vec<usize> = by_then.iter().map(|x| x.0).collect();
+            let at: Vec<usize> = by_then.iter().map(|&(_, j)| one[j].0).collect();
             let bound = |i: usize| match bound_of.get(i) {
                 Some(&b) => b,
                 None => cpu_bound(&self.lines[i].at_time(t)),
