@@ -26,6 +26,16 @@ fn peak_rss_mb() -> u64 {
         .map_or(0, |kb| kb / 1024)
 }
 
+/// FNV-1a over the decisions as printed: equal digests, equal decisions
+/// (to check that a speed-up changes nothing).
+fn digest(d: &[Decision]) -> u64 {
+    format!("{d:?}")
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
 fn pass(jobs: usize, nodes: usize, max_test: Option<usize>) {
     let mut rng = Rng::new(42);
     let (mut ns, parts) = synth::cluster(nodes, &mut rng);
@@ -68,11 +78,13 @@ fn pass(jobs: usize, nodes: usize, max_test: Option<usize>) {
         .count();
     println!(
         "pass: {jobs} pending x {nodes} nodes ({} running), bf_max_job_test={}: \
-         {:.1} ms (median of {runs}); started {started}, planned {planned}; peak RSS {} MiB",
+         {:.1} ms (median of {runs}); started {started}, planned {planned}; peak RSS {} MiB; \
+         decisions digest {:016x}",
         running.len(),
         params.bf_max_job_test,
         times[times.len() / 2],
-        peak_rss_mb()
+        peak_rss_mb(),
+        digest(&d)
     );
 }
 

@@ -190,6 +190,12 @@ impl<'a> LimitState<'a> {
         }
     }
 
+    /// Whether any association or QOS could limit a job (without, `check`
+    /// finds nothing and `add` counts nothing).
+    pub fn any(&self) -> bool {
+        !(self.set.is_empty() && self.set.qos.is_empty())
+    }
+
     /// The QOS a job runs under.
     pub fn qos_name<'b>(&'b self, o: &'b Owner, partition: &str) -> &'b str {
         if !o.qos.is_empty() {

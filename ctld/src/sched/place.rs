@@ -177,13 +177,13 @@ fn node_fit(req: &Request, n: &NodeSnap, a: &Avail, opts: &PlaceOpts) -> NodeFit
     let cpt_alloc = round_cpus(n, cpt, opts).max(1);
     let mut max_tasks = free_cpus / cpt_alloc;
     // Per-task GPUs.
-    let g = GresReq {
-        name: "gpu".into(),
-        r#type: req.gpus_total.as_ref().and_then(|t| t.r#type.clone()),
-        count: 0,
-    };
-    if let Some(by_gpu) = count_free_gres(n, a, &g).checked_div(req.gpus_per_task) {
-        max_tasks = max_tasks.min(by_gpu);
+    if let Some(per_task) = std::num::NonZeroU32::new(req.gpus_per_task) {
+        let g = GresReq {
+            name: "gpu".into(),
+            r#type: req.gpus_total.as_ref().and_then(|t| t.r#type.clone()),
+            count: 0,
+        };
+        max_tasks = max_tasks.min(count_free_gres(n, a, &g) / per_task);
     }
     // Memory.
     let mut mem_fixed = req.mem_per_node;
@@ -285,14 +285,43 @@ pub fn place_with(
     key: &dyn Fn(usize) -> Avail,
     avail: &dyn Fn(usize) -> Avail,
 ) -> Result<Vec<Alloc>, NoFit> {
+    place_bounded(req, candidates, nodes, opts, pick_ids, key, avail, None)
+}
+
+/// Tasks a request puts on its nodes in all.
+pub(super) fn want_tasks(req: &Request) -> u32 {
+    let min_nodes = req.min_nodes.max(1);
+    if req.ntasks_per_node > 0 {
+        req.ntasks.max(req.ntasks_per_node * min_nodes)
+    } else {
+        req.ntasks.max(min_nodes)
+    }
+}
+
+/// [`place_with`], with `bound(i)`, when given, no fewer than the tasks
+/// node `i` can host with `avail(i)` (cheaper to ask: e.g. by its free CPUs
+/// at the start alone): when the best-fit nodes are too small together, the
+/// roomiest are then found by looking at `avail` only for the nodes whose
+/// bound could still make the cut. Same result as without it.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn place_bounded(
+    req: &Request,
+    candidates: &[usize],
+    nodes: &[NodeSnap],
+    opts: &PlaceOpts,
+    pick_ids: bool,
+    key: &dyn Fn(usize) -> Avail,
+    avail: &dyn Fn(usize) -> Avail,
+    bound: Option<&dyn Fn(usize) -> u32>,
+) -> Result<Vec<Alloc>, NoFit> {
     let min_nodes = req.min_nodes.max(1) as usize;
     let max_nodes = (req.max_nodes.max(req.min_nodes).max(1) as usize).max(min_nodes);
     if req.required.iter().any(|&r| !candidates.contains(&r)) {
         return Err(NoFit::Resources);
     }
-    // One packed integer per node: sorting plain integers is what keeps a
-    // pass over thousands of nodes fast.
-    let mut packed: Vec<u128> = candidates
+    // One packed integer per node (unique: it ends with the index), in a
+    // heap so that only the nodes looked at are put in order.
+    let packed: Vec<u128> = candidates
         .iter()
         .copied()
         .filter(|i| *i < nodes.len() && !req.excluded.contains(i))
@@ -307,11 +336,9 @@ pub fn place_with(
                 | i as u128
         })
         .collect();
-    packed.sort_unstable();
-    let order: Vec<(usize, ())> = packed
-        .into_iter()
-        .map(|k| ((k & 0xFFFF_FFFF) as usize, ()))
-        .collect();
+    let idx = |k: u128| (k & 0xFFFF_FFFF) as usize;
+    let mut heap: std::collections::BinaryHeap<std::cmp::Reverse<u128>> =
+        packed.iter().copied().map(std::cmp::Reverse).collect();
     // Placing now, what is free now bounds what the window offers: a node
     // that cannot take the job now is not worth a look at its profile.
     let bounded = pick_ids;
@@ -319,13 +346,10 @@ pub fn place_with(
 
     // Choose nodes and how many tasks each can host.
     let mut chosen: Vec<(usize, u32, Avail)> = Vec::new();
-    let want_tasks = if req.ntasks_per_node > 0 {
-        req.ntasks.max(req.ntasks_per_node * min_nodes as u32)
-    } else {
-        req.ntasks.max(min_nodes as u32)
-    };
+    let want_tasks = want_tasks(req);
     let mut cap_sum: u64 = 0;
-    for &(i, _) in &order {
+    while let Some(std::cmp::Reverse(k)) = heap.pop() {
+        let i = idx(k);
         let n = &nodes[i];
         if let (Some(want), true) = (single, bounded) {
             if !fits_single(req, n, &key(i), opts, want) {
@@ -364,18 +388,8 @@ pub fn place_with(
     if chosen.len() >= max_nodes && cap_sum < u64::from(want_tasks) {
         // The best-fit nodes are too small together: take the roomiest
         // (required nodes first), keeping best-fit order among equals.
-        let mut all: Vec<(usize, u32, Avail)> = order
-            .iter()
-            .filter_map(|&(i, _)| {
-                let a = avail(i);
-                let t = node_fit(req, &nodes[i], &a, opts).max_tasks;
-                (t > 0).then_some((i, t, a))
-            })
-            .collect();
-        all.sort_by_key(|&(i, t, _)| (!req.required.contains(&i), std::cmp::Reverse(t)));
-        all.truncate(max_nodes);
-        cap_sum = all.iter().map(|x| u64::from(x.1)).sum();
-        chosen = all;
+        chosen = roomiest(req, &packed, nodes, opts, max_nodes, avail, bound);
+        cap_sum = chosen.iter().map(|x| u64::from(x.1)).sum();
     }
     if chosen.len() < min_nodes || cap_sum < u64::from(want_tasks) {
         return Err(NoFit::Resources);
@@ -498,6 +512,70 @@ pub fn place_with(
         return Err(NoFit::Resources);
     }
     Ok(allocs)
+}
+
+/// The `max_nodes` nodes hosting the most tasks (required nodes first),
+/// in best-fit order (the packed keys) among equals.
+fn roomiest(
+    req: &Request,
+    packed: &[u128],
+    nodes: &[NodeSnap],
+    opts: &PlaceOpts,
+    max_nodes: usize,
+    avail: &dyn Fn(usize) -> Avail,
+    bound: Option<&dyn Fn(usize) -> u32>,
+) -> Vec<(usize, u32, Avail)> {
+    use std::cmp::Reverse;
+    let idx = |k: u128| (k & 0xFFFF_FFFF) as usize;
+    let (Some(bound), true) = (bound, req.required.is_empty()) else {
+        let mut all: Vec<(bool, Reverse<u32>, u128, Avail)> = packed
+            .iter()
+            .filter_map(|&k| {
+                let i = idx(k);
+                let a = avail(i);
+                let t = node_fit(req, &nodes[i], &a, opts).max_tasks;
+                (t > 0).then_some((!req.required.contains(&i), Reverse(t), k, a))
+            })
+            .collect();
+        all.sort_unstable_by_key(|x| (x.0, x.1, x.2));
+        all.truncate(max_nodes);
+        return all
+            .into_iter()
+            .map(|(_, t, k, a)| (idx(k), t.0, a))
+            .collect();
+    };
+    // Look at nodes by falling bound; stop once the last of the best so
+    // far beats the bound of every node not looked at.
+    let mut heap: std::collections::BinaryHeap<(u32, Reverse<u128>)> = packed
+        .iter()
+        .filter_map(|&k| {
+            let i = idx(k);
+            let b = bound(i);
+            (b > 0).then_some((b, Reverse(k)))
+        })
+        .collect();
+    // Best first: (Reverse(tasks), key) ascending.
+    let mut best: Vec<(Reverse<u32>, u128, Avail)> = Vec::new();
+    while let Some((b, Reverse(k))) = heap.pop() {
+        if best.len() >= max_nodes {
+            if let Some(last) = best.last() {
+                if (last.0, last.1) < (Reverse(b), k) {
+                    break;
+                }
+            }
+        }
+        let i = idx(k);
+        let a = avail(i);
+        let t = node_fit(req, &nodes[i], &a, opts).max_tasks;
+        if t == 0 {
+            continue;
+        }
+        let e = (Reverse(t), k, a);
+        let at = best.partition_point(|x| (x.0, x.1) < (e.0, e.1));
+        best.insert(at, e);
+        best.truncate(max_nodes);
+    }
+    best.into_iter().map(|(t, k, a)| (idx(k), t.0, a)).collect()
 }
 
 /// Choose `count` free CPU ids on a node: whole cores first under

@@ -6,10 +6,12 @@ use std::collections::HashMap;
 
 use super::index::Index;
 use super::limits::{request_tres, LimitState};
-use super::place::{fits_single, node_tasks, place_with, single_node_tasks, Alloc, Avail};
+use super::place::{
+    fits_single, node_tasks, place_bounded, place_with, single_node_tasks, want_tasks, Alloc, Avail,
+};
 use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};
-use super::{apply, Decision, Input, JobSnap, NodeSnap, PreemptKind, ResvSnap, RunAlloc};
+use super::{apply, Decision, Input, JobSnap, NodeSnap, PreemptKind, Request, ResvSnap, RunAlloc};
 
 pub(super) fn mask(gres: &[usize]) -> u128 {
     gres.iter()
@@ -32,6 +34,39 @@ pub(super) fn hold_of_run(a: &RunAlloc) -> Hold {
         gres: mask(&a.gres),
     }
 }
+
+/// FxHash (as in rustc): fast, and deterministic (a pass never iterates
+/// its maps, so order does not matter anyway).
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+        for &b in chunks.remainder() {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_u32(&mut self, w: u32) {
+        self.write_u64(u64::from(w));
+    }
+    fn write_usize(&mut self, w: usize) {
+        self.write_u64(w as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
 
 /// Start times tried for a multi-node job's plan.
 const MULTI_NODE_TRIES: usize = 8;
@@ -100,6 +135,8 @@ pub(super) struct Pass<'a> {
     pub inp: &'a Input<'a>,
     pub lines: Vec<Line>,
     pub work: Vec<NodeSnap>,
+    /// `Avail::of` each node in `work`, kept current.
+    now_avail: Vec<Avail>,
     pub limits: LimitState<'a>,
     /// Running jobs chosen for preemption this pass.
     pub taken: Vec<bool>,
@@ -141,6 +178,7 @@ impl<'a> Pass<'a> {
             inp,
             lines,
             work: inp.nodes.to_vec(),
+            now_avail: inp.nodes.iter().map(Avail::of).collect(),
             limits,
             taken: vec![false; inp.running.len()],
             ver: vec![0; inp.nodes.len()],
@@ -163,7 +201,7 @@ impl<'a> Pass<'a> {
     /// more than is free on the node this moment (jobs being stopped still
     /// hold their CPUs).
     pub fn window_now(&self, i: usize, e: i64, own: Option<usize>) -> Avail {
-        let mut w = Avail::of(&self.work[i]);
+        let mut w = self.now_avail[i];
         if !self.inp.params.place.track_memory {
             w.mem = self.work[i].real_memory;
         }
@@ -250,7 +288,7 @@ impl<'a> Pass<'a> {
         let own = job.reservation;
         let opts = inp.params.place;
         let res = inp.params.bf_resolution.max(1);
-        let key = |i: usize| Avail::of(&self.work[i]);
+        let key = |i: usize| self.now_avail[i];
         if let Some(want) = single_node_tasks(&job.req) {
             if memo.len() != inp.nodes.len() {
                 *memo = vec![UNKNOWN; inp.nodes.len()];
@@ -275,13 +313,21 @@ impl<'a> Pass<'a> {
                 }
             }
             let t = best?;
-            // Only nodes that may start it then are worth placing on.
+            // Only nodes that may start it then are worth placing on (those
+            // not looked at up to `t`: if what they offer at `t` alone would
+            // do, which bounds what they offer for the whole limit).
             let at: Vec<usize> = cands
                 .iter()
                 .copied()
                 .filter(|&i| {
                     let m = memo[i];
-                    m.ver == self.ver[i] && ((m.known && m.t == t) || (!m.known && m.t < t))
+                    m.ver == self.ver[i]
+                        && ((m.known && m.t == t)
+                            || (!m.known && m.t < t && {
+                                let a = self.lines[i].at_time(t);
+                                a.cpus >= need
+                                    && fits_single(&job.req, &self.work[i], &a, &opts, want)
+                            }))
                 })
                 .collect();
             return place_with(&job.req, &at, &self.work, &opts, false, &key, &|i| {
@@ -342,28 +388,85 @@ impl<'a> Pass<'a> {
                 inp.now + (t - inp.now + res - 1) / res * res
             }
         };
+        // The first few distinct (rounded) breakpoints in [lb, hi], lb
+        // included; each node's are ascending, so stop at the last kept.
         let mut times: Vec<i64> = vec![lb];
         for &i in cands {
-            times.extend(self.lines[i].breakpoints(lb, hi).map(round));
+            for t in self.lines[i].breakpoints(lb, hi).map(round) {
+                if t > hi || (times.len() >= MULTI_NODE_TRIES && times.last() <= Some(&t)) {
+                    break;
+                }
+                if t < lb {
+                    continue;
+                }
+                if let Err(k) = times.binary_search(&t) {
+                    times.insert(k, t);
+                    times.truncate(MULTI_NODE_TRIES);
+                }
+            }
         }
-        times.retain(|t| *t >= lb && *t <= hi);
-        times.sort_unstable();
-        times.dedup();
-        times.truncate(MULTI_NODE_TRIES);
         if let Some(u) = ub {
             if times.last() != Some(&u) {
                 times.push(u);
             }
         }
-        times.into_iter().find_map(|t| {
+        // What each node offers at a start time alone bounds what it offers
+        // for the whole limit, and its free CPUs then bound the tasks it
+        // could host: per node and try, in one walk of each node's profile.
+        let cpt = req.cpus_per_task.max(1);
+        let cpu_bound = |a: &Avail| {
+            let t = a.cpus / cpt;
+            if req.ntasks_per_node > 0 {
+                t.min(req.ntasks_per_node)
+            } else {
+                t
+            }
+        };
+        // By the time each can hold a task: a try's nodes are a prefix.
+        let mut order: Vec<(i64, usize)> = one.iter().enumerate().map(|(j, x)| (x.1, j)).collect();
+        order.sort_unstable();
+        let nt = times.len();
+        let mut caps: Vec<u32> = Vec::new();
+        if req.required.is_empty() {
+            caps.reserve(one.len() * nt);
+            for &(i, _) in &one {
+                caps.extend(self.lines[i].at_times(&times).map(|(_, a)| cpu_bound(&a)));
+            }
+        }
+        let r = times.iter().enumerate().find_map(|(k, &t)| {
             // Only nodes that can hold a task by then.
-            let at: Vec<usize> = one.iter().filter(|x| x.1 <= t).map(|x| x.0).collect();
-            place_with(&job.req, &at, &self.work, &opts, false, &key, &|i| {
-                self.window(i, t, t.saturating_add(d), own)
-            })
+            let by_then = &order[..order.partition_point(|x| x.0 <= t)];
+            let mut bound_of: Vec<u32> = Vec::new();
+            if req.required.is_empty() {
+                // If even the bounds are too little, placing must fail.
+                let by_cpus = by_then.iter().map(|&(_, j)| caps[j * nt + k]);
+                if !could_fit(req, by_cpus) {
+                    return None;
+                }
+                bound_of = vec![0; inp.nodes.len()];
+                for &(_, j) in by_then {
+                    bound_of[one[j].0] = caps[j * nt + k];
+                }
+            }
+            let at: Vec<usize> = by_then.iter().map(|&(_, j)| one[j].0).collect();
+            let bound = |i: usize| match bound_of.get(i) {
+                Some(&b) => b,
+                None => cpu_bound(&self.lines[i].at_time(t)),
+            };
+            place_bounded(
+                &job.req,
+                &at,
+                &self.work,
+                &opts,
+                false,
+                &key,
+                &|i| self.window(i, t, t.saturating_add(d), own),
+                Some(&bound),
+            )
             .ok()
             .map(|a| (t, a))
-        })
+        });
+        r
     }
 
     fn start(&mut self, job: &JobSnap, part: usize, allocs: Vec<Alloc>) {
@@ -371,11 +474,14 @@ impl<'a> Pass<'a> {
         let end = now.saturating_add(job.time_limit.max(1));
         for a in &allocs {
             apply(&mut self.work[a.node], a);
+            self.now_avail[a.node] = Avail::of(&self.work[a.node]);
             self.index.update(a.node, &self.work[a.node]);
         }
         self.reserve(&allocs, now, end);
         let pname = self.inp.parts[part].name.as_str();
-        self.limits.add(&job.owner, pname, &request_tres(&job.req));
+        if self.limits.any() {
+            self.limits.add(&job.owner, pname, &request_tres(&job.req));
+        }
         self.out.push(Decision::Start {
             job: job.id,
             partition: part,
@@ -437,7 +543,9 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
     let mut tested = 0usize;
     let mut per_user: HashMap<&str, usize> = HashMap::new();
     let window_end = now.saturating_add(params.bf_window.max(60));
-    let mut shapes: HashMap<Shape, ShapeInfo> = HashMap::new();
+    // Each shape looked up once per job; what is learnt about it by index.
+    let mut shape_ids: FxMap<Shape, usize> = FxMap::default();
+    let mut shapes: Vec<ShapeInfo> = Vec::new();
     let mut generation = 0u32;
 
     for (_, job) in order {
@@ -459,14 +567,23 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
             pass.wait(job.id, "Reservation", None);
             continue;
         }
-        let tres = request_tres(&job.req);
+        // Without associations or QOS no limit can hold a job.
+        let limited = pass.limits.any();
+        let tres = if limited {
+            request_tres(&job.req)
+        } else {
+            crate::assoc::Tres::new()
+        };
         let tl_min = if d == i64::MAX {
             u32::MAX
         } else {
             (d / 60).min(i64::from(u32::MAX)) as u32
         };
         let pname = parts[up[0]].name.as_str();
-        if let Some(reason) = pass.limits.check(&job.owner, pname, &tres, tl_min) {
+        if let Some(reason) = limited
+            .then(|| pass.limits.check(&job.owner, pname, &tres, tl_min))
+            .flatten()
+        {
             pass.wait(job.id, reason, None);
             continue;
         }
@@ -478,7 +595,11 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         // Start now, as many instances as may.
         let mut started = 0;
         let resv_open = resv.is_none_or(|r| r.start <= now);
-        let info = shapes.entry(Shape(job)).or_default();
+        let sid = *shape_ids.entry(Shape(job)).or_insert_with(|| {
+            shapes.push(ShapeInfo::default());
+            shapes.len() - 1
+        });
+        let info = &mut shapes[sid];
         if info.generation != generation {
             info.generation = generation;
             info.now_fails = false;
@@ -489,6 +610,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         let skip_now = info.now_fails;
         'inst: while started < job.instances.max(1) && resv_open && !skip_now {
             if started > 0
+                && limited
                 && pass
                     .limits
                     .check(&job.owner, pname, &tres, tl_min)
@@ -512,11 +634,11 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                     let res = pass.index.scan(p, req, need, |i| {
                         let n = &pass.work[i];
                         if req.excluded.contains(&i)
-                            || !fits_single(req, n, &Avail::of(n), opts, want)
+                            || !fits_single(req, n, &pass.now_avail[i], opts, want)
                         {
                             return None;
                         }
-                        let now_of = |i: usize| Avail::of(&pass.work[i]);
+                        let now_of = |i: usize| pass.now_avail[i];
                         place_with(req, &[i], &pass.work, opts, true, &now_of, &|i| {
                             pass.window_now(i, end_now, None)
                         })
@@ -529,7 +651,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                     }
                     continue;
                 }
-                let info = shapes.get_mut(&Shape(job)).expect("shape seen");
+                let info = &mut shapes[sid];
                 let cands = info
                     .nodes
                     .entry(p)
@@ -540,7 +662,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                     &pass.work,
                     &params.place,
                     true,
-                    &|i| Avail::of(&pass.work[i]),
+                    &|i| pass.now_avail[i],
                     &|i| pass.window_now(i, end_now, job.reservation),
                 );
                 if let Ok(allocs) = res {
@@ -554,7 +676,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         if started > 0 {
             continue;
         }
-        let info = shapes.get_mut(&Shape(job)).expect("shape seen");
+        let info = &mut shapes[sid];
         info.now_fails = true;
 
         // It waits. Plan its start (backfill), or preempt for it.
@@ -575,7 +697,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                 tested += 1;
                 *per_user.entry(job.owner.user.as_str()).or_default() += 1;
             }
-            let info = shapes.get_mut(&Shape(job)).expect("shape seen");
+            let info = &mut shapes[sid];
             let from = from.max(info.earliest_lb);
             for &p in &up {
                 let lim = plan.as_ref().map_or(until, |(t, _, _)| t - 1);
@@ -642,9 +764,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         }
         let reason = if resv.is_some_and(|r| r.start > now) {
             "Reservation"
-        } else if !*shapes
-            .get_mut(&Shape(job))
-            .expect("shape seen")
+        } else if !*shapes[sid]
             .ever
             .get_or_insert_with(|| could_ever_run(&pass, job, &up))
         {
@@ -662,6 +782,23 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         pass.wait(job.id, reason, None);
     }
     pass.out
+}
+
+/// Whether nodes hosting no more than `caps` tasks each could hold the
+/// request together: enough nodes host a task, and the roomiest
+/// `max_nodes` host all tasks (necessary for [`place_with`] to succeed).
+fn could_fit(req: &Request, caps: impl Iterator<Item = u32>) -> bool {
+    let min_nodes = req.min_nodes.max(1) as usize;
+    let max_nodes = (req.max_nodes.max(req.min_nodes).max(1) as usize).max(min_nodes);
+    let mut caps: Vec<u32> = caps.filter(|&t| t > 0).collect();
+    if caps.len() < min_nodes {
+        return false;
+    }
+    if caps.len() > max_nodes {
+        caps.select_nth_unstable_by(max_nodes - 1, |a, b| b.cmp(a));
+        caps.truncate(max_nodes);
+    }
+    caps.iter().map(|&t| u64::from(t)).sum::<u64>() >= u64::from(want_tasks(req))
 }
 
 /// Could the job run on the usable nodes of one of its partitions if they

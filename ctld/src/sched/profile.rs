@@ -116,6 +116,23 @@ impl Line {
         a
     }
 
+    /// What is free at `t` (no less than any window starting at `t`).
+    pub fn at_time(&self, t: i64) -> Avail {
+        self.segs[self.at(t)].a
+    }
+
+    /// For ascending times, the segment containing each and what is free
+    /// in it (as [`Line::at_time`]), in one walk.
+    pub fn at_times<'a>(&'a self, times: &'a [i64]) -> impl Iterator<Item = (usize, Avail)> + 'a {
+        let mut i = 0;
+        times.iter().map(move |&t| {
+            while i + 1 < self.segs.len() && self.segs[i + 1].t <= t {
+                i += 1;
+            }
+            (i, self.segs[i].a)
+        })
+    }
+
     /// The first reservation block (not `own`) overlapping [s, e), by end.
     pub fn blocked(&self, s: i64, e: i64, own: Option<usize>) -> Option<i64> {
         self.blocks
@@ -159,8 +176,13 @@ impl Line {
             let mut ok = fits(&acc);
             while ok && j + 1 < self.segs.len() && self.segs[j + 1].t < e {
                 j += 1;
-                acc = meet(acc, self.segs[j].a);
-                ok = fits(&acc);
+                let next = meet(acc, self.segs[j].a);
+                // What fits `acc` fits it unchanged (most later segments
+                // have more free, as running jobs end).
+                if next != acc {
+                    acc = next;
+                    ok = fits(&acc);
+                }
             }
             if ok {
                 return Some(t);
