@@ -670,21 +670,6 @@ impl Ctld {
             return;
         }
         match res {
-            Err(e) if e.code() == tonic::Code::Aborted => {
-                // The node cannot run jobs as configured (it says why).
-                let node = job.rt().batch_host.clone();
-                self.job_ended(
-                    id,
-                    &node,
-                    crate::end::EndReport {
-                        exit_code: 1,
-                        failure: format!("launch failed: {}", e.message()),
-                        launch_failed: true,
-                        drain_reason: e.message().to_string(),
-                        ..Default::default()
-                    },
-                );
-            }
             Ok(()) => {
                 if !job.rt().launched {
                     job.rt_mut().launched = true;
@@ -704,6 +689,7 @@ impl Ctld {
                         | tonic::Code::InvalidArgument
                         | tonic::Code::FailedPrecondition
                         | tonic::Code::NotFound
+                        | tonic::Code::Aborted
                 ) =>
             {
                 // Unreachable, or the connection broke mid-call (the agent may
@@ -726,6 +712,13 @@ impl Ctld {
             }
             Err(e) => {
                 tracing::warn!("launch of job {id} refused by its node: {}", e.message());
+                // ABORTED: the node cannot run jobs as configured (it says
+                // why): drain it with that and requeue the job.
+                let drain_reason = if e.code() == tonic::Code::Aborted {
+                    e.message().to_string()
+                } else {
+                    String::new()
+                };
                 let node = job.rt().batch_host.clone();
                 self.job_ended(
                     id,
@@ -734,6 +727,7 @@ impl Ctld {
                         exit_code: 1,
                         failure: format!("launch failed: {}", e.message()),
                         launch_failed: true,
+                        drain_reason,
                         ..Default::default()
                     },
                 );
