@@ -5,7 +5,28 @@ use std::collections::{BTreeSet, HashMap};
 
 use drover_conf::slurmconf::{Config, NodeConf, PartitionConf};
 
-use crate::sched::{GresDev, NodeSnap, PartSnap};
+use crate::sched::{GresDev, NodeSnap, PartSnap, Share};
+
+/// `Node::cpu_use` of a CPU held by a job that shares it with nobody.
+pub const SOLO: u32 = u32::MAX;
+
+/// One more job on a CPU (`share` > 1: a sharing one).
+fn take_cpu(slot: &mut u32, share: u32) {
+    *slot = if share <= 1 || *slot == SOLO {
+        SOLO
+    } else {
+        slot.saturating_add(1).min(SOLO - 1)
+    };
+}
+
+/// One job fewer on a CPU.
+fn give_cpu(slot: &mut u32) {
+    *slot = if *slot == SOLO {
+        0
+    } else {
+        slot.saturating_sub(1)
+    };
+}
 
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -25,7 +46,9 @@ pub struct Node {
     pub reason: String,
     pub reason_uid: u32,
     pub reason_time: i64,
-    pub alloc_cpus: Vec<bool>,
+    /// Per CPU: how many jobs use it (sharing, OverSubscribe), or [`SOLO`]
+    /// for a job that shares it with nobody; 0 = free.
+    pub cpu_use: Vec<u32>,
     pub alloc_mem: u64,
     pub jobs: BTreeSet<u32>,
     pub agent_start_time: i64,
@@ -57,7 +80,7 @@ impl Node {
             state == "DOWN" || state == "FAIL",
         );
         Node {
-            alloc_cpus: vec![false; conf.cpus as usize],
+            cpu_use: vec![0; conf.cpus as usize],
             reason: conf.reason.clone().unwrap_or_default(),
             conf,
             gres,
@@ -96,7 +119,7 @@ impl Node {
     }
 
     pub fn cpus_alloc(&self) -> u32 {
-        self.alloc_cpus.iter().filter(|a| **a).count() as u32
+        self.cpu_use.iter().filter(|a| **a > 0).count() as u32
     }
 
     /// Base state name as sinfo/scontrol use it.
@@ -128,10 +151,10 @@ impl Node {
             usable: self.usable(),
             cpus: self.conf.cpus,
             free_cpus: self
-                .alloc_cpus
+                .cpu_use
                 .iter()
                 .enumerate()
-                .filter(|(_, a)| !**a)
+                .filter(|(_, a)| **a == 0)
                 .map(|(i, _)| i as u32)
                 .collect(),
             real_memory: self.conf.real_memory,
@@ -141,6 +164,13 @@ impl Node {
             weight: self.conf.weight,
             jobs: self.jobs.len() as u32,
             threads: self.conf.threads_per_core.max(1),
+            shared: self
+                .cpu_use
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| **a > 0 && **a != SOLO)
+                .map(|(i, a)| (i as u32, *a))
+                .collect(),
         }
     }
 
@@ -273,14 +303,36 @@ impl Cluster {
                 up: p.up(),
                 priority_tier: p.conf.priority_tier,
                 name: p.conf.name.clone(),
+                share: Share::parse(&p.conf.over_subscribe),
             })
             .collect();
         (nodes, parts)
     }
 
+    /// How many jobs may share each CPU of a job with this spec running in
+    /// partition `part` (OverSubscribe; 1: its CPUs are its own).
+    pub fn share_limit(&self, part: usize, spec: &drover_proto::JobSpec) -> u32 {
+        let Some(p) = self.parts.get(part) else {
+            return 1;
+        };
+        if spec.exclusive || p.conf.over_subscribe.eq_ignore_ascii_case("EXCLUSIVE") {
+            return 1;
+        }
+        Share::parse(&p.conf.over_subscribe).limit(&crate::sched::Request {
+            oversubscribe: spec.oversubscribe,
+            ..Default::default()
+        })
+    }
+
     /// Whether a planned allocation (positions as in the snapshot `nodes`)
-    /// is still free and its nodes still usable.
-    pub fn still_free(&self, allocs: &[crate::sched::Alloc], nodes: &[NodeSnap]) -> bool {
+    /// is still free and its nodes still usable, for a job sharing each
+    /// CPU with up to `share` jobs.
+    pub fn still_free(
+        &self,
+        allocs: &[crate::sched::Alloc],
+        nodes: &[NodeSnap],
+        share: u32,
+    ) -> bool {
         allocs.iter().all(|a| {
             let Some(n) = self.nodes.get(a.node) else {
                 return false;
@@ -288,7 +340,7 @@ impl Cluster {
             n.usable()
                 && a.cpu_ids
                     .iter()
-                    .all(|&c| n.alloc_cpus.get(c as usize) == Some(&false))
+                    .all(|&c| n.cpu_use.get(c as usize).is_some_and(|&u| u < share.max(1)))
                 && a.gres.iter().all(|&g| {
                     nodes
                         .get(a.node)
@@ -302,16 +354,17 @@ impl Cluster {
         })
     }
 
-    /// Take a running job's resources out of its nodes.
-    pub fn allocate(&mut self, job_id: u32, allocs: &[drover_proto::NodeAlloc]) {
+    /// Take a running job's resources out of its nodes (`share`: jobs that
+    /// may share each of its CPUs; 0 or 1: they are its own).
+    pub fn allocate(&mut self, job_id: u32, allocs: &[drover_proto::NodeAlloc], share: u32) {
         for a in allocs {
             let Some(&i) = self.by_name.get(&a.node) else {
                 continue;
             };
             let n = &mut self.nodes[i];
             for &c in &a.cpu_ids {
-                if let Some(slot) = n.alloc_cpus.get_mut(c as usize) {
-                    *slot = true;
+                if let Some(slot) = n.cpu_use.get_mut(c as usize) {
+                    take_cpu(slot, share);
                 }
             }
             n.alloc_mem += a.mem_mb;
@@ -333,23 +386,28 @@ impl Cluster {
     /// A job suspended by preemption lends its CPUs and GPUs (`allocs`
     /// without memory): they are free for others, the job stays on its nodes.
     pub fn lend(&mut self, allocs: &[drover_proto::NodeAlloc]) {
-        self.mark(allocs, false);
+        self.mark(allocs, false, 1);
     }
 
-    /// The lender resumes: its CPUs and GPUs are taken again.
-    pub fn take_back(&mut self, allocs: &[drover_proto::NodeAlloc]) {
-        self.mark(allocs, true);
+    /// The lender resumes: its CPUs and GPUs are taken again (`share` as
+    /// in [`Cluster::allocate`]).
+    pub fn take_back(&mut self, allocs: &[drover_proto::NodeAlloc], share: u32) {
+        self.mark(allocs, true, share);
     }
 
-    fn mark(&mut self, allocs: &[drover_proto::NodeAlloc], used: bool) {
+    fn mark(&mut self, allocs: &[drover_proto::NodeAlloc], used: bool, share: u32) {
         for a in allocs {
             let Some(&i) = self.by_name.get(&a.node) else {
                 continue;
             };
             let n = &mut self.nodes[i];
             for &c in &a.cpu_ids {
-                if let Some(slot) = n.alloc_cpus.get_mut(c as usize) {
-                    *slot = used;
+                if let Some(slot) = n.cpu_use.get_mut(c as usize) {
+                    if used {
+                        take_cpu(slot, share);
+                    } else {
+                        give_cpu(slot);
+                    }
                 }
             }
             for g in &a.gres {
@@ -366,8 +424,9 @@ impl Cluster {
         }
     }
 
-    /// Are all these CPUs and GPUs free?
-    pub fn all_free(&self, allocs: &[drover_proto::NodeAlloc]) -> bool {
+    /// Are all these CPUs and GPUs free (CPUs: for a job sharing each with
+    /// up to `share` jobs)?
+    pub fn all_free(&self, allocs: &[drover_proto::NodeAlloc], share: u32) -> bool {
         allocs.iter().all(|a| {
             let Some(&i) = self.by_name.get(&a.node) else {
                 return false;
@@ -375,7 +434,7 @@ impl Cluster {
             let n = &self.nodes[i];
             a.cpu_ids
                 .iter()
-                .all(|&c| n.alloc_cpus.get(c as usize) == Some(&false))
+                .all(|&c| n.cpu_use.get(c as usize).is_some_and(|&u| u < share.max(1)))
                 && a.gres.iter().all(|g| {
                     g.indices.iter().all(|&idx| {
                         n.gres
@@ -397,8 +456,8 @@ impl Cluster {
                 continue;
             }
             for &c in &a.cpu_ids {
-                if let Some(slot) = n.alloc_cpus.get_mut(c as usize) {
-                    *slot = false;
+                if let Some(slot) = n.cpu_use.get_mut(c as usize) {
+                    give_cpu(slot);
                 }
             }
             n.alloc_mem = n.alloc_mem.saturating_sub(a.mem_mb);

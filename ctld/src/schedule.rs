@@ -329,7 +329,10 @@ impl Ctld {
                         j.state() == JobState::Pending
                             && j.rt().hold == 0
                             && (!j.is_meta() || !j.pending_tasks.is_empty())
-                    }) && self.cluster.still_free(&allocs, nodes);
+                    }) && self.jobs.get(&job).is_some_and(|j| {
+                        let share = self.cluster.share_limit(partition, j.spec());
+                        self.cluster.still_free(&allocs, nodes, share)
+                    });
                     if ok {
                         self.start_job(job, partition, &allocs, nodes);
                     } else {
@@ -460,6 +463,7 @@ impl Ctld {
                 owner,
                 preempt_mode,
                 ending: rt.terminating || rt.preempted || st == JobState::Completing,
+                share: rt.share > 1,
             });
         }
         out
@@ -578,6 +582,7 @@ impl Ctld {
             return;
         };
         let limit = self.effective_time_limit(job, Some(part));
+        let share = self.cluster.share_limit(part, job.spec());
         let job = self.jobs.get_mut(&id).expect("job present");
         let rt = job.rt_mut();
         rt.state = JobState::Running as i32;
@@ -594,11 +599,12 @@ impl Ctld {
             .map(|a| a.node.clone())
             .unwrap_or_default();
         rt.alloc = node_allocs.clone();
+        rt.share = share;
         rt.launched = false;
         rt.terminating = false;
         rt.exit_code = 0;
         rt.exit_signal = 0;
-        self.cluster.allocate(id, &node_allocs);
+        self.cluster.allocate(id, &node_allocs, share);
         if let Some(j) = self.jobs.get_mut(&id).filter(|j| j.spec().interactive) {
             // salloc/srun allocation: nothing to launch; steps come by srun.
             let rt = j.rt_mut();

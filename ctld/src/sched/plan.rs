@@ -11,7 +11,9 @@ use super::place::{
 };
 use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};
-use super::{apply, Decision, Input, JobSnap, NodeSnap, PreemptKind, Request, ResvSnap, RunAlloc};
+use super::{
+    apply_share, Decision, Input, JobSnap, NodeSnap, PreemptKind, Request, ResvSnap, RunAlloc,
+};
 
 pub(super) fn mask(gres: &[usize]) -> u128 {
     gres.iter()
@@ -152,17 +154,47 @@ impl<'a> Pass<'a> {
         let opts = inp.params.place;
         let mut lines: Vec<Line> = inp.nodes.iter().map(|n| Line::new(now, n, &opts)).collect();
         let mut limits = LimitState::new(inp.assoc);
+        let mut sharers: Vec<(usize, i64, u32)> = Vec::new();
         for r in inp.running {
             let end = if r.ending { now } else { r.end.max(now + 1) };
             for a in &r.allocs {
                 if let Some(l) = lines.get_mut(a.node) {
+                    let mut h = hold_of_run(a);
+                    if r.share {
+                        // Shared CPUs come back below, once per CPU.
+                        sharers.push((a.node, end, a.cpus));
+                        h.cpus = 0;
+                    }
                     if end != i64::MAX {
-                        l.give(end, i64::MAX, &hold_of_run(a), opts.track_memory);
+                        l.give(end, i64::MAX, &h, opts.track_memory);
                     }
                 }
             }
             let pname = inp.parts.get(r.partition).map_or("", |p| p.name.as_str());
             limits.add(&r.owner, pname, &run_tres(inp.nodes, &r.allocs));
+        }
+        if !sharers.is_empty() {
+            // Which sharer holds a shared CPU longest is not known: give
+            // each node's shared CPUs back at the latest ends (never
+            // sooner than they are free).
+            sharers.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+            let mut left: Option<(usize, u32)> = None;
+            for &(node, end, cpus) in &sharers {
+                let rem = match left {
+                    Some((n, r)) if n == node => r,
+                    _ => inp.nodes.get(node).map_or(0, |n| n.shared.len() as u32),
+                };
+                let give = cpus.min(rem);
+                left = Some((node, rem - give));
+                if give > 0 && end != i64::MAX {
+                    let h = super::profile::Hold {
+                        cpus: give,
+                        mem: 0,
+                        gres: 0,
+                    };
+                    lines[node].give(end, i64::MAX, &h, opts.track_memory);
+                }
+            }
         }
         for (ri, r) in inp.resvs.iter().enumerate() {
             if r.end <= now {
@@ -206,6 +238,23 @@ impl<'a> Pass<'a> {
             w.mem = self.work[i].real_memory;
         }
         self.window(i, self.inp.now, e, own).meet(w)
+    }
+
+    /// [`Pass::window_now`] for a job sharing CPUs with up to `share`
+    /// jobs each: the node's shareable CPUs are on offer too.
+    fn window_now_share(&self, i: usize, e: i64, own: Option<usize>, share: u32) -> Avail {
+        if self.lines[i].blocked(self.inp.now, e, own).is_some() {
+            return NOTHING;
+        }
+        let extra = self.work[i].shareable(share);
+        let mut w = self.now_avail[i];
+        if !self.inp.params.place.track_memory {
+            w.mem = self.work[i].real_memory;
+        }
+        w.cpus += extra;
+        let mut p = self.lines[i].window(self.inp.now, e);
+        p.cpus += extra;
+        p.meet(w)
     }
 
     pub fn candidates(&self, part: usize, resv: Option<&ResvSnap>) -> Vec<usize> {
@@ -472,8 +521,9 @@ impl<'a> Pass<'a> {
     fn start(&mut self, job: &JobSnap, part: usize, allocs: Vec<Alloc>) {
         let now = self.inp.now;
         let end = now.saturating_add(job.time_limit.max(1));
+        let share = self.inp.parts[part].share.limit(&job.req);
         for a in &allocs {
-            apply(&mut self.work[a.node], a);
+            apply_share(&mut self.work[a.node], a, share);
             self.now_avail[a.node] = Avail::of(&self.work[a.node]);
             self.index.update(a.node, &self.work[a.node]);
         }
@@ -620,6 +670,34 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
             }
             for &p in &up {
                 if !params.backfill && blocked[p] {
+                    continue;
+                }
+                let share = parts[p].share.limit(&job.req);
+                if share > 1 {
+                    // May share CPUs: what each node offers counts its
+                    // shareable CPUs (not in the best-fit index).
+                    let info = &mut shapes[sid];
+                    let cands = info
+                        .nodes
+                        .entry(p)
+                        .or_insert_with(|| static_nodes(&pass, job, p));
+                    let opts = super::PlaceOpts {
+                        share,
+                        ..params.place
+                    };
+                    let key = |i: usize| {
+                        let mut a = pass.now_avail[i];
+                        a.cpus += pass.work[i].shareable(share);
+                        a
+                    };
+                    let res = place_with(&job.req, cands, &pass.work, &opts, true, &key, &|i| {
+                        pass.window_now_share(i, end_now, job.reservation, share)
+                    });
+                    if let Ok(allocs) = res {
+                        pass.start(job, p, allocs);
+                        started += 1;
+                        continue 'inst;
+                    }
                     continue;
                 }
                 if let (Some(want), true, None) = (
