@@ -7,25 +7,36 @@ use drover_conf::slurmconf::{Config, NodeConf, PartitionConf};
 
 use crate::sched::{GresDev, NodeSnap, PartSnap, Share};
 
-/// `Node::cpu_use` of a CPU held by a job that shares it with nobody.
-pub const SOLO: u32 = u32::MAX;
-
-/// One more job on a CPU (`share` > 1: a sharing one).
-fn take_cpu(slot: &mut u32, share: u32) {
-    *slot = if share <= 1 || *slot == SOLO {
-        SOLO
-    } else {
-        slot.saturating_add(1).min(SOLO - 1)
-    };
+/// One CPU's use: jobs on it, and the least share limit among them since
+/// it was last free (1: a job that shares it with nobody).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuUse {
+    pub jobs: u32,
+    pub cap: u32,
 }
 
-/// One job fewer on a CPU.
-fn give_cpu(slot: &mut u32) {
-    *slot = if *slot == SOLO {
-        0
-    } else {
-        slot.saturating_sub(1)
-    };
+impl CpuUse {
+    /// May a job sharing up to `share` per CPU (1: none) take it?
+    pub fn open_to(self, share: u32) -> bool {
+        self.jobs == 0 || self.jobs < share.min(self.cap)
+    }
+
+    fn take(&mut self, share: u32) {
+        let share = share.max(1);
+        self.cap = if self.jobs == 0 {
+            share
+        } else {
+            self.cap.min(share)
+        };
+        self.jobs = self.jobs.saturating_add(1);
+    }
+
+    fn give(&mut self) {
+        self.jobs = self.jobs.saturating_sub(1);
+        if self.jobs == 0 {
+            self.cap = 0;
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -46,9 +57,8 @@ pub struct Node {
     pub reason: String,
     pub reason_uid: u32,
     pub reason_time: i64,
-    /// Per CPU: how many jobs use it (sharing, OverSubscribe), or [`SOLO`]
-    /// for a job that shares it with nobody; 0 = free.
-    pub cpu_use: Vec<u32>,
+    /// Per CPU: the jobs on it (OverSubscribe lets several share one).
+    pub cpu_use: Vec<CpuUse>,
     pub alloc_mem: u64,
     pub jobs: BTreeSet<u32>,
     pub agent_start_time: i64,
@@ -80,7 +90,7 @@ impl Node {
             state == "DOWN" || state == "FAIL",
         );
         Node {
-            cpu_use: vec![0; conf.cpus as usize],
+            cpu_use: vec![CpuUse::default(); conf.cpus as usize],
             reason: conf.reason.clone().unwrap_or_default(),
             conf,
             gres,
@@ -119,7 +129,7 @@ impl Node {
     }
 
     pub fn cpus_alloc(&self) -> u32 {
-        self.cpu_use.iter().filter(|a| **a > 0).count() as u32
+        self.cpu_use.iter().filter(|a| a.jobs > 0).count() as u32
     }
 
     /// Base state name as sinfo/scontrol use it.
@@ -154,7 +164,7 @@ impl Node {
                 .cpu_use
                 .iter()
                 .enumerate()
-                .filter(|(_, a)| **a == 0)
+                .filter(|(_, a)| a.jobs == 0)
                 .map(|(i, _)| i as u32)
                 .collect(),
             real_memory: self.conf.real_memory,
@@ -168,8 +178,8 @@ impl Node {
                 .cpu_use
                 .iter()
                 .enumerate()
-                .filter(|(_, a)| **a > 0 && **a != SOLO)
-                .map(|(i, a)| (i as u32, *a))
+                .filter(|(_, a)| a.jobs > 0 && a.cap > 1)
+                .map(|(i, a)| (i as u32, a.jobs, a.cap))
                 .collect(),
         }
     }
@@ -340,7 +350,7 @@ impl Cluster {
             n.usable()
                 && a.cpu_ids
                     .iter()
-                    .all(|&c| n.cpu_use.get(c as usize).is_some_and(|&u| u < share.max(1)))
+                    .all(|&c| n.cpu_use.get(c as usize).is_some_and(|u| u.open_to(share)))
                 && a.gres.iter().all(|&g| {
                     nodes
                         .get(a.node)
@@ -364,7 +374,7 @@ impl Cluster {
             let n = &mut self.nodes[i];
             for &c in &a.cpu_ids {
                 if let Some(slot) = n.cpu_use.get_mut(c as usize) {
-                    take_cpu(slot, share);
+                    slot.take(share);
                 }
             }
             n.alloc_mem += a.mem_mb;
@@ -404,9 +414,9 @@ impl Cluster {
             for &c in &a.cpu_ids {
                 if let Some(slot) = n.cpu_use.get_mut(c as usize) {
                     if used {
-                        take_cpu(slot, share);
+                        slot.take(share);
                     } else {
-                        give_cpu(slot);
+                        slot.give();
                     }
                 }
             }
@@ -434,7 +444,7 @@ impl Cluster {
             let n = &self.nodes[i];
             a.cpu_ids
                 .iter()
-                .all(|&c| n.cpu_use.get(c as usize).is_some_and(|&u| u < share.max(1)))
+                .all(|&c| n.cpu_use.get(c as usize).is_some_and(|u| u.open_to(share)))
                 && a.gres.iter().all(|g| {
                     g.indices.iter().all(|&idx| {
                         n.gres
@@ -457,7 +467,7 @@ impl Cluster {
             }
             for &c in &a.cpu_ids {
                 if let Some(slot) = n.cpu_use.get_mut(c as usize) {
-                    give_cpu(slot);
+                    slot.give();
                 }
             }
             n.alloc_mem = n.alloc_mem.saturating_sub(a.mem_mb);

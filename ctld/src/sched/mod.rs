@@ -152,10 +152,11 @@ pub struct NodeSnap {
     pub jobs: u32,
     /// Threads per core (for `CR_Core`).
     pub threads: u32,
-    /// CPUs held only by jobs that share them (OverSubscribe), with how
-    /// many such jobs each, ascending by id; not in `free_cpus`. A CPU held
-    /// by a job that shares with nobody is in neither list.
-    pub shared: Vec<(u32, u32)>,
+    /// CPUs held only by jobs that share them (OverSubscribe): (id, jobs
+    /// on it, the least share limit among them since it was last free),
+    /// ascending by id; not in `free_cpus`. A CPU held by a job that shares
+    /// with nobody is in neither list.
+    pub shared: Vec<(u32, u32, u32)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -355,7 +356,7 @@ impl NodeSnap {
         if share <= 1 {
             return 0;
         }
-        self.shared.iter().filter(|x| x.1 < share).count() as u32
+        self.shared.iter().filter(|x| joinable(x, share)).count() as u32
     }
 }
 
@@ -371,6 +372,12 @@ pub fn apply(node: &mut NodeSnap, a: &Alloc) {
     node.jobs += 1;
 }
 
+/// May one more job sharing up to `share` per CPU use this shared CPU
+/// (no job on it allows more than its own limit)?
+pub fn joinable(x: &(u32, u32, u32), share: u32) -> bool {
+    x.1 < share.min(x.2)
+}
+
 /// [`apply`] for a job that may share its CPUs with up to `share` jobs
 /// each (1: [`apply`]): its CPUs become (or stay) shared CPUs.
 pub fn apply_share(node: &mut NodeSnap, a: &Alloc, share: u32) {
@@ -383,8 +390,12 @@ pub fn apply_share(node: &mut NodeSnap, a: &Alloc, share: u32) {
             node.free_cpus.remove(k);
         }
         match node.shared.binary_search_by_key(&c, |x| x.0) {
-            Ok(k) => node.shared[k].1 += 1,
-            Err(k) => node.shared.insert(k, (c, 1)),
+            Ok(k) => {
+                let x = &mut node.shared[k];
+                x.1 += 1;
+                x.2 = x.2.min(share);
+            }
+            Err(k) => node.shared.insert(k, (c, 1, share)),
         }
     }
     node.free_memory = node.free_memory.saturating_sub(a.mem);
@@ -400,3 +411,5 @@ pub fn apply_share(node: &mut NodeSnap, a: &Alloc, share: u32) {
 mod tests;
 #[cfg(test)]
 mod tests_backfill;
+#[cfg(test)]
+mod tests_oversub;

@@ -593,7 +593,7 @@ fn pick_cpus(n: &NodeSnap, count: u32, opts: &PlaceOpts) -> Option<Vec<u32>> {
         let shareable: Vec<u32> = n
             .shared
             .iter()
-            .filter(|x| x.1 < opts.share)
+            .filter(|x| super::joinable(x, opts.share))
             .map(|x| x.0)
             .collect();
         let t = n.threads.max(1);
