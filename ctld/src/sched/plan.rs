@@ -145,6 +145,9 @@ pub(super) struct Pass<'a> {
     /// Bumped whenever a node's profile changes (for [`Memo`]).
     pub ver: Vec<u32>,
     index: Index,
+    /// Per node: when its shared CPUs are all back in the profile (the
+    /// latest end of the jobs sharing them); empty when nothing shares.
+    share_end: Vec<i64>,
     pub out: Vec<Decision>,
 }
 
@@ -173,7 +176,14 @@ impl<'a> Pass<'a> {
             let pname = inp.parts.get(r.partition).map_or("", |p| p.name.as_str());
             limits.add(&r.owner, pname, &run_tres(inp.nodes, &r.allocs));
         }
+        let mut share_end = Vec::new();
         if !sharers.is_empty() {
+            share_end = vec![now; inp.nodes.len()];
+            for &(node, end, _) in &sharers {
+                if let Some(x) = share_end.get_mut(node) {
+                    *x = (*x).max(end);
+                }
+            }
             // Which sharer holds a shared CPU longest is not known: give
             // each node's shared CPUs back at the latest ends (never
             // sooner than they are free).
@@ -215,6 +225,7 @@ impl<'a> Pass<'a> {
             taken: vec![false; inp.running.len()],
             ver: vec![0; inp.nodes.len()],
             index: Index::new(inp.nodes, inp.parts),
+            share_end,
             out: Vec::new(),
         }
     }
@@ -252,8 +263,16 @@ impl<'a> Pass<'a> {
             w.mem = self.work[i].real_memory;
         }
         w.cpus += extra;
-        let mut p = self.lines[i].window(self.inp.now, e);
+        // Shared CPUs are on offer until the profile has them back; from
+        // then on the job's CPUs must fit the profile like anyone's (it
+        // would hold them past the jobs it shares them with).
+        let now = self.inp.now;
+        let back = self.share_end.get(i).copied().unwrap_or(now).max(now);
+        let mut p = self.lines[i].window(now, e.min(back));
         p.cpus += extra;
+        if e > back {
+            p = p.meet(self.lines[i].window(back, e));
+        }
         p.meet(w)
     }
 
@@ -524,6 +543,13 @@ impl<'a> Pass<'a> {
         let share = self.inp.parts[part].share.limit(&job.req);
         for a in &allocs {
             apply_share(&mut self.work[a.node], a, share);
+            if share > 1 {
+                if self.share_end.is_empty() {
+                    self.share_end = vec![now; self.work.len()];
+                }
+                let x = &mut self.share_end[a.node];
+                *x = (*x).max(end);
+            }
             self.now_avail[a.node] = Avail::of(&self.work[a.node]);
             self.index.update(a.node, &self.work[a.node]);
         }

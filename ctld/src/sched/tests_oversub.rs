@@ -430,3 +430,26 @@ proptest! {
         );
     }
 }
+
+#[test]
+fn sharing_does_not_delay_a_planned_start() {
+    // Two sharers hold CPUs 0-3 until NOW+100; a job that may not share
+    // is planned then. A sharing job that would outlive them waits; one
+    // that ends before joins them now.
+    let nodes = vec![shared_node(4, 4, 2)];
+    let parts = vec![
+        part("shared", vec![0], Share::Force(4)),
+        part("solo", vec![0], Share::No),
+    ];
+    let running = vec![sharer(10, 4, NOW + 100), sharer(11, 4, NOW + 100)];
+    let mut jobs = vec![
+        job(1, 4, 1, false),
+        job(2, 4, 0, false),
+        job(3, 4, 0, false),
+    ];
+    jobs[2].time_limit = 50;
+    let d = run_plan(&nodes, &parts, &running, &jobs);
+    assert_eq!(wait_of(&d, 1), ("Resources", Some(NOW + 100)));
+    assert!(wait_of(&d, 2).1.is_some_and(|t| t >= NOW + 100 + 3600));
+    assert_eq!(starts(&d), vec![(3, vec![0, 1, 2, 3])]);
+}
