@@ -1,7 +1,7 @@
 //! Partition OverSubscribe: jobs sharing CPUs (FORCE[:N], YES[:N] with
 //! -s/--oversubscribe) on a one-node, 2-CPU cluster.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use drover_tests::{Cluster, Spec};
@@ -45,7 +45,7 @@ fn submit(c: &Cluster, name: &str, args: &[&str]) -> (u32, PathBuf) {
     (c.sbatch(&a, &script), f)
 }
 
-fn running(c: &Cluster, id: u32, f: &PathBuf) {
+fn running(c: &Cluster, id: u32, f: &Path) {
     c.wait_state(&id.to_string(), &["RUNNING"], T);
     c.wait_file(f, |s| s.contains("up"));
 }
@@ -58,7 +58,7 @@ fn cancel(c: &Cluster, ids: &[u32]) {
 
 #[test]
 fn oversubscribe_force2_runs_two_jobs_on_two_cpus() {
-    let c = two_cpus("FORCE:2");
+    let mut c = two_cpus("FORCE:2");
     let (a, fa) = submit(&c, "a", &[]);
     let (b, fb) = submit(&c, "b", &[]);
     running(&c, a, &fa);
@@ -72,6 +72,15 @@ fn oversubscribe_force2_runs_two_jobs_on_two_cpus() {
     assert!(node.contains("CPUAlloc=2"), "{node}");
     let sinfo = c.ok("sinfo", &["-h", "-o", "%C"]);
     assert_eq!(sinfo.trim(), "2/0/0/2", "{sinfo}");
+    // The controller restarts: the two still share, the third still waits.
+    c.kill_ctld();
+    c.start_ctld().unwrap();
+    for id in [a, b] {
+        c.wait_state(&id.to_string(), &["RUNNING"], T);
+    }
+    wait_reason(&c, d, "Resources");
+    let node = c.ok("scontrol", &["show", "node", "node1"]);
+    assert!(node.contains("CPUAlloc=2"), "{node}");
     // One ends: its place on the CPUs is free again, the third starts.
     cancel(&c, &[a]);
     running(&c, d, &fd);
@@ -105,5 +114,10 @@ fn oversubscribe_yes2_shares_only_with_the_flag() {
     running(&c, d, &fd);
     let show = c.ok("scontrol", &["show", "job", &d.to_string()]);
     assert!(show.contains("OverSubscribe=OK"), "{show}");
-    cancel(&c, &[a, b, d]);
+    // srun -s outside an allocation shares too (d's place, once it ends).
+    cancel(&c, &[d]);
+    let out = c.run("srun", &["-s", "-c2", "--mem=100", "echo", "shared-step"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("shared-step"), "{out:?}");
+    cancel(&c, &[a, b]);
 }
