@@ -486,3 +486,89 @@ impl Cluster {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drover_proto::NodeAlloc;
+
+    fn cluster(over_subscribe: &str) -> Cluster {
+        let mut cfg = Config::default();
+        let mut n = NodeConf::new("n1");
+        n.cpus = 4;
+        n.real_memory = 4000;
+        cfg.nodes = vec![n];
+        let mut p = PartitionConf::new("p");
+        p.nodes = vec!["n1".into()];
+        p.over_subscribe = over_subscribe.into();
+        cfg.partitions = vec![p];
+        let mut c = Cluster::from_config(&cfg, 0);
+        c.nodes[0].registered = true;
+        c.nodes[0].responding = true;
+        c
+    }
+
+    fn alloc(cpus: &[u32], mem: u64) -> Vec<NodeAlloc> {
+        vec![NodeAlloc {
+            node: "n1".into(),
+            cpus: cpus.len() as u32,
+            cpu_ids: cpus.to_vec(),
+            mem_mb: mem,
+            ..Default::default()
+        }]
+    }
+
+    #[test]
+    fn shared_cpus_are_counted_per_cpu_and_released_exactly() {
+        let mut c = cluster("FORCE:2");
+        let spec = drover_proto::JobSpec::default();
+        assert_eq!(c.share_limit(0, &spec), 2);
+        let a = alloc(&[0, 1, 2, 3], 100);
+        c.allocate(1, &a, 2);
+        assert!(c.all_free(&a, 2));
+        assert!(!c.all_free(&a, 1));
+        c.allocate(2, &a, 2);
+        assert!(!c.all_free(&a, 2));
+        let n = &c.nodes[0];
+        assert_eq!(n.cpus_alloc(), 4);
+        assert_eq!(n.alloc_mem, 200);
+        let s = n.snap();
+        assert!(s.free_cpus.is_empty());
+        assert_eq!(s.shared, vec![(0, 2, 2), (1, 2, 2), (2, 2, 2), (3, 2, 2)]);
+        // A release twice counts once.
+        c.release(1, &a, 5);
+        c.release(1, &a, 6);
+        assert!(c.all_free(&a, 2));
+        assert_eq!(c.nodes[0].snap().shared.len(), 4);
+        c.release(2, &a, 7);
+        let s = c.nodes[0].snap();
+        assert_eq!((s.free_cpus.len(), s.shared.len()), (4, 0));
+        assert_eq!(c.nodes[0].cpus_alloc(), 0);
+        assert_eq!(c.nodes[0].alloc_mem, 0);
+    }
+
+    #[test]
+    fn a_job_that_may_not_share_is_alone() {
+        let mut c = cluster("YES:3");
+        let mut spec = drover_proto::JobSpec::default();
+        assert_eq!(c.share_limit(0, &spec), 1);
+        spec.oversubscribe = true;
+        assert_eq!(c.share_limit(0, &spec), 3);
+        spec.exclusive = true;
+        assert_eq!(c.share_limit(0, &spec), 1);
+        let a = alloc(&[0, 1], 0);
+        c.allocate(1, &a, 1);
+        assert!(!c.all_free(&a, 3));
+        let s = c.nodes[0].snap();
+        assert_eq!(s.free_cpus, vec![2, 3]);
+        assert!(s.shared.is_empty());
+        // A CPU with a 2-limit job on it takes no third job, whatever the
+        // newcomer's own limit.
+        let b = alloc(&[2], 0);
+        c.allocate(2, &b, 2);
+        c.allocate(3, &b, 3);
+        assert!(!c.all_free(&b, 3));
+        c.release(2, &b, 1);
+        assert!(c.all_free(&b, 3));
+    }
+}
