@@ -179,7 +179,14 @@ impl Node {
                 .iter()
                 .enumerate()
                 .filter(|(_, a)| a.jobs > 0 && a.cap > 1)
-                .map(|(i, a)| (i as u32, a.jobs, a.cap))
+                .map(|(i, a)| crate::sched::SharedCpu {
+                    id: i as u32,
+                    jobs: a.jobs,
+                    cap: a.cap,
+                    // The controller fills in expected ends
+                    // (`Ctld::share_untils`).
+                    until: i64::MAX,
+                })
                 .collect(),
         }
     }
@@ -534,7 +541,8 @@ mod tests {
         assert_eq!(n.alloc_mem, 200);
         let s = n.snap();
         assert!(s.free_cpus.is_empty());
-        assert_eq!(s.shared, vec![(0, 2, 2), (1, 2, 2), (2, 2, 2), (3, 2, 2)]);
+        let v: Vec<(u32, u32, u32)> = s.shared.iter().map(|x| (x.id, x.jobs, x.cap)).collect();
+        assert_eq!(v, vec![(0, 2, 2), (1, 2, 2), (2, 2, 2), (3, 2, 2)]);
         // A release twice counts once.
         c.release(1, &a, 5);
         c.release(1, &a, 6);

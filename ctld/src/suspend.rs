@@ -278,7 +278,7 @@ impl Ctld {
                     continue;
                 };
                 n.free_cpus.retain(|c| !a.cpu_ids.contains(c));
-                n.shared.retain(|x| !a.cpu_ids.contains(&x.0));
+                n.shared.retain(|x| !a.cpu_ids.contains(&x.id));
                 for g in &a.gres {
                     for d in n
                         .gres

@@ -152,11 +152,10 @@ pub struct NodeSnap {
     pub jobs: u32,
     /// Threads per core (for `CR_Core`).
     pub threads: u32,
-    /// CPUs held only by jobs that share them (OverSubscribe): (id, jobs
-    /// on it, the least share limit among them since it was last free),
-    /// ascending by id; not in `free_cpus`. A CPU held by a job that shares
-    /// with nobody is in neither list.
-    pub shared: Vec<(u32, u32, u32)>,
+    /// CPUs held only by jobs that share them (OverSubscribe), ascending
+    /// by id; not in `free_cpus`. A CPU held by a job that shares with
+    /// nobody is in neither list.
+    pub shared: Vec<SharedCpu>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -178,6 +177,27 @@ pub struct PartSnap {
     pub name: String,
     /// `OverSubscribe`: CPU sharing between jobs.
     pub share: Share,
+}
+
+/// A CPU held only by jobs that share it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharedCpu {
+    pub id: u32,
+    /// Jobs on it.
+    pub jobs: u32,
+    /// The least share limit among them (since it was last free).
+    pub cap: u32,
+    /// When it is expected free: the latest expected end of its jobs
+    /// (`i64::MAX`: not known, or never).
+    pub until: i64,
+}
+
+impl SharedCpu {
+    /// May one more job sharing up to `share` per CPU use it (no job on it
+    /// allows more than its own limit)?
+    pub fn joinable(&self, share: u32) -> bool {
+        self.jobs < share.min(self.cap)
+    }
 }
 
 /// A partition's `OverSubscribe` CPU sharing (`EXCLUSIVE` is `No` with
@@ -356,7 +376,7 @@ impl NodeSnap {
         if share <= 1 {
             return 0;
         }
-        self.shared.iter().filter(|x| joinable(x, share)).count() as u32
+        self.shared.iter().filter(|x| x.joinable(share)).count() as u32
     }
 }
 
@@ -372,15 +392,10 @@ pub fn apply(node: &mut NodeSnap, a: &Alloc) {
     node.jobs += 1;
 }
 
-/// May one more job sharing up to `share` per CPU use this shared CPU
-/// (no job on it allows more than its own limit)?
-pub fn joinable(x: &(u32, u32, u32), share: u32) -> bool {
-    x.1 < share.min(x.2)
-}
-
 /// [`apply`] for a job that may share its CPUs with up to `share` jobs
-/// each (1: [`apply`]): its CPUs become (or stay) shared CPUs.
-pub fn apply_share(node: &mut NodeSnap, a: &Alloc, share: u32) {
+/// each (1: [`apply`]), expected to end at `end`: its CPUs become (or stay)
+/// shared CPUs.
+pub fn apply_share(node: &mut NodeSnap, a: &Alloc, share: u32, end: i64) {
     if share <= 1 {
         apply(node, a);
         return;
@@ -389,13 +404,22 @@ pub fn apply_share(node: &mut NodeSnap, a: &Alloc, share: u32) {
         if let Ok(k) = node.free_cpus.binary_search(&c) {
             node.free_cpus.remove(k);
         }
-        match node.shared.binary_search_by_key(&c, |x| x.0) {
+        match node.shared.binary_search_by_key(&c, |x| x.id) {
             Ok(k) => {
                 let x = &mut node.shared[k];
-                x.1 += 1;
-                x.2 = x.2.min(share);
+                x.jobs += 1;
+                x.cap = x.cap.min(share);
+                x.until = x.until.max(end);
             }
-            Err(k) => node.shared.insert(k, (c, 1, share)),
+            Err(k) => node.shared.insert(
+                k,
+                SharedCpu {
+                    id: c,
+                    jobs: 1,
+                    cap: share,
+                    until: end,
+                },
+            ),
         }
     }
     node.free_memory = node.free_memory.saturating_sub(a.mem);

@@ -586,23 +586,25 @@ fn roomiest(
 
 /// Choose `count` free CPU ids on a node: whole cores first under
 /// `CR_Core` (all threads of a core free), lowest ids first. A job that
-/// may share (`opts.share` > 1) takes shared CPUs with room first, then
-/// free ones.
+/// may share (`opts.share` > 1) takes the joinable shared CPUs first, those
+/// expected busy longest first (what placement was offered assumes so:
+/// see `Pass::window_now_share`), then free ones.
 fn pick_cpus(n: &NodeSnap, count: u32, opts: &PlaceOpts) -> Option<Vec<u32>> {
     if opts.share > 1 && !n.shared.is_empty() {
-        let shareable: Vec<u32> = n
+        let mut joinable: Vec<(i64, u32)> = n
             .shared
             .iter()
-            .filter(|x| super::joinable(x, opts.share))
-            .map(|x| x.0)
+            .filter(|x| x.joinable(opts.share))
+            .map(|x| (x.until, x.id))
             .collect();
+        joinable.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         let t = n.threads.max(1);
         if !opts.whole_cores || t == 1 {
-            let mut out: Vec<u32> = shareable
+            let mut out: Vec<u32> = joinable
                 .iter()
-                .chain(n.free_cpus.iter())
+                .map(|x| x.1)
+                .chain(n.free_cpus.iter().copied())
                 .take(count as usize)
-                .copied()
                 .collect();
             if out.len() != count as usize {
                 return None;
@@ -610,7 +612,7 @@ fn pick_cpus(n: &NodeSnap, count: u32, opts: &PlaceOpts) -> Option<Vec<u32>> {
             out.sort_unstable();
             return Some(out);
         }
-        let mut all = shareable;
+        let mut all: Vec<u32> = joinable.iter().map(|x| x.1).collect();
         all.extend_from_slice(&n.free_cpus);
         all.sort_unstable();
         return pick_from(&all, count, t, true);

@@ -145,9 +145,6 @@ pub(super) struct Pass<'a> {
     /// Bumped whenever a node's profile changes (for [`Memo`]).
     pub ver: Vec<u32>,
     index: Index,
-    /// Per node: when its shared CPUs are all back in the profile (the
-    /// latest end of the jobs sharing them); empty when nothing shares.
-    share_end: Vec<i64>,
     pub out: Vec<Decision>,
 }
 
@@ -157,7 +154,6 @@ impl<'a> Pass<'a> {
         let opts = inp.params.place;
         let mut lines: Vec<Line> = inp.nodes.iter().map(|n| Line::new(now, n, &opts)).collect();
         let mut limits = LimitState::new(inp.assoc);
-        let mut sharers: Vec<(usize, i64, u32)> = Vec::new();
         for r in inp.running {
             let end = if r.ending { now } else { r.end.max(now + 1) };
             for a in &r.allocs {
@@ -165,7 +161,6 @@ impl<'a> Pass<'a> {
                     let mut h = hold_of_run(a);
                     if r.share {
                         // Shared CPUs come back below, once per CPU.
-                        sharers.push((a.node, end, a.cpus));
                         h.cpus = 0;
                     }
                     if end != i64::MAX {
@@ -176,33 +171,23 @@ impl<'a> Pass<'a> {
             let pname = inp.parts.get(r.partition).map_or("", |p| p.name.as_str());
             limits.add(&r.owner, pname, &run_tres(inp.nodes, &r.allocs));
         }
-        let mut share_end = Vec::new();
-        if !sharers.is_empty() {
-            share_end = vec![now; inp.nodes.len()];
-            for &(node, end, _) in &sharers {
-                if let Some(x) = share_end.get_mut(node) {
-                    *x = (*x).max(end);
-                }
-            }
-            // Which sharer holds a shared CPU longest is not known: give
-            // each node's shared CPUs back at the latest ends (never
-            // sooner than they are free).
-            sharers.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-            let mut left: Option<(usize, u32)> = None;
-            for &(node, end, cpus) in &sharers {
-                let rem = match left {
-                    Some((n, r)) if n == node => r,
-                    _ => inp.nodes.get(node).map_or(0, |n| n.shared.len() as u32),
-                };
-                let give = cpus.min(rem);
-                left = Some((node, rem - give));
-                if give > 0 && end != i64::MAX {
-                    let h = super::profile::Hold {
-                        cpus: give,
+        if inp.nodes.iter().any(|n| !n.shared.is_empty()) {
+            // Shared CPUs come back once each, when expected free.
+            for (i, n) in inp.nodes.iter().enumerate() {
+                let mut untils: Vec<i64> = n
+                    .shared
+                    .iter()
+                    .map(|x| x.until)
+                    .filter(|&u| u != i64::MAX)
+                    .collect();
+                untils.sort_unstable();
+                for g in untils.chunk_by(|a, b| a == b) {
+                    let h = Hold {
+                        cpus: g.len() as u32,
                         mem: 0,
                         gres: 0,
                     };
-                    lines[node].give(end, i64::MAX, &h, opts.track_memory);
+                    lines[i].give(g[0].max(now), i64::MAX, &h, opts.track_memory);
                 }
             }
         }
@@ -225,7 +210,6 @@ impl<'a> Pass<'a> {
             taken: vec![false; inp.running.len()],
             ver: vec![0; inp.nodes.len()],
             index: Index::new(inp.nodes, inp.parts),
-            share_end,
             out: Vec::new(),
         }
     }
@@ -252,27 +236,42 @@ impl<'a> Pass<'a> {
     }
 
     /// [`Pass::window_now`] for a job sharing CPUs with up to `share`
-    /// jobs each: the node's shareable CPUs are on offer too.
+    /// jobs each: the node's joinable shared CPUs are on offer too, each
+    /// while the profile still counts it held (until its `until`; the job
+    /// takes those held longest first), so that it delays no planned start.
     fn window_now_share(&self, i: usize, e: i64, own: Option<usize>, share: u32) -> Avail {
-        if self.lines[i].blocked(self.inp.now, e, own).is_some() {
+        let now = self.inp.now;
+        if self.lines[i].blocked(now, e, own).is_some() {
             return NOTHING;
         }
-        let extra = self.work[i].shareable(share);
+        let n = &self.work[i];
+        let mut untils: Vec<i64> = n
+            .shared
+            .iter()
+            .filter(|x| x.joinable(share))
+            .map(|x| x.until)
+            .collect();
+        untils.sort_unstable();
         let mut w = self.now_avail[i];
         if !self.inp.params.place.track_memory {
-            w.mem = self.work[i].real_memory;
+            w.mem = n.real_memory;
         }
-        w.cpus += extra;
-        // Shared CPUs are on offer until the profile has them back; from
-        // then on the job's CPUs must fit the profile like anyone's (it
-        // would hold them past the jobs it shares them with).
-        let now = self.inp.now;
-        let back = self.share_end.get(i).copied().unwrap_or(now).max(now);
-        let mut p = self.lines[i].window(now, e.min(back));
-        p.cpus += extra;
-        if e > back {
-            p = p.meet(self.lines[i].window(back, e));
+        w.cpus += untils.len() as u32;
+        let mut p = self.lines[i].window(now, e);
+        // Between two `until`s, what the profile has free plus the shared
+        // CPUs it still counts held.
+        let mut cpus = p.cpus + untils.len() as u32;
+        let (mut s, mut k) = (now, 0);
+        while s < e {
+            while k < untils.len() && untils[k] <= s {
+                k += 1;
+            }
+            let held = (untils.len() - k) as u32;
+            let next = untils.get(k).copied().unwrap_or(i64::MAX).min(e);
+            cpus = cpus.min(self.lines[i].window(s, next).cpus + held);
+            s = next;
         }
+        p.cpus = cpus;
         p.meet(w)
     }
 
@@ -542,14 +541,7 @@ impl<'a> Pass<'a> {
         let end = now.saturating_add(job.time_limit.max(1));
         let share = self.inp.parts[part].share.limit(&job.req);
         for a in &allocs {
-            apply_share(&mut self.work[a.node], a, share);
-            if share > 1 {
-                if self.share_end.is_empty() {
-                    self.share_end = vec![now; self.work.len()];
-                }
-                let x = &mut self.share_end[a.node];
-                *x = (*x).max(end);
-            }
+            apply_share(&mut self.work[a.node], a, share, end);
             self.now_avail[a.node] = Avail::of(&self.work[a.node]);
             self.index.update(a.node, &self.work[a.node]);
         }

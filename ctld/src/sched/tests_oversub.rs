@@ -228,11 +228,19 @@ fn exclusive_jobs_share_with_nobody() {
     assert_eq!(wait_of(&d, 2).0, "Resources");
 }
 
-/// A node with `used` CPUs held by `k` sharing jobs each.
-fn shared_node(cpus: u32, used: u32, k: u32) -> NodeSnap {
+/// A node with `used` CPUs held by `k` sharing jobs each (allowing 4),
+/// expected free at `until`.
+fn shared_node(cpus: u32, used: u32, k: u32, until: i64) -> NodeSnap {
     let mut n = node(cpus, 64000, 0);
     n.free_cpus = (used..cpus).collect();
-    n.shared = (0..used).map(|c| (c, k, 4)).collect();
+    n.shared = (0..used)
+        .map(|id| SharedCpu {
+            id,
+            jobs: k,
+            cap: 4,
+            until,
+        })
+        .collect();
     n.jobs = k;
     n
 }
@@ -259,7 +267,7 @@ fn sharer(id: u32, cpus: u32, end: i64) -> RunSnap {
 #[test]
 fn running_sharers_count_per_cpu() {
     // Two jobs already share CPUs 0-3 of a 4-CPU node.
-    let nodes = vec![shared_node(4, 4, 2)];
+    let nodes = vec![shared_node(4, 4, 2, NOW + 200)];
     let running = vec![sharer(10, 4, NOW + 100), sharer(11, 4, NOW + 200)];
     let jobs = vec![job(1, 4, 0, false)];
     let d = run_plan(
@@ -383,7 +391,40 @@ proptest! {
     /// may not share alone on its CPUs; memory and GPUs never twice.
     #[test]
     fn never_more_than_n_jobs_on_a_cpu((nodes, parts, jobs) in arb_case()) {
-        let d = run_plan(&nodes, &parts, &[], &jobs);
+        // Two passes: the second sees the first's starts running (its
+        // snapshot built as the controller would), with the same jobs again.
+        let first = run_plan(&nodes, &parts, &[], &jobs);
+        let mut next = nodes.clone();
+        let mut running = Vec::new();
+        for dec in &first {
+            if let Decision::Start { job, partition, allocs } = dec {
+                let j = jobs.iter().find(|x| x.id == *job).unwrap();
+                let limit = parts[*partition].share.limit(&j.req);
+                for a in allocs {
+                    apply_share(&mut next[a.node], a, limit, NOW + j.time_limit);
+                }
+                running.push(RunSnap {
+                    id: *job,
+                    partition: *partition,
+                    allocs: allocs.iter().map(|a| RunAlloc {
+                        node: a.node, cpus: a.ncpus, mem: a.mem, gres: a.gres.clone(),
+                    }).collect(),
+                    end: NOW + j.time_limit,
+                    priority: j.priority,
+                    owner: Owner::default(),
+                    preempt_mode: crate::assoc::PreemptMode::Off,
+                    ending: false,
+                    share: limit > 1,
+                });
+            }
+        }
+        let again: Vec<JobSnap> = jobs
+            .iter()
+            .map(|j| JobSnap { id: j.id + 1000, ..j.clone() })
+            .collect();
+        let second = run_plan(&next, &parts, &running, &again);
+        let all_jobs: Vec<JobSnap> = jobs.iter().chain(again.iter()).cloned().collect();
+        let d: Vec<Decision> = first.into_iter().chain(second).collect();
         // Per node and CPU: the share limits of the jobs on it.
         let mut on_cpu: Vec<Vec<Vec<u32>>> =
             nodes.iter().map(|n| vec![Vec::new(); n.cpus as usize]).collect();
@@ -391,7 +432,7 @@ proptest! {
         let mut mem_used = vec![0u64; nodes.len()];
         for dec in &d {
             if let Decision::Start { job, partition, allocs } = dec {
-                let j = jobs.iter().find(|x| x.id == *job).unwrap();
+                let j = all_jobs.iter().find(|x| x.id == *job).unwrap();
                 let limit = parts[*partition].share.limit(&j.req);
                 for a in allocs {
                     prop_assert!(parts[*partition].nodes.contains(&a.node));
@@ -436,7 +477,7 @@ fn sharing_does_not_delay_a_planned_start() {
     // Two sharers hold CPUs 0-3 until NOW+100; a job that may not share
     // is planned then. A sharing job that would outlive them waits; one
     // that ends before joins them now.
-    let nodes = vec![shared_node(4, 4, 2)];
+    let nodes = vec![shared_node(4, 4, 2, NOW + 100)];
     let parts = vec![
         part("shared", vec![0], Share::Force(4)),
         part("solo", vec![0], Share::No),
@@ -452,4 +493,33 @@ fn sharing_does_not_delay_a_planned_start() {
     assert_eq!(wait_of(&d, 1), ("Resources", Some(NOW + 100)));
     assert!(wait_of(&d, 2).1.is_some_and(|t| t >= NOW + 100 + 3600));
     assert_eq!(starts(&d), vec![(3, vec![0, 1, 2, 3])]);
+}
+
+#[test]
+fn shared_cpus_come_back_when_their_last_job_ends() {
+    // CPUs 0-1 shared until NOW+200, 2-3 until NOW+100. A job that may not
+    // share, 2 CPUs, is planned at NOW+100 on 2-3. A sharing 4-CPU job
+    // ending at NOW+150 would hold 2-3 past then: it waits. A sharing
+    // 2-CPU one takes 0-1 (busy longest) and starts now.
+    let mut n = shared_node(4, 4, 1, NOW + 200);
+    n.shared[2].until = NOW + 100;
+    n.shared[3].until = NOW + 100;
+    n.jobs = 2;
+    let nodes = vec![n];
+    let parts = vec![
+        part("shared", vec![0], Share::Force(4)),
+        part("solo", vec![0], Share::No),
+    ];
+    let running = vec![sharer(10, 2, NOW + 200), sharer(11, 2, NOW + 100)];
+    let mut jobs = vec![
+        job(1, 2, 1, false),
+        job(2, 4, 0, false),
+        job(3, 2, 0, false),
+    ];
+    jobs[1].time_limit = 150;
+    jobs[2].time_limit = 150;
+    let d = run_plan(&nodes, &parts, &running, &jobs);
+    assert_eq!(wait_of(&d, 1), ("Resources", Some(NOW + 100)));
+    assert!(wait_of(&d, 2).1.is_some_and(|t| t > NOW));
+    assert_eq!(starts(&d), vec![(3, vec![0, 1])]);
 }
