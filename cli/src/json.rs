@@ -286,7 +286,7 @@ pub fn job<'a>(row: &Row<'a>, now: i64, cluster: &'a str) -> J<'a> {
             "exclusive",
             J::strs(&[if j.exclusive { "true" } else { "false" }]),
         ),
-        ("oversubscribe", J::Bool(!j.exclusive)),
+        ("oversubscribe", J::Bool(j.oversubscribe)),
         ("sockets_per_node", J::unset()),
         ("start_time", J::num(j.start_time)),
         ("state_description", J::Str(&j.reason_detail)),

@@ -5,7 +5,39 @@ use std::collections::{BTreeSet, HashMap};
 
 use drover_conf::slurmconf::{Config, NodeConf, PartitionConf};
 
-use crate::sched::{GresDev, NodeSnap, PartSnap};
+use crate::sched::{GresDev, NodeSnap, PartSnap, Share};
+
+/// One CPU's use: jobs on it, and the least share limit among them since
+/// it was last free (1: a job that shares it with nobody).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuUse {
+    pub jobs: u32,
+    pub cap: u32,
+}
+
+impl CpuUse {
+    /// May a job sharing up to `share` per CPU (1: none) take it?
+    pub fn open_to(self, share: u32) -> bool {
+        self.jobs == 0 || self.jobs < share.min(self.cap)
+    }
+
+    fn take(&mut self, share: u32) {
+        let share = share.max(1);
+        self.cap = if self.jobs == 0 {
+            share
+        } else {
+            self.cap.min(share)
+        };
+        self.jobs = self.jobs.saturating_add(1);
+    }
+
+    fn give(&mut self) {
+        self.jobs = self.jobs.saturating_sub(1);
+        if self.jobs == 0 {
+            self.cap = 0;
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -25,7 +57,8 @@ pub struct Node {
     pub reason: String,
     pub reason_uid: u32,
     pub reason_time: i64,
-    pub alloc_cpus: Vec<bool>,
+    /// Per CPU: the jobs on it (OverSubscribe lets several share one).
+    pub cpu_use: Vec<CpuUse>,
     pub alloc_mem: u64,
     pub jobs: BTreeSet<u32>,
     pub agent_start_time: i64,
@@ -57,7 +90,7 @@ impl Node {
             state == "DOWN" || state == "FAIL",
         );
         Node {
-            alloc_cpus: vec![false; conf.cpus as usize],
+            cpu_use: vec![CpuUse::default(); conf.cpus as usize],
             reason: conf.reason.clone().unwrap_or_default(),
             conf,
             gres,
@@ -96,7 +129,7 @@ impl Node {
     }
 
     pub fn cpus_alloc(&self) -> u32 {
-        self.alloc_cpus.iter().filter(|a| **a).count() as u32
+        self.cpu_use.iter().filter(|a| a.jobs > 0).count() as u32
     }
 
     /// Base state name as sinfo/scontrol use it.
@@ -128,10 +161,10 @@ impl Node {
             usable: self.usable(),
             cpus: self.conf.cpus,
             free_cpus: self
-                .alloc_cpus
+                .cpu_use
                 .iter()
                 .enumerate()
-                .filter(|(_, a)| !**a)
+                .filter(|(_, a)| a.jobs == 0)
                 .map(|(i, _)| i as u32)
                 .collect(),
             real_memory: self.conf.real_memory,
@@ -141,6 +174,20 @@ impl Node {
             weight: self.conf.weight,
             jobs: self.jobs.len() as u32,
             threads: self.conf.threads_per_core.max(1),
+            shared: self
+                .cpu_use
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| a.jobs > 0 && a.cap > 1)
+                .map(|(i, a)| crate::sched::SharedCpu {
+                    id: i as u32,
+                    jobs: a.jobs,
+                    cap: a.cap,
+                    // The controller fills in expected ends
+                    // (`Ctld::share_untils`).
+                    until: i64::MAX,
+                })
+                .collect(),
         }
     }
 
@@ -273,14 +320,36 @@ impl Cluster {
                 up: p.up(),
                 priority_tier: p.conf.priority_tier,
                 name: p.conf.name.clone(),
+                share: Share::parse(&p.conf.over_subscribe),
             })
             .collect();
         (nodes, parts)
     }
 
+    /// How many jobs may share each CPU of a job with this spec running in
+    /// partition `part` (OverSubscribe; 1: its CPUs are its own).
+    pub fn share_limit(&self, part: usize, spec: &drover_proto::JobSpec) -> u32 {
+        let Some(p) = self.parts.get(part) else {
+            return 1;
+        };
+        if spec.exclusive || p.conf.over_subscribe.eq_ignore_ascii_case("EXCLUSIVE") {
+            return 1;
+        }
+        Share::parse(&p.conf.over_subscribe).limit(&crate::sched::Request {
+            oversubscribe: spec.oversubscribe,
+            ..Default::default()
+        })
+    }
+
     /// Whether a planned allocation (positions as in the snapshot `nodes`)
-    /// is still free and its nodes still usable.
-    pub fn still_free(&self, allocs: &[crate::sched::Alloc], nodes: &[NodeSnap]) -> bool {
+    /// is still free and its nodes still usable, for a job sharing each
+    /// CPU with up to `share` jobs.
+    pub fn still_free(
+        &self,
+        allocs: &[crate::sched::Alloc],
+        nodes: &[NodeSnap],
+        share: u32,
+    ) -> bool {
         allocs.iter().all(|a| {
             let Some(n) = self.nodes.get(a.node) else {
                 return false;
@@ -288,7 +357,7 @@ impl Cluster {
             n.usable()
                 && a.cpu_ids
                     .iter()
-                    .all(|&c| n.alloc_cpus.get(c as usize) == Some(&false))
+                    .all(|&c| n.cpu_use.get(c as usize).is_some_and(|u| u.open_to(share)))
                 && a.gres.iter().all(|&g| {
                     nodes
                         .get(a.node)
@@ -302,16 +371,17 @@ impl Cluster {
         })
     }
 
-    /// Take a running job's resources out of its nodes.
-    pub fn allocate(&mut self, job_id: u32, allocs: &[drover_proto::NodeAlloc]) {
+    /// Take a running job's resources out of its nodes (`share`: jobs that
+    /// may share each of its CPUs; 0 or 1: they are its own).
+    pub fn allocate(&mut self, job_id: u32, allocs: &[drover_proto::NodeAlloc], share: u32) {
         for a in allocs {
             let Some(&i) = self.by_name.get(&a.node) else {
                 continue;
             };
             let n = &mut self.nodes[i];
             for &c in &a.cpu_ids {
-                if let Some(slot) = n.alloc_cpus.get_mut(c as usize) {
-                    *slot = true;
+                if let Some(slot) = n.cpu_use.get_mut(c as usize) {
+                    slot.take(share);
                 }
             }
             n.alloc_mem += a.mem_mb;
@@ -333,23 +403,28 @@ impl Cluster {
     /// A job suspended by preemption lends its CPUs and GPUs (`allocs`
     /// without memory): they are free for others, the job stays on its nodes.
     pub fn lend(&mut self, allocs: &[drover_proto::NodeAlloc]) {
-        self.mark(allocs, false);
+        self.mark(allocs, false, 1);
     }
 
-    /// The lender resumes: its CPUs and GPUs are taken again.
-    pub fn take_back(&mut self, allocs: &[drover_proto::NodeAlloc]) {
-        self.mark(allocs, true);
+    /// The lender resumes: its CPUs and GPUs are taken again (`share` as
+    /// in [`Cluster::allocate`]).
+    pub fn take_back(&mut self, allocs: &[drover_proto::NodeAlloc], share: u32) {
+        self.mark(allocs, true, share);
     }
 
-    fn mark(&mut self, allocs: &[drover_proto::NodeAlloc], used: bool) {
+    fn mark(&mut self, allocs: &[drover_proto::NodeAlloc], used: bool, share: u32) {
         for a in allocs {
             let Some(&i) = self.by_name.get(&a.node) else {
                 continue;
             };
             let n = &mut self.nodes[i];
             for &c in &a.cpu_ids {
-                if let Some(slot) = n.alloc_cpus.get_mut(c as usize) {
-                    *slot = used;
+                if let Some(slot) = n.cpu_use.get_mut(c as usize) {
+                    if used {
+                        slot.take(share);
+                    } else {
+                        slot.give();
+                    }
                 }
             }
             for g in &a.gres {
@@ -366,8 +441,9 @@ impl Cluster {
         }
     }
 
-    /// Are all these CPUs and GPUs free?
-    pub fn all_free(&self, allocs: &[drover_proto::NodeAlloc]) -> bool {
+    /// Are all these CPUs and GPUs free (CPUs: for a job sharing each with
+    /// up to `share` jobs)?
+    pub fn all_free(&self, allocs: &[drover_proto::NodeAlloc], share: u32) -> bool {
         allocs.iter().all(|a| {
             let Some(&i) = self.by_name.get(&a.node) else {
                 return false;
@@ -375,7 +451,7 @@ impl Cluster {
             let n = &self.nodes[i];
             a.cpu_ids
                 .iter()
-                .all(|&c| n.alloc_cpus.get(c as usize) == Some(&false))
+                .all(|&c| n.cpu_use.get(c as usize).is_some_and(|u| u.open_to(share)))
                 && a.gres.iter().all(|g| {
                     g.indices.iter().all(|&idx| {
                         n.gres
@@ -397,8 +473,8 @@ impl Cluster {
                 continue;
             }
             for &c in &a.cpu_ids {
-                if let Some(slot) = n.alloc_cpus.get_mut(c as usize) {
-                    *slot = false;
+                if let Some(slot) = n.cpu_use.get_mut(c as usize) {
+                    slot.give();
                 }
             }
             n.alloc_mem = n.alloc_mem.saturating_sub(a.mem_mb);
@@ -415,5 +491,92 @@ impl Cluster {
             }
             n.last_busy = now;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drover_proto::NodeAlloc;
+
+    fn cluster(over_subscribe: &str) -> Cluster {
+        let mut cfg = Config::default();
+        let mut n = NodeConf::new("n1");
+        n.cpus = 4;
+        n.real_memory = 4000;
+        cfg.nodes = vec![n];
+        let mut p = PartitionConf::new("p");
+        p.nodes = vec!["n1".into()];
+        p.over_subscribe = over_subscribe.into();
+        cfg.partitions = vec![p];
+        let mut c = Cluster::from_config(&cfg, 0);
+        c.nodes[0].registered = true;
+        c.nodes[0].responding = true;
+        c
+    }
+
+    fn alloc(cpus: &[u32], mem: u64) -> Vec<NodeAlloc> {
+        vec![NodeAlloc {
+            node: "n1".into(),
+            cpus: cpus.len() as u32,
+            cpu_ids: cpus.to_vec(),
+            mem_mb: mem,
+            ..Default::default()
+        }]
+    }
+
+    #[test]
+    fn shared_cpus_are_counted_per_cpu_and_released_exactly() {
+        let mut c = cluster("FORCE:2");
+        let spec = drover_proto::JobSpec::default();
+        assert_eq!(c.share_limit(0, &spec), 2);
+        let a = alloc(&[0, 1, 2, 3], 100);
+        c.allocate(1, &a, 2);
+        assert!(c.all_free(&a, 2));
+        assert!(!c.all_free(&a, 1));
+        c.allocate(2, &a, 2);
+        assert!(!c.all_free(&a, 2));
+        let n = &c.nodes[0];
+        assert_eq!(n.cpus_alloc(), 4);
+        assert_eq!(n.alloc_mem, 200);
+        let s = n.snap();
+        assert!(s.free_cpus.is_empty());
+        let v: Vec<(u32, u32, u32)> = s.shared.iter().map(|x| (x.id, x.jobs, x.cap)).collect();
+        assert_eq!(v, vec![(0, 2, 2), (1, 2, 2), (2, 2, 2), (3, 2, 2)]);
+        // A release twice counts once.
+        c.release(1, &a, 5);
+        c.release(1, &a, 6);
+        assert!(c.all_free(&a, 2));
+        assert_eq!(c.nodes[0].snap().shared.len(), 4);
+        c.release(2, &a, 7);
+        let s = c.nodes[0].snap();
+        assert_eq!((s.free_cpus.len(), s.shared.len()), (4, 0));
+        assert_eq!(c.nodes[0].cpus_alloc(), 0);
+        assert_eq!(c.nodes[0].alloc_mem, 0);
+    }
+
+    #[test]
+    fn a_job_that_may_not_share_is_alone() {
+        let mut c = cluster("YES:3");
+        let mut spec = drover_proto::JobSpec::default();
+        assert_eq!(c.share_limit(0, &spec), 1);
+        spec.oversubscribe = true;
+        assert_eq!(c.share_limit(0, &spec), 3);
+        spec.exclusive = true;
+        assert_eq!(c.share_limit(0, &spec), 1);
+        let a = alloc(&[0, 1], 0);
+        c.allocate(1, &a, 1);
+        assert!(!c.all_free(&a, 3));
+        let s = c.nodes[0].snap();
+        assert_eq!(s.free_cpus, vec![2, 3]);
+        assert!(s.shared.is_empty());
+        // A CPU with a 2-limit job on it takes no third job, whatever the
+        // newcomer's own limit.
+        let b = alloc(&[2], 0);
+        c.allocate(2, &b, 2);
+        c.allocate(3, &b, 3);
+        assert!(!c.all_free(&b, 3));
+        c.release(2, &b, 1);
+        assert!(c.all_free(&b, 3));
     }
 }

@@ -194,7 +194,8 @@ impl Ctld {
                 job.state(),
                 JobState::Running | JobState::Completing | JobState::Suspended
             ) {
-                c.cluster.allocate(id, &crate::suspend::held_allocs(&rt));
+                c.cluster
+                    .allocate(id, &crate::suspend::held_allocs(&rt), rt.share);
                 if job.state() == JobState::Suspended && rt.preempt_suspended {
                     c.lenders.insert(id);
                 }

@@ -290,6 +290,7 @@ pub fn build_request(
         gpus_per_task: spec.gpus_per_task,
         cpus_per_gpu: spec.cpus_per_gpu,
         exclusive: spec.exclusive,
+        oversubscribe: spec.oversubscribe,
         constraint: parse_constraint(&spec.constraint)?,
         required,
         excluded,

@@ -324,6 +324,11 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
             restart_count: rt.restart_count,
             requeue: spec.requeue,
             exclusive: spec.exclusive,
+            oversubscribe: if job.state() == JobState::Pending {
+                may_share(cfg, spec)
+            } else {
+                rt.share > 1
+            },
             comment: if details {
                 spec.comment.clone()
             } else {
@@ -521,6 +526,30 @@ impl Ctld {
 }
 
 /// Does a job match a squeue/scancel filter? (job ids handled by the caller)
+/// Whether a pending job would share its CPUs in its (first) partition.
+fn may_share(cfg: &Config, spec: &drover_proto::JobSpec) -> bool {
+    let first = spec.partition.split(',').next().unwrap_or("").trim();
+    let part = if first.is_empty() {
+        cfg.partitions
+            .iter()
+            .rfind(|p| p.default)
+            .or(if cfg.partitions.len() == 1 {
+                cfg.partitions.first()
+            } else {
+                None
+            })
+    } else {
+        cfg.partitions.iter().find(|p| p.name == first)
+    };
+    part.is_some_and(|p| {
+        !spec.exclusive
+            && crate::sched::Share::parse(&p.over_subscribe).limit(&crate::sched::Request {
+                oversubscribe: spec.oversubscribe,
+                ..Default::default()
+            }) > 1
+    })
+}
+
 pub fn state_selected(state: JobState, states: &[JobState], all: bool) -> bool {
     if all {
         return true;

@@ -138,7 +138,7 @@ impl Ctld {
                 j.state(),
                 JobState::Running | JobState::Completing | JobState::Suspended
             ) {
-                cluster.allocate(*id, &crate::suspend::held_allocs(j.rt()));
+                cluster.allocate(*id, &crate::suspend::held_allocs(j.rt()), j.rt().share);
             }
         }
         self.cluster = cluster;

@@ -43,6 +43,7 @@ pub fn params(cfg: &Config) -> Params {
         PlaceOpts {
             track_memory: stp.iter().any(|s| s.ends_with("_MEMORY")),
             whole_cores: stp.iter().any(|s| s.starts_with("CR_CORE")),
+            share: 1,
         }
     };
     let preempt = match cfg.preempt_type.as_str() {

@@ -205,6 +205,7 @@ impl Ctld {
         let (mut nodes, parts) = self.cluster.snapshot();
         let params = crate::schedstate::params(&self.cfg);
         let running = self.running_snaps(&nodes);
+        self.share_untils(&mut nodes, t);
         let resvs = self.resv_snaps(t);
         let mut snaps = Vec::with_capacity(candidates.len());
         for &(prio, id) in &candidates {
@@ -329,7 +330,10 @@ impl Ctld {
                         j.state() == JobState::Pending
                             && j.rt().hold == 0
                             && (!j.is_meta() || !j.pending_tasks.is_empty())
-                    }) && self.cluster.still_free(&allocs, nodes);
+                    }) && self.jobs.get(&job).is_some_and(|j| {
+                        let share = self.cluster.share_limit(partition, j.spec());
+                        self.cluster.still_free(&allocs, nodes, share)
+                    });
                     if ok {
                         self.start_job(job, partition, &allocs, nodes);
                     } else {
@@ -384,6 +388,65 @@ impl Ctld {
     }
 
     /// Running jobs with their expected ends, for the scheduler.
+    /// When each shared CPU of the snapshot is expected free: the latest
+    /// expected end of the sharing jobs on it (now for jobs being stopped,
+    /// never for suspended ones or jobs without a limit), as the core sees
+    /// running jobs end.
+    fn share_untils(&self, nodes: &mut [sched::NodeSnap], now: i64) {
+        if nodes.iter().all(|n| n.shared.is_empty()) {
+            return;
+        }
+        for n in nodes.iter_mut() {
+            for x in &mut n.shared {
+                x.until = i64::MIN;
+            }
+        }
+        for job in self.jobs.values() {
+            let st = job.state();
+            let rt = job.rt();
+            if rt.share <= 1
+                || !matches!(
+                    st,
+                    JobState::Running
+                        | JobState::Completing
+                        | JobState::Suspended
+                        | JobState::Configuring
+                )
+            {
+                continue;
+            }
+            let end = if rt.terminating || rt.preempted || st == JobState::Completing {
+                now
+            } else {
+                match crate::suspend::limit_end(rt) {
+                    Some(e) if st != JobState::Suspended => e.max(now + 1),
+                    _ => i64::MAX,
+                }
+            };
+            for a in crate::suspend::held_allocs(rt) {
+                let Some(n) = self
+                    .cluster
+                    .node_idx(&a.node)
+                    .and_then(|i| nodes.get_mut(i))
+                else {
+                    continue;
+                };
+                for c in &a.cpu_ids {
+                    if let Ok(k) = n.shared.binary_search_by_key(c, |x| x.id) {
+                        n.shared[k].until = n.shared[k].until.max(end);
+                    }
+                }
+            }
+        }
+        for n in nodes.iter_mut() {
+            for x in &mut n.shared {
+                if x.until == i64::MIN {
+                    x.until = i64::MAX;
+                }
+            }
+        }
+    }
+
     fn running_snaps(&self, nodes: &[sched::NodeSnap]) -> Vec<sched::RunSnap> {
         let mut out = Vec::new();
         for job in self.jobs.values() {
@@ -460,6 +523,7 @@ impl Ctld {
                 owner,
                 preempt_mode,
                 ending: rt.terminating || rt.preempted || st == JobState::Completing,
+                share: rt.share > 1,
             });
         }
         out
@@ -578,6 +642,7 @@ impl Ctld {
             return;
         };
         let limit = self.effective_time_limit(job, Some(part));
+        let share = self.cluster.share_limit(part, job.spec());
         let job = self.jobs.get_mut(&id).expect("job present");
         let rt = job.rt_mut();
         rt.state = JobState::Running as i32;
@@ -594,11 +659,12 @@ impl Ctld {
             .map(|a| a.node.clone())
             .unwrap_or_default();
         rt.alloc = node_allocs.clone();
+        rt.share = share;
         rt.launched = false;
         rt.terminating = false;
         rt.exit_code = 0;
         rt.exit_signal = 0;
-        self.cluster.allocate(id, &node_allocs);
+        self.cluster.allocate(id, &node_allocs, share);
         if let Some(j) = self.jobs.get_mut(&id).filter(|j| j.spec().interactive) {
             // salloc/srun allocation: nothing to launch; steps come by srun.
             let rt = j.rt_mut();

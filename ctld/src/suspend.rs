@@ -176,10 +176,11 @@ impl Ctld {
         }
         if job.rt().preempt_suspended {
             let lent = lent_allocs(job.rt());
-            if !self.cluster.all_free(&lent) {
+            let share = job.rt().share;
+            if !self.cluster.all_free(&lent, share) {
                 return Err(msg::NODES_BUSY.into());
             }
-            self.cluster.take_back(&lent);
+            self.cluster.take_back(&lent, share);
             self.lenders.remove(&id);
         }
         let t = now();
@@ -235,7 +236,7 @@ impl Ctld {
                     .node_idx(&a.node)
                     .is_some_and(|i| !self.cluster.nodes[i].down)
             });
-            if up && self.cluster.all_free(&lent) {
+            if up && self.cluster.all_free(&lent, job.rt().share) {
                 if let Err(e) = self.resume_job(id) {
                     tracing::warn!("job {id}: automatic resume failed: {e}");
                 }
@@ -277,6 +278,7 @@ impl Ctld {
                     continue;
                 };
                 n.free_cpus.retain(|c| !a.cpu_ids.contains(c));
+                n.shared.retain(|x| !a.cpu_ids.contains(&x.id));
                 for g in &a.gres {
                     for d in n
                         .gres

@@ -302,9 +302,11 @@ impl Ctld {
                 }
                 "exclusive" | "oversubscribe" => {
                     need_pending()?;
-                    spec.exclusive = k.eq_ignore_ascii_case("exclusive")
-                        && v != "0"
-                        && !v.eq_ignore_ascii_case("no");
+                    let yes = v != "0" && !v.eq_ignore_ascii_case("no");
+                    spec.exclusive = k.eq_ignore_ascii_case("exclusive") && yes;
+                    if k.eq_ignore_ascii_case("oversubscribe") {
+                        spec.oversubscribe = yes;
+                    }
                 }
                 other => return Err(format!("Update of {other} is not supported")),
             }

@@ -159,6 +159,7 @@ pub fn build(o: &SbatchOpts, ctx: &Context) -> JobSpec {
         gpus_per_task: o.gpus_per_task.unwrap_or(0),
         cpus_per_gpu: o.cpus_per_gpu.unwrap_or(0),
         exclusive: o.exclusive.unwrap_or(false),
+        oversubscribe: o.spank.iter().any(|s| s == "oversubscribe"),
         constraint: opt(&o.constraint),
         nodelist: opt(&o.nodelist),
         exclude: opt(&o.exclude),

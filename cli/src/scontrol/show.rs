@@ -327,7 +327,7 @@ pub fn job(j: &JobInfo, o: &ShowOpts) -> String {
     }
     r.line(format!(
         "OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
-        if j.exclusive { "NO" } else { "OK" }
+        if j.oversubscribe { "OK" } else { "NO" }
     ));
     r.line(format!("Command={}", clean(or_null(&j.command))));
     r.line(format!("WorkDir={}", clean(&j.work_dir)));

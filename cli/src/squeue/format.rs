@@ -548,7 +548,7 @@ pub fn value(out: &mut String, f: JobField, row: &Row<'_>, now: i64) -> bool {
         F::GroupId => {
             num(out, i64::from(j.group_id));
         }
-        F::OverSubscribe => out.push_str(if j.exclusive { "NO" } else { "OK" }),
+        F::OverSubscribe => out.push_str(if j.oversubscribe { "OK" } else { "NO" }),
         F::Sockets | F::Cores | F::Threads => out.push('*'),
         F::Name => out.push_str(&j.name),
         F::Comment => out.push_str(or_null(&j.comment)),

@@ -11,6 +11,7 @@ pub const TABLE: &[OptDef] = &[
     opt("nodelist", Some('w'), Arg::Required, "nodelist"),
     opt("exclusive", None, Arg::Optional, "exclusive"),
     opt("overlap", None, Arg::No, "overlap"),
+    opt("oversubscribe", Some('s'), Arg::No, "oversubscribe"),
     opt("gpus", Some('G'), Arg::Required, "gpus"),
     opt("gpus-per-node", None, Arg::Required, "gpus-per-node"),
     opt("gpus-per-task", None, Arg::Required, "gpus-per-task"),

@@ -110,6 +110,7 @@ fn alloc_spec(p: &opts::Parsed) -> Result<drover_proto::JobSpec, String> {
         "cpus-per-task",
         "nodelist",
         "exclusive",
+        "oversubscribe",
         "gpus",
         "gpus-per-node",
         "gpus-per-task",

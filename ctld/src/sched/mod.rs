@@ -88,6 +88,9 @@ pub struct RunSnap {
     pub preempt_mode: PreemptMode,
     /// Already being stopped (preempted, cancelled, timed out).
     pub ending: bool,
+    /// It may share its CPUs (OverSubscribe): they are in its nodes'
+    /// `shared` lists, not held by it alone.
+    pub share: bool,
 }
 
 /// Resources of a running job on one node.
@@ -149,6 +152,10 @@ pub struct NodeSnap {
     pub jobs: u32,
     /// Threads per core (for `CR_Core`).
     pub threads: u32,
+    /// CPUs held only by jobs that share them (OverSubscribe), ascending
+    /// by id; not in `free_cpus`. A CPU held by a job that shares with
+    /// nobody is in neither list.
+    pub shared: Vec<SharedCpu>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -168,6 +175,74 @@ pub struct PartSnap {
     pub up: bool,
     pub priority_tier: u32,
     pub name: String,
+    /// `OverSubscribe`: CPU sharing between jobs.
+    pub share: Share,
+}
+
+/// A CPU held only by jobs that share it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharedCpu {
+    pub id: u32,
+    /// Jobs on it.
+    pub jobs: u32,
+    /// The least share limit among them (since it was last free).
+    pub cap: u32,
+    /// When it is expected free: the latest expected end of its jobs
+    /// (`i64::MAX`: not known, or never).
+    pub until: i64,
+}
+
+impl SharedCpu {
+    /// May one more job sharing up to `share` per CPU use it (no job on it
+    /// allows more than its own limit)?
+    pub fn joinable(&self, share: u32) -> bool {
+        self.jobs < share.min(self.cap)
+    }
+}
+
+/// A partition's `OverSubscribe` CPU sharing (`EXCLUSIVE` is `No` with
+/// every request made exclusive by the controller).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Share {
+    /// CPUs are not shared.
+    #[default]
+    No,
+    /// `YES:N`: jobs that ask (`--oversubscribe`) share, up to N per CPU.
+    Yes(u32),
+    /// `FORCE:N`: every job shares, up to N per CPU.
+    Force(u32),
+}
+
+impl Share {
+    /// From the partition's `OverSubscribe` value (NO, YES[:N],
+    /// EXCLUSIVE, FORCE[:N]; N defaults to 4).
+    pub fn parse(v: &str) -> Share {
+        let (word, n) = match v.trim().split_once(':') {
+            Some((w, n)) => (w, n.trim().parse::<u32>().unwrap_or(4)),
+            None => (v.trim(), 4),
+        };
+        if word.eq_ignore_ascii_case("YES") {
+            Share::Yes(n.max(1))
+        } else if word.eq_ignore_ascii_case("FORCE") {
+            Share::Force(n.max(1))
+        } else {
+            Share::No
+        }
+    }
+
+    /// How many jobs may use one CPU that `req` uses here (1: the job
+    /// needs CPUs nobody else uses).
+    pub fn limit(self, req: &Request) -> u32 {
+        if req.exclusive {
+            return 1;
+        }
+        match self {
+            Share::No => 1,
+            Share::Yes(n) if req.oversubscribe => n.max(1),
+            Share::Yes(_) => 1,
+            Share::Force(n) => n.max(1),
+        }
+    }
 }
 
 /// A typed or untyped generic resource request.
@@ -201,6 +276,8 @@ pub struct Request {
     pub gpus_per_task: u32,
     pub cpus_per_gpu: u32,
     pub exclusive: bool,
+    /// `-s/--oversubscribe`: may share CPUs where the partition says `YES`.
+    pub oversubscribe: bool,
     pub constraint: Option<Constraint>,
     /// Node indices that must be in the allocation.
     pub required: Vec<usize>,
@@ -290,7 +367,16 @@ impl NodeSnap {
             weight: self.weight,
             jobs: 0,
             threads: self.threads,
+            shared: Vec::new(),
         }
+    }
+
+    /// Shared CPUs that one more job sharing up to `share` per CPU may use.
+    pub fn shareable(&self, share: u32) -> u32 {
+        if share <= 1 {
+            return 0;
+        }
+        self.shared.iter().filter(|x| x.joinable(share)).count() as u32
     }
 }
 
@@ -306,7 +392,48 @@ pub fn apply(node: &mut NodeSnap, a: &Alloc) {
     node.jobs += 1;
 }
 
+/// [`apply`] for a job that may share its CPUs with up to `share` jobs
+/// each (1: [`apply`]), expected to end at `end`: its CPUs become (or stay)
+/// shared CPUs.
+pub fn apply_share(node: &mut NodeSnap, a: &Alloc, share: u32, end: i64) {
+    if share <= 1 {
+        apply(node, a);
+        return;
+    }
+    for &c in &a.cpu_ids {
+        if let Ok(k) = node.free_cpus.binary_search(&c) {
+            node.free_cpus.remove(k);
+        }
+        match node.shared.binary_search_by_key(&c, |x| x.id) {
+            Ok(k) => {
+                let x = &mut node.shared[k];
+                x.jobs += 1;
+                x.cap = x.cap.min(share);
+                x.until = x.until.max(end);
+            }
+            Err(k) => node.shared.insert(
+                k,
+                SharedCpu {
+                    id: c,
+                    jobs: 1,
+                    cap: share,
+                    until: end,
+                },
+            ),
+        }
+    }
+    node.free_memory = node.free_memory.saturating_sub(a.mem);
+    for &g in &a.gres {
+        if let Some(d) = node.gres.get_mut(g) {
+            d.free = false;
+        }
+    }
+    node.jobs += 1;
+}
+
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_backfill;
+#[cfg(test)]
+mod tests_oversub;

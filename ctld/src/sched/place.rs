@@ -70,6 +70,11 @@ pub struct PlaceOpts {
     pub track_memory: bool,
     /// `CR_Core*`: CPUs are handed out as whole cores.
     pub whole_cores: bool,
+    /// Not a setting: set per placement, the jobs that may share one CPU
+    /// with this job (OverSubscribe; 1: it needs CPUs nobody else uses).
+    /// Above 1, the `avail` given to placement counts the node's shareable
+    /// CPUs ([`NodeSnap::shareable`]) and CPU ids are picked among them too.
+    pub share: u32,
 }
 
 impl Default for PlaceOpts {
@@ -77,6 +82,7 @@ impl Default for PlaceOpts {
         PlaceOpts {
             track_memory: true,
             whole_cores: false,
+            share: 1,
         }
     }
 }
@@ -579,22 +585,57 @@ fn roomiest(
 }
 
 /// Choose `count` free CPU ids on a node: whole cores first under
-/// `CR_Core` (all threads of a core free), lowest ids first.
+/// `CR_Core` (all threads of a core free), lowest ids first. A job that
+/// may share (`opts.share` > 1) takes the joinable shared CPUs first, those
+/// expected busy longest first (what placement was offered assumes so:
+/// see `Pass::window_now_share`), then free ones.
 fn pick_cpus(n: &NodeSnap, count: u32, opts: &PlaceOpts) -> Option<Vec<u32>> {
+    if opts.share > 1 && !n.shared.is_empty() {
+        let mut joinable: Vec<(i64, u32)> = n
+            .shared
+            .iter()
+            .filter(|x| x.joinable(opts.share))
+            .map(|x| (x.until, x.id))
+            .collect();
+        joinable.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let t = n.threads.max(1);
+        if !opts.whole_cores || t == 1 {
+            let mut out: Vec<u32> = joinable
+                .iter()
+                .map(|x| x.1)
+                .chain(n.free_cpus.iter().copied())
+                .take(count as usize)
+                .collect();
+            if out.len() != count as usize {
+                return None;
+            }
+            out.sort_unstable();
+            return Some(out);
+        }
+        let mut all: Vec<u32> = joinable.iter().map(|x| x.1).collect();
+        all.extend_from_slice(&n.free_cpus);
+        all.sort_unstable();
+        return pick_from(&all, count, t, true);
+    }
+    pick_from(&n.free_cpus, count, n.threads.max(1), opts.whole_cores)
+}
+
+/// Choose `count` ids from `free` (ascending): whole cores of `t` threads
+/// when `whole_cores`, lowest ids first.
+fn pick_from(free: &[u32], count: u32, t: u32, whole_cores: bool) -> Option<Vec<u32>> {
     let count = count as usize;
-    if count > n.free_cpus.len() {
+    if count > free.len() {
         return None;
     }
-    let t = n.threads.max(1);
-    if !opts.whole_cores || t == 1 {
-        return Some(n.free_cpus[..count].to_vec());
+    if !whole_cores || t == 1 {
+        return Some(free[..count].to_vec());
     }
     let mut out = Vec::with_capacity(count);
     let mut k = 0;
-    while k < n.free_cpus.len() && out.len() < count {
-        let c = n.free_cpus[k];
+    while k < free.len() && out.len() < count {
+        let c = free[k];
         let core = c / t;
-        let whole = (0..t).all(|x| n.free_cpus.binary_search(&(core * t + x)).is_ok());
+        let whole = (0..t).all(|x| free.binary_search(&(core * t + x)).is_ok());
         if c.is_multiple_of(t) && whole {
             out.extend((0..t).map(|x| core * t + x));
             k += t as usize;

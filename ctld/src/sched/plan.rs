@@ -11,7 +11,9 @@ use super::place::{
 };
 use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};
-use super::{apply, Decision, Input, JobSnap, NodeSnap, PreemptKind, Request, ResvSnap, RunAlloc};
+use super::{
+    apply_share, Decision, Input, JobSnap, NodeSnap, PreemptKind, Request, ResvSnap, RunAlloc,
+};
 
 pub(super) fn mask(gres: &[usize]) -> u128 {
     gres.iter()
@@ -156,13 +158,38 @@ impl<'a> Pass<'a> {
             let end = if r.ending { now } else { r.end.max(now + 1) };
             for a in &r.allocs {
                 if let Some(l) = lines.get_mut(a.node) {
+                    let mut h = hold_of_run(a);
+                    if r.share {
+                        // Shared CPUs come back below, once per CPU.
+                        h.cpus = 0;
+                    }
                     if end != i64::MAX {
-                        l.give(end, i64::MAX, &hold_of_run(a), opts.track_memory);
+                        l.give(end, i64::MAX, &h, opts.track_memory);
                     }
                 }
             }
             let pname = inp.parts.get(r.partition).map_or("", |p| p.name.as_str());
             limits.add(&r.owner, pname, &run_tres(inp.nodes, &r.allocs));
+        }
+        if inp.nodes.iter().any(|n| !n.shared.is_empty()) {
+            // Shared CPUs come back once each, when expected free.
+            for (i, n) in inp.nodes.iter().enumerate() {
+                let mut untils: Vec<i64> = n
+                    .shared
+                    .iter()
+                    .map(|x| x.until)
+                    .filter(|&u| u != i64::MAX)
+                    .collect();
+                untils.sort_unstable();
+                for g in untils.chunk_by(|a, b| a == b) {
+                    let h = Hold {
+                        cpus: g.len() as u32,
+                        mem: 0,
+                        gres: 0,
+                    };
+                    lines[i].give(g[0].max(now), i64::MAX, &h, opts.track_memory);
+                }
+            }
         }
         for (ri, r) in inp.resvs.iter().enumerate() {
             if r.end <= now {
@@ -206,6 +233,46 @@ impl<'a> Pass<'a> {
             w.mem = self.work[i].real_memory;
         }
         self.window(i, self.inp.now, e, own).meet(w)
+    }
+
+    /// [`Pass::window_now`] for a job sharing CPUs with up to `share`
+    /// jobs each: the node's joinable shared CPUs are on offer too, each
+    /// while the profile still counts it held (until its `until`; the job
+    /// takes those held longest first), so that it delays no planned start.
+    fn window_now_share(&self, i: usize, e: i64, own: Option<usize>, share: u32) -> Avail {
+        let now = self.inp.now;
+        if self.lines[i].blocked(now, e, own).is_some() {
+            return NOTHING;
+        }
+        let n = &self.work[i];
+        let mut untils: Vec<i64> = n
+            .shared
+            .iter()
+            .filter(|x| x.joinable(share))
+            .map(|x| x.until)
+            .collect();
+        untils.sort_unstable();
+        let mut w = self.now_avail[i];
+        if !self.inp.params.place.track_memory {
+            w.mem = n.real_memory;
+        }
+        w.cpus += untils.len() as u32;
+        let mut p = self.lines[i].window(now, e);
+        // Between two `until`s, what the profile has free plus the shared
+        // CPUs it still counts held.
+        let mut cpus = p.cpus + untils.len() as u32;
+        let (mut s, mut k) = (now, 0);
+        while s < e {
+            while k < untils.len() && untils[k] <= s {
+                k += 1;
+            }
+            let held = (untils.len() - k) as u32;
+            let next = untils.get(k).copied().unwrap_or(i64::MAX).min(e);
+            cpus = cpus.min(self.lines[i].window(s, next).cpus + held);
+            s = next;
+        }
+        p.cpus = cpus;
+        p.meet(w)
     }
 
     pub fn candidates(&self, part: usize, resv: Option<&ResvSnap>) -> Vec<usize> {
@@ -472,8 +539,9 @@ impl<'a> Pass<'a> {
     fn start(&mut self, job: &JobSnap, part: usize, allocs: Vec<Alloc>) {
         let now = self.inp.now;
         let end = now.saturating_add(job.time_limit.max(1));
+        let share = self.inp.parts[part].share.limit(&job.req);
         for a in &allocs {
-            apply(&mut self.work[a.node], a);
+            apply_share(&mut self.work[a.node], a, share, end);
             self.now_avail[a.node] = Avail::of(&self.work[a.node]);
             self.index.update(a.node, &self.work[a.node]);
         }
@@ -620,6 +688,34 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
             }
             for &p in &up {
                 if !params.backfill && blocked[p] {
+                    continue;
+                }
+                let share = parts[p].share.limit(&job.req);
+                if share > 1 {
+                    // May share CPUs: what each node offers counts its
+                    // shareable CPUs (not in the best-fit index).
+                    let info = &mut shapes[sid];
+                    let cands = info
+                        .nodes
+                        .entry(p)
+                        .or_insert_with(|| static_nodes(&pass, job, p));
+                    let opts = super::PlaceOpts {
+                        share,
+                        ..params.place
+                    };
+                    let key = |i: usize| {
+                        let mut a = pass.now_avail[i];
+                        a.cpus += pass.work[i].shareable(share);
+                        a
+                    };
+                    let res = place_with(&job.req, cands, &pass.work, &opts, true, &key, &|i| {
+                        pass.window_now_share(i, end_now, job.reservation, share)
+                    });
+                    if let Ok(allocs) = res {
+                        pass.start(job, p, allocs);
+                        started += 1;
+                        continue 'inst;
+                    }
                     continue;
                 }
                 if let (Some(want), true, None) = (

@@ -135,6 +135,7 @@ pub fn replay(
                         owner: tj.job.owner.clone(),
                         preempt_mode: crate::assoc::PreemptMode::Off,
                         ending: false,
+                        share: false,
                     },
                     real_end: now + run,
                     allocs,

@@ -60,6 +60,7 @@ pub fn cluster(n: usize, rng: &mut Rng) -> (Vec<NodeSnap>, Vec<PartSnap>) {
             weight: 1,
             jobs: 0,
             threads: 1,
+            shared: Vec::new(),
         });
     }
     let parts = vec![PartSnap {
@@ -67,6 +68,7 @@ pub fn cluster(n: usize, rng: &mut Rng) -> (Vec<NodeSnap>, Vec<PartSnap>) {
         up: true,
         priority_tier: 1,
         name: "batch".into(),
+        share: super::Share::No,
     }];
     (nodes, parts)
 }
@@ -155,6 +157,7 @@ pub fn fill(nodes: &mut [NodeSnap], now: i64, fill: f64, rng: &mut Rng) -> Vec<R
                 owner: Owner::default(),
                 preempt_mode: crate::assoc::PreemptMode::Off,
                 ending: false,
+                share: false,
             });
         }
     }

@@ -22,6 +22,7 @@ fn node(cpus: u32, mem: u64, gpus: u32) -> NodeSnap {
         weight: 1,
         jobs: 0,
         threads: 1,
+        shared: Vec::new(),
     }
 }
 
@@ -54,6 +55,7 @@ fn part(n: usize) -> Vec<PartSnap> {
         up: true,
         priority_tier: 1,
         name: "p".into(),
+        share: Share::No,
     }]
 }
 

@@ -41,6 +41,7 @@ impl Sim {
             weight: 1,
             jobs: 0,
             threads: 1,
+            shared: Vec::new(),
         };
         Sim {
             nodes: vec![node; n],
@@ -49,6 +50,7 @@ impl Sim {
                 up: true,
                 priority_tier: 1,
                 name: "batch".into(),
+                share: Share::No,
             }],
             running: vec![],
             jobs: vec![],
@@ -92,6 +94,7 @@ impl Sim {
             },
             preempt_mode: crate::assoc::PreemptMode::Requeue,
             ending: false,
+            share: false,
         });
         self.running.last_mut().unwrap()
     }
@@ -415,6 +418,7 @@ fn partition_priority_preemption_takes_the_fewest_lowest_jobs() {
         up: true,
         priority_tier: 10,
         name: "high".into(),
+        share: Share::No,
     });
     s.run(100, 0, 2, 2, NOW + 5000).priority = 5;
     s.run(101, 0, 2, 1, NOW + 5000).priority = 1;
@@ -511,6 +515,7 @@ fn arb_sim() -> impl Strategy<Value = Sim> {
             up: true,
             priority_tier: 1,
             name: "small".into(),
+            share: Share::No,
         });
         for (k, (node, cpus, g, end)) in running.into_iter().enumerate() {
             let n = &s.nodes[node];
@@ -598,6 +603,7 @@ proptest! {
                     owner: j.owner.clone(),
                     preempt_mode: crate::assoc::PreemptMode::Off,
                     ending: false,
+                    share: false,
                 });
             }
         }

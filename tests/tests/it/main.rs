@@ -8,6 +8,7 @@ mod commands;
 mod enforcement;
 mod limits;
 mod node_health;
+mod oversubscribe;
 mod placement;
 mod recovery;
 mod scheduler;
