@@ -300,8 +300,6 @@ async fn run_step(
             .send(Frame::new(Kind::Error, 0, text.into_bytes()))
             .await;
     }
-    drop(notes);
-    let _ = writer.await;
     running().remove(&(job_id, step_id, node.clone()));
     kill_groups(&pgids, libc::SIGKILL); // leftovers in the tasks' sessions
     if let Some(cg) = started.cgroup {
@@ -317,20 +315,25 @@ async fn run_step(
         .await;
     }
     info!("step {job_id}.{step_id}: ended on {node}, exit code {code}, signal {signal}");
-    report_end(
-        &shared,
-        StepEndedRequest {
-            job_id,
-            step_id,
-            node,
-            exit_code: code,
-            exit_signal: signal,
-            cpu_time_usec: stats.cpu_usec.unwrap_or(0),
-            max_rss_kb: stats.mem_peak_kb.unwrap_or(0),
-            oom: stats.oom_kills > 0,
-        },
-    )
-    .await;
+    let end = StepEndedRequest {
+        job_id,
+        step_id,
+        node,
+        exit_code: code,
+        exit_signal: signal,
+        cpu_time_usec: stats.cpu_usec.unwrap_or(0),
+        max_rss_kb: stats.mem_peak_kb.unwrap_or(0),
+        oom: stats.oom_kills > 0,
+    };
+    // The controller hears of the end before srun does (srun returns when
+    // the nodes close their connections): a batch script that goes on after
+    // srun cannot end the job before the step's end is recorded (it would be
+    // recorded CANCELLED). A controller that does not answer holds srun for
+    // a few seconds at most; the report goes on trying after that.
+    let report = tokio::spawn(async move { report_end(&shared, end).await });
+    let _ = tokio::time::timeout(Duration::from_secs(5), report).await;
+    drop(notes);
+    let _ = writer.await;
 }
 
 /// Tell the terminal (and the job in it: SIGWINCH) its new size.
