@@ -374,28 +374,13 @@ impl Cluster {
     /// Take a running job's resources out of its nodes (`share`: jobs that
     /// may share each of its CPUs; 0 or 1: they are its own).
     pub fn allocate(&mut self, job_id: u32, allocs: &[drover_proto::NodeAlloc], share: u32) {
+        self.mark(allocs, true, share);
         for a in allocs {
             let Some(&i) = self.by_name.get(&a.node) else {
                 continue;
             };
             let n = &mut self.nodes[i];
-            for &c in &a.cpu_ids {
-                if let Some(slot) = n.cpu_use.get_mut(c as usize) {
-                    slot.take(share);
-                }
-            }
             n.alloc_mem += a.mem_mb;
-            for g in &a.gres {
-                for &idx in &g.indices {
-                    if let Some(d) = n
-                        .gres
-                        .iter_mut()
-                        .find(|d| d.name == g.name && d.index == idx)
-                    {
-                        d.free = false;
-                    }
-                }
-            }
             n.jobs.insert(job_id);
         }
     }
