@@ -93,6 +93,19 @@ pub fn client_for(cmd: &str, cfg: &Config) -> Result<Controller, i32> {
     })
 }
 
+/// The Scheduler service (sprio, sshare, reservations) on the controller's
+/// port, with the caller's credential; errors printed as `<cmd>: error: ...`.
+pub fn scheduler_for(cmd: &str, cfg: &Config) -> Result<drover_proto::client::Scheduler, i32> {
+    let token = drover_proto::auth::fetch_token(Path::new(&cfg.auth_socket())).map_err(|e| {
+        eprintln!("{cmd}: error: {e}");
+        1
+    })?;
+    drover_proto::client::scheduler(&controller_addr(cfg), Credential::user(token)).map_err(|e| {
+        eprintln!("{cmd}: error: {e}");
+        1
+    })
+}
+
 /// [`client_for`], trying again for up to `patience` while the
 /// authentication socket does not answer (the daemon serving it restarts).
 pub async fn client_waiting(

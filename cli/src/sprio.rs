@@ -205,23 +205,9 @@ pub fn run(args: &[String]) -> i32 {
         Err(rc) => return rc,
     };
     rt.block_on(async move {
-        let token = match drover_proto::auth::fetch_token(std::path::Path::new(&cfg.auth_socket()))
-        {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("sprio: error: {e}");
-                return 1;
-            }
-        };
-        let mut c = match drover_proto::client::scheduler(
-            &conn::controller_addr(&cfg),
-            drover_proto::client::Credential::user(token),
-        ) {
+        let mut c = match conn::scheduler_for("sprio", &cfg) {
             Ok(c) => c,
-            Err(e) => {
-                eprintln!("sprio: error: {e}");
-                return 1;
-            }
+            Err(rc) => return rc,
         };
         let req = GetPrioritiesRequest {
             job_ids: o.jobs.clone(),

@@ -286,23 +286,9 @@ pub fn run(args: &[String]) -> i32 {
     };
     let me = crate::users::user_name(crate::users::uid());
     rt.block_on(async move {
-        let token = match drover_proto::auth::fetch_token(std::path::Path::new(&cfg.auth_socket()))
-        {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("sshare: error: {e}");
-                return 1;
-            }
-        };
-        let mut c = match drover_proto::client::scheduler(
-            &conn::controller_addr(&cfg),
-            drover_proto::client::Credential::user(token),
-        ) {
+        let mut c = match conn::scheduler_for("sshare", &cfg) {
             Ok(c) => c,
-            Err(e) => {
-                eprintln!("sshare: error: {e}");
-                return 1;
-            }
+            Err(rc) => return rc,
         };
         let req = GetSharesRequest {
             users: o.users.clone(),

@@ -100,22 +100,9 @@ pub fn format_resv(r: &ReservationInfo, now: i64, one_liner: bool) -> String {
 }
 
 pub async fn run(cfg: &Config, op: ResvOp, one_liner: bool, quiet: bool) -> i32 {
-    let token = match drover_proto::auth::fetch_token(std::path::Path::new(&cfg.auth_socket())) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("scontrol: error: {e}");
-            return 1;
-        }
-    };
-    let mut c = match drover_proto::client::scheduler(
-        &conn::controller_addr(cfg),
-        drover_proto::client::Credential::user(token),
-    ) {
+    let mut c = match conn::scheduler_for("scontrol", cfg) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("scontrol: error: {e}");
-            return 1;
-        }
+        Err(rc) => return rc,
     };
     let now = crate::timefmt::now();
     let fail = |what: &str, st: &tonic::Status| {
