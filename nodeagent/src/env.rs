@@ -24,6 +24,9 @@ pub struct EnvContext<'a> {
     /// Slurm does with ConstrainDevices=yes); `SLURM_JOB_GPUS` keeps the
     /// node's indices.
     pub local_gpu_index: bool,
+    /// An srun step whose own device group hides the job's other GPUs:
+    /// CUDA numbers the step's GPUs from 0.
+    pub step_gpus_only: bool,
 }
 
 /// Ordered environment with unique keys; a later `set` replaces the value.
@@ -590,6 +593,7 @@ mod tests {
             shell: Some("/bin/bash"),
             now: 1_700_000_100,
             local_gpu_index: false,
+            step_gpus_only: false,
         }
     }
 

@@ -111,8 +111,17 @@ pub fn run(args: Args) -> i32 {
             return 1;
         }
     };
+    let release = settings.cgroup.clone().map(|sys| {
+        let port = settings.listen.port();
+        (sys, settings.node_names(), port)
+    });
     let code = rt.block_on(serve(settings, key, exe, listener, args.verbose > 0));
     rt.shutdown_timeout(Duration::from_secs(1));
+    if let Some((sys, nodes, port)) = release {
+        for n in nodes {
+            sys.release_node(&n, port);
+        }
+    }
     code
 }
 

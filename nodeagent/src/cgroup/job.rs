@@ -163,7 +163,7 @@ impl JobCgroup {
                     let used = match ctrl.as_str() {
                         "freezer" | "memory" => true,
                         "cpuset" => self.plan.cpus.is_some(),
-                        "devices" => !self.plan.deny.is_empty(),
+                        "devices" => self.plan.devices || !self.plan.deny.is_empty(),
                         _ => false,
                     };
                     if used
@@ -436,6 +436,16 @@ impl JobCgroup {
     /// Remove the step and job groups (retrying while the last processes
     /// finish exiting).
     pub fn remove(&self) -> Result<(), String> {
+        // v1 steps' cpuacct groups (see `step.rs`), when no other part of
+        // the job lives in that hierarchy.
+        if self.plan.version == Version::V1 {
+            if let Some(m) = self.mount("cpuacct") {
+                let d = m.join(&self.plan.job_rel);
+                if !self.job_dirs().iter().any(|(_, x)| *x == d) {
+                    let _ = remove_tree(&d);
+                }
+            }
+        }
         let mut last_err = None;
         for (_, dir) in self.job_dirs() {
             let deadline = Instant::now() + Duration::from_secs(2);

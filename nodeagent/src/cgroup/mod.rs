@@ -228,6 +228,21 @@ impl System {
         Ok(())
     }
 
+    /// At a clean agent exit: remove the node's directory where no job
+    /// group is left in it (rmdir fails on a non-empty group, so running
+    /// jobs keep theirs). Test clusters and emulated nodes each have a port
+    /// of their own, so without this their empty directories pile up.
+    pub fn release_node(&self, node: &str, port: u16) {
+        let rel = plan::node_rel(node, port);
+        let dirs: Vec<PathBuf> = match self.version {
+            Version::V1 => self.v1_mounts.iter().map(|(_, m)| m.join(&rel)).collect(),
+            Version::V2 => vec![self.root.join(&rel)],
+        };
+        for d in dirs {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+
     /// Job ids with a cgroup under `drover/<node>` (v1: in the freezer hierarchy).
     pub fn job_groups(&self, node: &str, port: u16) -> Vec<u32> {
         let base = match self.version {
@@ -296,8 +311,10 @@ impl System {
             mem_bytes: None,
             memsw_bytes: None,
             mem_request_mb: 0,
-            cpus: None,
+            // Every hierarchy a job may have used, so all its groups go.
+            cpus: Some(String::new()),
             deny: Vec::new(),
+            devices: true,
         };
         let cg = job::JobCgroup::open(p);
         cg.kill_all();

@@ -51,6 +51,9 @@ pub struct Plan {
     pub cpus: Option<String>,
     /// Device nodes the job may not open.
     pub deny: Vec<Dev>,
+    /// ConstrainDevices: the job has a devices group even when it may open
+    /// every device (its steps may be allowed fewer).
+    pub devices: bool,
 }
 
 /// The cgroup step directory processes of the batch script live in.
@@ -224,6 +227,7 @@ impl Plan {
             mem_request_mb: alloc_mb,
             cpus,
             deny,
+            devices: c.constrain_devices,
         }
     }
 
@@ -250,6 +254,9 @@ impl Plan {
         for d in &self.deny {
             s.push_str(&format!("deny={}:{}\n", d.major, d.minor));
         }
+        if self.devices {
+            s.push_str("devices=1\n");
+        }
         s
     }
 
@@ -264,6 +271,7 @@ impl Plan {
             mem_request_mb: 0,
             cpus: None,
             deny: Vec::new(),
+            devices: false,
         };
         for line in text.lines().filter(|l| !l.is_empty()) {
             let (k, v) = line
@@ -298,6 +306,7 @@ impl Plan {
                 "memsw" => p.memsw_bytes = Some(num(v)?),
                 "mem_request_mb" => p.mem_request_mb = num(v)?,
                 "cpus" => p.cpus = Some(v.to_string()),
+                "devices" => p.devices = v == "1",
                 "deny" => {
                     let (a, b) = v
                         .split_once(':')

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::job::{keyed, no_load_balance, read, sum_tree, v2_enable_down, write, JobCgroup};
 use super::plan::Version;
+use super::Dev;
 
 /// What a step's groups counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -38,8 +39,14 @@ impl JobCgroup {
     /// (which the batch supervisor created) and return its `cgroup.procs`
     /// files for the tasks to join. The job-level limits cover the step;
     /// with `mem_bytes` (the step's `--mem` on this node) and the job's RAM
-    /// constrained, the step also gets a memory limit of its own.
-    pub fn create_step(&self, step: &str, mem_bytes: Option<u64>) -> Result<Vec<CString>, String> {
+    /// constrained, the step also gets a memory limit of its own; `deny`:
+    /// devices of the job the step may not open (its GPUs are fewer).
+    pub fn create_step(
+        &self,
+        step: &str,
+        mem_bytes: Option<u64>,
+        deny: &[Dev],
+    ) -> Result<Vec<CString>, String> {
         let mem = mem_bytes.filter(|_| self.plan.mem_bytes.is_some());
         if mem.is_some() && self.plan.version == Version::V2 {
             // The job's group must hand the memory controller down.
@@ -56,6 +63,18 @@ impl JobCgroup {
                     let v = read(&dir.join(f)).unwrap_or_default();
                     write(&sdir.join(f), v.trim())?;
                 }
+            }
+            if ctrl == "devices" {
+                for d in deny {
+                    write(
+                        &sdir.join("devices.deny"),
+                        &format!("c {}:{} rwm", d.major, d.minor),
+                    )?;
+                }
+            }
+            if self.plan.version == Version::V2 && !deny.is_empty() {
+                // Programs of the job's group (BPF_F_ALLOW_MULTI) apply too.
+                super::bpf::attach_deny(&sdir, deny)?;
             }
             if let Some(m) = mem {
                 match self.plan.version {

@@ -376,6 +376,7 @@ fn child(
             shell,
             now: super::sys::now_secs(),
             local_gpu_index: extras.local_gpu_index,
+            step_gpus_only: false,
         };
         let mut vars = job_environment(req, &ctx);
         if let Some(tp) = &extras.task_prolog {

@@ -72,8 +72,9 @@ pub fn task_environment(
         );
     }
     if !this.gpu_ids.is_empty() {
-        // The step's GPUs: node indices, or with a device cgroup their
-        // places among the job's GPUs (what CUDA numbers from 0).
+        // The step's GPUs: node indices; with the job's device cgroup their
+        // places among the job's GPUs; with the step's own, among the
+        // step's (what CUDA numbers from 0).
         let job_gpus: Vec<u32> = job
             .info
             .as_ref()
@@ -85,7 +86,14 @@ pub fn task_environment(
             .flat_map(|g| g.indices.iter().copied())
             .collect();
         let ids = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-        let visible: Vec<u32> = if ctx.local_gpu_index {
+        let visible: Vec<u32> = if ctx.step_gpus_only {
+            let mut own = this.gpu_ids.clone();
+            own.sort_unstable();
+            this.gpu_ids
+                .iter()
+                .filter_map(|g| own.iter().position(|o| o == g).map(|p| p as u32))
+                .collect()
+        } else if ctx.local_gpu_index {
             this.gpu_ids
                 .iter()
                 .filter_map(|g| job_gpus.iter().position(|j| j == g).map(|p| p as u32))

@@ -12,7 +12,8 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use super::env::{task_environment, TaskPlace};
 use crate::agent::Shared;
 use crate::cgroup::job::JobCgroup;
-use crate::cgroup::plan::Plan;
+use crate::cgroup::plan::{denied_devices, Plan};
+use crate::cgroup::Dev;
 use crate::env::EnvContext;
 
 /// Slurm's exit code when a task cannot be started (execve failed).
@@ -103,6 +104,7 @@ pub fn parse_input(s: &str) -> Input {
 fn step_cgroup(
     shared: &Shared,
     req: &StepLaunchRequest,
+    deny: &[Dev],
 ) -> (Option<JobCgroup>, Vec<CString>, bool) {
     let job = req.job.clone().unwrap_or_default();
     let dir = crate::launch::job_dir(&shared.settings.spool_dir, job.job_id);
@@ -131,13 +133,46 @@ fn step_cgroup(
         .map(|s| s.mem_mb)
         .filter(|m| *m > 0)
         .map(|m| m << 20);
-    match cg.create_step(&format!("step_{}", req.step_id), mem) {
+    match cg.create_step(&format!("step_{}", req.step_id), mem, deny) {
         Ok(files) => (Some(cg), files, owned),
         Err(e) => {
             tracing::warn!("job {}: step cgroup: {e}", job.job_id);
             (None, Vec::new(), false)
         }
     }
+}
+
+/// With ConstrainDevices, the devices of the job on this node that the step
+/// may not open: the job's GPUs that are not the step's (empty when the
+/// step has all of them, or no GPU list of its own).
+fn step_denied_devices(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) -> Vec<Dev> {
+    let s = &shared.settings;
+    if !s.cgroup_conf.constrain_devices || this.gpu_ids.is_empty() {
+        return Vec::new();
+    }
+    let job = req.job.clone().unwrap_or_default();
+    let Some(node) = s.nodes.iter().find(|n| n.name == job.node) else {
+        return Vec::new();
+    };
+    let job_gres: Vec<(String, u32)> = job
+        .info
+        .iter()
+        .flat_map(|i| i.alloc.iter())
+        .filter(|a| a.node == job.node)
+        .flat_map(|a| a.gres.iter())
+        .flat_map(|g| g.indices.iter().map(|i| (g.name.clone(), *i)))
+        .collect();
+    let step_gres: Vec<(String, u32)> = job_gres
+        .iter()
+        .filter(|(n, i)| n != "gpu" || this.gpu_ids.contains(i))
+        .cloned()
+        .collect();
+    let dev_of = |f: &str| crate::cgroup::char_dev(f);
+    let job_deny = denied_devices(&node.gres, &job_gres, &dev_of);
+    denied_devices(&node.gres, &step_gres, &dev_of)
+        .into_iter()
+        .filter(|d| !job_deny.contains(d))
+        .collect()
 }
 
 fn open_output(path: &str, uid: u32, gid: u32) -> std::io::Result<File> {
@@ -155,7 +190,8 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
     let job = req.job.clone().unwrap_or_default();
     let step = req.step.clone().unwrap_or_default();
     let spec = job.spec.clone().unwrap_or_default();
-    let (cgroup, join, owns_job_group) = step_cgroup(shared, req);
+    let deny = step_denied_devices(shared, req, this);
+    let (cgroup, join, owns_job_group) = step_cgroup(shared, req, &deny);
     let (home, shell) = crate::stepd::sys::user_home_shell(job.uid);
     let conf = shared.settings.config_path.to_string_lossy().into_owned();
     let ctx = EnvContext {
@@ -167,6 +203,7 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
         // As for the batch script: with a device cgroup CUDA sees only the
         // job's GPUs, numbered from 0.
         local_gpu_index: cgroup.as_ref().is_some_and(|c| !c.plan.deny.is_empty()),
+        step_gpus_only: cgroup.is_some() && !deny.is_empty(),
     };
     let cwd = [step.cwd.as_str(), spec.work_dir.as_str(), "/"]
         .into_iter()

@@ -839,32 +839,39 @@ fn steps_get_their_own_gpus() {
         .spawn()
         .unwrap();
     let first = c.wait_file(&a_out, |t| t.ends_with('\n'));
-    let o = srun(
-        &c,
-        job,
-        &[
-            "--gpus=1",
-            "-n1",
-            "sh",
-            "-c",
-            "echo $SLURM_STEP_GPUS $CUDA_VISIBLE_DEVICES",
-        ],
+    let d = devs.path().display().to_string();
+    let probe = format!(
+        "echo $SLURM_STEP_GPUS $CUDA_VISIBLE_DEVICES; \
+         cat {d}/nvidia0 2>&1 | sed 's/^cat: //'; cat {d}/nvidia1 2>&1 | sed 's/^cat: //'"
     );
+    let o = srun(&c, job, &["--gpus=1", "-n1", "sh", "-c", &probe]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let second = text(&o.stdout);
-    // One GPU each, different ones, numbered as CUDA sees the job's GPUs.
+    // One GPU each, different ones; each step's own device group hides the
+    // other, so CUDA numbers its one GPU 0 (as Slurm with ConstrainDevices).
     let parse = |t: &str| -> (u32, u32) {
-        let v: Vec<u32> = t.split_whitespace().map(|x| x.parse().unwrap()).collect();
+        let v: Vec<u32> = t
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
         assert_eq!(v.len(), 2, "{t}");
         (v[0], v[1])
     };
     let (ga, ca) = parse(&first);
     let (gb, cb) = parse(&second);
     assert_ne!(ga, gb, "{first} / {second}");
-    assert_eq!(
-        (ca, cb),
-        (ga, gb),
-        "job holds GPUs 0-1: CUDA numbers equal node numbers"
+    assert_eq!((ca, cb), (0, 0), "{first} / {second}");
+    // Its own GPU opens (no driver: ENXIO), the job's other one is denied.
+    assert!(
+        second.contains(&format!("nvidia{gb}: No such device or address")),
+        "{second}"
+    );
+    assert!(
+        second.contains(&format!("nvidia{ga}: Operation not permitted")),
+        "{second}"
     );
     // A step wanting more GPUs than the job has is refused at once (even
     // while its CPUs are busy).
