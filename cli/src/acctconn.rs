@@ -14,20 +14,6 @@ pub fn accounting_disabled(storage_type: &str) -> bool {
     t.is_empty() || t == "none" || t == "accounting_storage/none"
 }
 
-/// `host:port` of droverdbd from AccountingStorageHost/Port.
-pub fn dbd_addr(cfg: &Config) -> String {
-    let host = cfg
-        .accounting_storage_host
-        .clone()
-        .unwrap_or_else(|| cfg.control_addr().to_string());
-    let host = if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]")
-    } else {
-        host
-    };
-    format!("{host}:{}", cfg.accounting_storage_port)
-}
-
 /// A client for the daemon, or the exit code after printing why not.
 /// Must be called inside the runtime.
 pub fn client(cmd: &str, cfg: &Config) -> Result<Accounting, i32> {
@@ -42,7 +28,7 @@ pub fn client(cmd: &str, cfg: &Config) -> Result<Accounting, i32> {
             return Err(1);
         }
     };
-    drover_proto::client::accounting(&dbd_addr(cfg), Credential::user(token)).map_err(|e| {
+    drover_proto::client::accounting(&cfg.dbd_addr(), Credential::user(token)).map_err(|e| {
         eprintln!("{cmd}: error: {e}");
         1
     })

@@ -101,7 +101,7 @@ pub fn run(args: &[String]) -> i32 {
         }
     };
     let cred = Credential::daemon(key, drover_proto::auth::hostname());
-    let addr = crate::acctconn::dbd_addr(&cfg);
+    let addr = cfg.dbd_addr();
     rt.block_on(async move {
         let mut client = match drover_proto::client::accounting(&addr, cred) {
             Ok(c) => c,

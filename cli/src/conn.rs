@@ -53,21 +53,6 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, i32> {
         })
 }
 
-/// `host:port` of the primary controller.
-pub fn controller_addr(cfg: &Config) -> String {
-    let host = cfg
-        .slurmctld_host
-        .first()
-        .map(|h| h.address().to_string())
-        .unwrap_or_else(|| "localhost".to_string());
-    let host = if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]")
-    } else {
-        host
-    };
-    format!("{host}:{}", cfg.slurmctld_port)
-}
-
 /// Name of the primary controller host (for `scontrol ping`).
 pub fn controller_name(cfg: &Config) -> String {
     cfg.slurmctld_host
@@ -79,15 +64,38 @@ pub fn controller_name(cfg: &Config) -> String {
 /// Connect to the controller (lazily: the first call reports a failure).
 /// Must be called inside the runtime.
 pub fn client_for(cmd: &str, cfg: &Config) -> Result<Controller, i32> {
-    let token = match drover_proto::auth::fetch_token(Path::new(&cfg.auth_socket())) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("{cmd}: error: {e}");
-            eprintln!("{cmd}: error: {CONNECT_FAILURE}");
-            return Err(1);
-        }
-    };
-    drover_proto::client::controller(&controller_addr(cfg), Credential::user(token)).map_err(|e| {
+    let token = drover_proto::auth::fetch_token(Path::new(&cfg.auth_socket()));
+    controller_with(cmd, cfg, token)
+}
+
+/// [`client_for`], trying again for up to `patience` while the
+/// authentication socket does not answer (the daemon serving it restarts).
+pub async fn client_waiting(
+    cmd: &str,
+    cfg: &Config,
+    patience: std::time::Duration,
+) -> Result<Controller, i32> {
+    let deadline = std::time::Instant::now() + patience;
+    let sock = cfg.auth_socket();
+    let mut token = drover_proto::auth::fetch_token(Path::new(&sock));
+    while token.is_err() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        token = drover_proto::auth::fetch_token(Path::new(&sock));
+    }
+    controller_with(cmd, cfg, token)
+}
+
+fn controller_with(
+    cmd: &str,
+    cfg: &Config,
+    token: Result<String, String>,
+) -> Result<Controller, i32> {
+    let token = token.map_err(|e| {
+        eprintln!("{cmd}: error: {e}");
+        eprintln!("{cmd}: error: {CONNECT_FAILURE}");
+        1
+    })?;
+    drover_proto::client::controller(&cfg.controller_addr(), Credential::user(token)).map_err(|e| {
         eprintln!("{cmd}: error: {e}");
         1
     })
@@ -100,27 +108,10 @@ pub fn scheduler_for(cmd: &str, cfg: &Config) -> Result<drover_proto::client::Sc
         eprintln!("{cmd}: error: {e}");
         1
     })?;
-    drover_proto::client::scheduler(&controller_addr(cfg), Credential::user(token)).map_err(|e| {
+    drover_proto::client::scheduler(&cfg.controller_addr(), Credential::user(token)).map_err(|e| {
         eprintln!("{cmd}: error: {e}");
         1
     })
-}
-
-/// [`client_for`], trying again for up to `patience` while the
-/// authentication socket does not answer (the daemon serving it restarts).
-pub async fn client_waiting(
-    cmd: &str,
-    cfg: &Config,
-    patience: std::time::Duration,
-) -> Result<Controller, i32> {
-    let deadline = std::time::Instant::now() + patience;
-    let sock = cfg.auth_socket();
-    while std::time::Instant::now() < deadline
-        && drover_proto::auth::fetch_token(Path::new(&sock)).is_err()
-    {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    client_for(cmd, cfg)
 }
 
 /// Phase timings on stderr when `DROVER_TIMING` is set (for benchmarks).

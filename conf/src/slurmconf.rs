@@ -223,6 +223,15 @@ impl Default for Config {
     }
 }
 
+/// `host:port`, bracketing IPv6 literals.
+pub fn join_host_port(host: &str, port: u16) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 impl Config {
     /// Last value of a general key (case-insensitive) as written.
     pub fn get(&self, key: &str) -> Option<&str> {
@@ -303,6 +312,21 @@ impl Config {
         self.slurmctld_host
             .first()
             .map_or("localhost", |h| h.address())
+    }
+
+    /// `host:port` of the primary controller.
+    pub fn controller_addr(&self) -> String {
+        join_host_port(self.control_addr(), self.slurmctld_port)
+    }
+
+    /// `host:port` of the accounting daemon: AccountingStorageHost (default:
+    /// the controller's host) and AccountingStoragePort (default 6819).
+    pub fn dbd_addr(&self) -> String {
+        let host = self
+            .accounting_storage_host
+            .as_deref()
+            .unwrap_or(self.control_addr());
+        join_host_port(host, self.accounting_storage_port)
     }
 
     /// Port slurmd of `node` listens on (its Port, else SlurmdPort).

@@ -163,6 +163,24 @@ pub struct Assoc {
     pub default_qos: String,
 }
 
+impl Assoc {
+    /// An association with Slurm's defaults (1 share, no limits, any
+    /// partition, QOS inherited).
+    pub fn new(account: &str, user: &str, parent: &str) -> Assoc {
+        Assoc {
+            id: 0,
+            account: account.into(),
+            user: user.into(),
+            partition: String::new(),
+            parent: parent.into(),
+            shares: 1,
+            limits: Limits::default(),
+            qos: Vec::new(),
+            default_qos: String::new(),
+        }
+    }
+}
+
 /// A user as accounting knows them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct User {
@@ -261,17 +279,7 @@ mod tests {
     use super::*;
 
     fn assoc(account: &str, user: &str, parent: &str) -> Assoc {
-        Assoc {
-            id: 0,
-            account: account.into(),
-            user: user.into(),
-            partition: String::new(),
-            parent: parent.into(),
-            shares: 1,
-            limits: Limits::default(),
-            qos: Vec::new(),
-            default_qos: String::new(),
-        }
+        Assoc::new(account, user, parent)
     }
 
     #[test]

@@ -310,19 +310,12 @@ pub fn compute(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::assoc::{Assoc, Limits};
+    use crate::assoc::Assoc;
 
     fn a(account: &str, user: &str, parent: &str, shares: u32) -> Assoc {
         Assoc {
-            id: 0,
-            account: account.into(),
-            user: user.into(),
-            partition: String::new(),
-            parent: parent.into(),
             shares,
-            limits: Limits::default(),
-            qos: vec![],
-            default_qos: String::new(),
+            ..Assoc::new(account, user, parent)
         }
     }
 

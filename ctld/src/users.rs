@@ -1,33 +1,10 @@
 //! User and group lookups through the C library (NSS), so LDAP/sssd work.
 
-use std::ffi::{CStr, CString};
-
-fn buf_len() -> usize {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_GETPW_R_SIZE_MAX) };
-    if n > 0 {
-        (n as usize).max(4096)
-    } else {
-        16384
-    }
-}
+use drover_proto::sysdb;
 
 /// Name of a uid; the number as text if unknown.
 pub fn user_name(uid: u32) -> String {
-    let mut buf = vec![0u8; buf_len()];
-    // SAFETY: zeroed passwd is a valid out-parameter; buf outlives the call.
-    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut res: *mut libc::passwd = std::ptr::null_mut();
-    let rc =
-        unsafe { libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut res) };
-    if rc == 0 && !res.is_null() && !pw.pw_name.is_null() {
-        // SAFETY: pw_name points into buf, NUL-terminated by getpwuid_r.
-        unsafe { CStr::from_ptr(pw.pw_name) }
-            .to_string_lossy()
-            .into_owned()
-    } else {
-        uid.to_string()
-    }
+    sysdb::user_name_or_number(uid)
 }
 
 /// uid of a user name (or a number given as text).
@@ -35,39 +12,12 @@ pub fn user_uid(name: &str) -> Option<u32> {
     if let Ok(n) = name.parse() {
         return Some(n);
     }
-    let c = CString::new(name).ok()?;
-    let mut buf = vec![0u8; buf_len()];
-    // SAFETY: as above.
-    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut res: *mut libc::passwd = std::ptr::null_mut();
-    let rc = unsafe {
-        libc::getpwnam_r(
-            c.as_ptr(),
-            &mut pw,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            &mut res,
-        )
-    };
-    (rc == 0 && !res.is_null()).then_some(pw.pw_uid)
+    sysdb::passwd_by_name(name).map(|p| p.uid)
 }
 
 /// Name of a gid; the number as text if unknown.
 pub fn group_name(gid: u32) -> String {
-    let mut buf = vec![0u8; buf_len()];
-    // SAFETY: zeroed group is a valid out-parameter; buf outlives the call.
-    let mut gr: libc::group = unsafe { std::mem::zeroed() };
-    let mut res: *mut libc::group = std::ptr::null_mut();
-    let rc =
-        unsafe { libc::getgrgid_r(gid, &mut gr, buf.as_mut_ptr().cast(), buf.len(), &mut res) };
-    if rc == 0 && !res.is_null() && !gr.gr_name.is_null() {
-        // SAFETY: gr_name points into buf.
-        unsafe { CStr::from_ptr(gr.gr_name) }
-            .to_string_lossy()
-            .into_owned()
-    } else {
-        gid.to_string()
-    }
+    sysdb::group_name_or_number(gid)
 }
 
 /// gid of a group name (or a number given as text).
@@ -75,21 +25,7 @@ pub fn group_gid(name: &str) -> Option<u32> {
     if let Ok(n) = name.parse() {
         return Some(n);
     }
-    let c = CString::new(name).ok()?;
-    let mut buf = vec![0u8; buf_len()];
-    // SAFETY: as above.
-    let mut gr: libc::group = unsafe { std::mem::zeroed() };
-    let mut res: *mut libc::group = std::ptr::null_mut();
-    let rc = unsafe {
-        libc::getgrnam_r(
-            c.as_ptr(),
-            &mut gr,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            &mut res,
-        )
-    };
-    (rc == 0 && !res.is_null()).then_some(gr.gr_gid)
+    sysdb::group_gid(name)
 }
 
 /// Cache of uid -> name, since every job record and squeue line needs it.

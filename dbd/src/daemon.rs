@@ -222,19 +222,5 @@ async fn serve(cfg: DbdConf, path: PathBuf, key: ClusterKey) -> i32 {
 }
 
 fn uid_of(name: &str) -> Option<u32> {
-    let c = std::ffi::CString::new(name).ok()?;
-    let mut buf = vec![0u8; 16384];
-    // SAFETY: zeroed passwd is a valid out-parameter; buf outlives the call.
-    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut res: *mut libc::passwd = std::ptr::null_mut();
-    let rc = unsafe {
-        libc::getpwnam_r(
-            c.as_ptr(),
-            &mut pw,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            &mut res,
-        )
-    };
-    (rc == 0 && !res.is_null()).then_some(pw.pw_uid)
+    drover_proto::sysdb::passwd_by_name(name).map(|p| p.uid)
 }

@@ -40,20 +40,7 @@ fn db_err(e: sqlx::Error) -> Status {
 
 /// Name of a uid (NSS); the number as text if unknown.
 pub fn user_name(uid: u32) -> String {
-    let mut buf = vec![0u8; 16384];
-    // SAFETY: zeroed passwd is a valid out-parameter; buf outlives the call.
-    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut res: *mut libc::passwd = std::ptr::null_mut();
-    let rc =
-        unsafe { libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut res) };
-    if rc == 0 && !res.is_null() && !pw.pw_name.is_null() {
-        // SAFETY: pw_name points into buf, NUL-terminated by getpwuid_r.
-        unsafe { std::ffi::CStr::from_ptr(pw.pw_name) }
-            .to_string_lossy()
-            .into_owned()
-    } else {
-        uid.to_string()
-    }
+    drover_proto::sysdb::user_name_or_number(uid)
 }
 
 impl Svc {

@@ -188,15 +188,6 @@ pub fn expand_spool(pattern: &str, node: &str, host: &str) -> String {
     pattern.replace("%n", node).replace("%h", host)
 }
 
-/// `host:port`, bracketing IPv6 literals.
-pub fn join_host_port(host: &str, port: u16) -> String {
-    if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    }
-}
-
 fn full_hostname() -> String {
     drover_proto::auth::hostname()
 }
@@ -345,7 +336,7 @@ pub fn from_config(
         .parse()
         .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
     let spool_dir = PathBuf::from(expand_spool(&cfg.slurmd_spool_dir, &first.name, &host));
-    let controller = join_host_port(cfg.control_addr(), cfg.slurmctld_port);
+    let controller = cfg.controller_addr();
 
     let settings = Settings {
         config_path: config_path.to_path_buf(),
@@ -475,8 +466,14 @@ mod tests {
             "/var/spool/d.node1"
         );
         assert_eq!(expand_spool("/s/%h", "node1", "vm"), "/s/vm");
-        assert_eq!(join_host_port("ctl", 6817), "ctl:6817");
-        assert_eq!(join_host_port("::1", 6817), "[::1]:6817");
+        assert_eq!(
+            drover_conf::slurmconf::join_host_port("ctl", 6817),
+            "ctl:6817"
+        );
+        assert_eq!(
+            drover_conf::slurmconf::join_host_port("::1", 6817),
+            "[::1]:6817"
+        );
         assert_eq!(device_minor("/dev/nvidia3"), Some(3));
         assert_eq!(device_minor("/dev/nvidia12"), Some(12));
         assert_eq!(device_minor("/dev/null"), None);

@@ -20,6 +20,7 @@ pub mod client;
 pub mod logging;
 pub mod pattern;
 pub mod stepio;
+pub mod sysdb;
 
 /// Minutes value meaning UNLIMITED (Slurm's INFINITE).
 pub const INFINITE: u32 = u32::MAX;

@@ -214,7 +214,7 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
         Ok(c) => c,
         Err(c) => return c,
     };
-    let ctl_addr = conn::controller_addr(&cfg);
+    let ctl_addr = cfg.controller_addr();
     let ip = tokio::task::spawn_blocking(move || local_ip_toward(&ctl_addr))
         .await
         .unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));

@@ -197,21 +197,11 @@ pub fn max_submit(set: &AssocSet, user: &str, account: &str, partition: &str) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::assoc::{Limits, Qos, User};
+    use crate::assoc::{Qos, User};
 
     fn set() -> AssocSet {
         let mut s = AssocSet::default();
-        let a = |account: &str, user: &str, parent: &str| Assoc {
-            id: 0,
-            account: account.into(),
-            user: user.into(),
-            partition: String::new(),
-            parent: parent.into(),
-            shares: 1,
-            limits: Limits::default(),
-            qos: Vec::new(),
-            default_qos: String::new(),
-        };
+        let a = Assoc::new;
         s.assocs.push(a("root", "", ""));
         let mut ml = a("ml", "", "root");
         ml.limits.max_tres_per_job = crate::assoc::parse_tres("gres/gpu=2").unwrap();

@@ -63,21 +63,6 @@ pub fn enabled(cfg: &Config) -> bool {
     t.ends_with("slurmdbd") || t.ends_with("droverdbd")
 }
 
-/// `host:port` of droverdbd: AccountingStorageHost (default: the
-/// controller's host) and AccountingStoragePort (default 6819).
-pub fn dbd_addr(cfg: &Config) -> String {
-    let host = cfg
-        .accounting_storage_host
-        .clone()
-        .unwrap_or_else(|| cfg.control_addr().to_string());
-    let host = if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]")
-    } else {
-        host
-    };
-    format!("{host}:{}", cfg.accounting_storage_port)
-}
-
 /// The cluster as the daemon records it (size for utilization reports).
 fn cluster_info(cfg: &Config) -> drover_proto::acct::Cluster {
     let cpus: u32 = cfg.nodes.iter().map(|n| n.cpus).sum();
@@ -127,7 +112,7 @@ impl Ctld {
                 );
             }
         }
-        let addr = dbd_addr(&self.cfg);
+        let addr = self.cfg.dbd_addr();
         tracing::info!("accounting: droverdbd at {addr}, outbox {}", dir.display());
         let client = drover_proto::client::accounting(&addr, self.cred.clone())?;
         tokio::spawn(sender::deliver(dir.clone(), shared, client.clone()));

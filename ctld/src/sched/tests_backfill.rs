@@ -3,7 +3,7 @@
 
 use super::tests::reason;
 use super::*;
-use crate::assoc::{Assoc, AssocSet, Limits, Qos, Tres};
+use crate::assoc::{Assoc, AssocSet, Qos, Tres};
 use proptest::prelude::*;
 
 const NOW: i64 = 1_000_000;
@@ -334,17 +334,7 @@ fn accounting(qoses: Vec<(String, Qos)>, grp_cpu: Option<u64>) -> AssocSet {
         qos: qoses.into_iter().collect(),
         ..Default::default()
     };
-    let mk = |account: &str, user: &str, parent: &str| Assoc {
-        id: 0,
-        account: account.into(),
-        user: user.into(),
-        partition: String::new(),
-        parent: parent.into(),
-        shares: 1,
-        limits: Limits::default(),
-        qos: vec![],
-        default_qos: String::new(),
-    };
+    let mk = Assoc::new;
     set.assocs.push(mk("root", "", ""));
     let mut lab = mk("lab", "", "root");
     if let Some(c) = grp_cpu {

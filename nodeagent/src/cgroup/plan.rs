@@ -194,9 +194,9 @@ impl Plan {
         let alloc_mb = alloc.map_or(0, |a| a.mem_mb);
         let c = inp.conf;
         let ram = ram_limit_mb(c, alloc_mb, inp.node_mem_mb);
-        let mem_bytes = c.constrain_ram_space.then_some(ram * 1024 * 1024);
+        let mem_bytes = c.constrain_ram_space.then_some(ram.saturating_mul(1 << 20));
         let memsw_bytes = (c.constrain_ram_space && c.constrain_swap_space)
-            .then(|| memsw_limit_mb(c, ram, alloc_mb, inp.node_mem_mb) * 1024 * 1024);
+            .then(|| memsw_limit_mb(c, ram, alloc_mb, inp.node_mem_mb).saturating_mul(1 << 20));
         let cpus = if c.constrain_cores {
             alloc
                 .filter(|a| !a.cpu_ids.is_empty())

@@ -50,32 +50,10 @@ pub fn write_fd(fd: RawFd, buf: &[u8]) {
 
 /// A user's home directory and login shell from the password database.
 pub fn user_home_shell(uid: u32) -> (Option<String>, Option<String>) {
-    let mut buf = vec![0u8; 16 * 1024];
-    // SAFETY: zeroed passwd is a valid out-parameter for getpwuid_r.
-    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut result: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: all pointers are valid for the call; buf outlives the use of pw's strings.
-    let rc = unsafe {
-        libc::getpwuid_r(
-            uid,
-            &mut pw,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            &mut result,
-        )
-    };
-    if rc != 0 || result.is_null() {
-        return (None, None);
+    match drover_proto::sysdb::passwd_by_uid(uid) {
+        Some(p) => (Some(p.dir), Some(p.shell)),
+        None => (None, None),
     }
-    let take = |p: *mut libc::c_char| -> Option<String> {
-        if p.is_null() {
-            return None;
-        }
-        // SAFETY: getpwuid_r filled NUL-terminated strings inside buf.
-        let s = unsafe { std::ffi::CStr::from_ptr(p) };
-        Some(s.to_string_lossy().into_owned())
-    };
-    (take(pw.pw_dir), take(pw.pw_shell))
 }
 
 /// Block `signals` for the process and return a non-blocking signalfd for them.

@@ -132,7 +132,7 @@ fn step_cgroup(
         .as_ref()
         .map(|s| s.mem_mb)
         .filter(|m| *m > 0)
-        .map(|m| m << 20);
+        .map(|m| m.saturating_mul(1 << 20));
     match cg.create_step(&format!("step_{}", req.step_id), mem, deny) {
         Ok(files) => (Some(cg), files, owned),
         Err(e) => {
