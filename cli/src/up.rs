@@ -266,11 +266,8 @@ fn log_tail(path: &Path, n: usize) -> String {
 }
 
 fn spawn(bin: &Path, args: &[&str], log: &Path) -> Result<Child, String> {
-    let f = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .map_err(|e| format!("{}: {e}", log.display()))?;
+    // Daemon logs name other users' jobs: 0600.
+    let f = drover_proto::private::append(log).map_err(|e| format!("{}: {e}", log.display()))?;
     let f2 = f.try_clone().map_err(|e| e.to_string())?;
     Command::new(bin)
         .args(args)
@@ -368,9 +365,15 @@ pub fn run(args: &[String]) -> i32 {
         Err(e) => return err(&e),
     };
     let partition = p.value("partition").unwrap_or("debug").to_string();
-    for sub in ["bin", "state", "spool", "run", "log", "dbd"] {
+    for sub in ["bin", "spool", "run"] {
         if let Err(e) = fs::create_dir_all(dir.join(sub)) {
             return err(&format!("cannot create {d}/{sub}: {e}"));
+        }
+    }
+    // State, accounting and logs hold other users' data.
+    for sub in ["state", "log", "dbd"] {
+        if let Err(e) = drover_proto::private::ensure_dir(&dir.join(sub)) {
+            return err(&e);
         }
     }
 

@@ -17,6 +17,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
+use drover_proto::private;
 use drover_proto::state::{Snapshot, WalRecord};
 use prost::Message;
 
@@ -56,7 +57,13 @@ fn fsync_dir(dir: &Path) -> std::io::Result<()> {
 
 /// Read snapshot and logs. Errors only on I/O failures or a corrupt snapshot.
 pub fn recover(dir: &Path) -> Result<Recovered, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    // Job scripts and environments live here: 0700, every file 0600,
+    // including what an older version left readable.
+    private::ensure_dir(dir)?;
+    let tightened = private::tighten_tree(dir, &|_| false)?;
+    if tightened > 0 {
+        tracing::warn!("{tightened} entries under {} made private", dir.display());
+    }
     let snap_path = dir.join("snapshot");
     let snapshot = match std::fs::read(&snap_path) {
         Ok(bytes) => Some(
@@ -139,11 +146,7 @@ impl Wal {
         let dir = dir.to_path_buf();
         let open = |g: u64| -> Result<File, String> {
             let p = wal_path(&dir, g);
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&p)
-                .map_err(|e| format!("cannot open {}: {e}", p.display()))
+            private::append(&p).map_err(|e| format!("cannot open {}: {e}", p.display()))
         };
         let mut file = open(generation)?;
         fsync_dir(&dir).map_err(|e| format!("cannot sync {}: {e}", dir.display()))?;
@@ -267,14 +270,10 @@ fn sync_or_die(f: &File) {
 /// New log first, then the snapshot that points at it, then drop old logs.
 fn rotate(dir: &Path, generation: u64, snapshot: &[u8]) -> Result<File, String> {
     let err = |e: std::io::Error| e.to_string();
-    let f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(wal_path(dir, generation))
-        .map_err(err)?;
+    let f = private::append(&wal_path(dir, generation)).map_err(err)?;
     let tmp = dir.join("snapshot.new");
     {
-        let mut t = File::create(&tmp).map_err(err)?;
+        let mut t = private::create(&tmp).map_err(err)?;
         t.write_all(snapshot).map_err(err)?;
         t.sync_all().map_err(err)?;
     }

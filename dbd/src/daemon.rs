@@ -165,6 +165,8 @@ async fn serve(cfg: DbdConf, path: PathBuf, key: ClusterKey) -> i32 {
             }
         }
     };
+    // Receivers come and go with long polls; `send_replace` keeps the value
+    // current even while none is waiting.
     let (vtx, _) = watch::channel(set.version);
     let slurm_user_uid = if let Ok(n) = cfg.slurm_user.parse() {
         n

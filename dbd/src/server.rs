@@ -104,7 +104,7 @@ impl Accounting for Svc {
                     .map_err(db_err)?;
                 next.version = v;
                 *set = next;
-                let _ = self.0.version.send(v);
+                self.0.version.send_replace(v);
             }
         }
         let max = crate::jobs::max_job_id(&self.0.store, &name)
@@ -148,8 +148,11 @@ impl Accounting for Svc {
     ) -> Result<Response<GetAssocsResponse>, Status> {
         self.identity(&req)?;
         let r = req.into_inner();
+        // Subscribe before looking, so a change between the look and the
+        // wait still wakes us; the set itself says which version is current.
         let mut rx = self.0.version.subscribe();
-        if *rx.borrow() == r.known_version && r.wait_ms > 0 {
+        let current = self.0.assocs.lock().await.version;
+        if current == r.known_version && r.wait_ms > 0 {
             let wait = Duration::from_millis(u64::from(r.wait_ms.min(60_000)));
             let _ = tokio::time::timeout(wait, rx.changed()).await;
         }
@@ -180,7 +183,7 @@ impl Accounting for Svc {
                 .map_err(db_err)?;
             next.version = v;
             *set = next;
-            let _ = self.0.version.send(v);
+            self.0.version.send_replace(v);
             tracing::info!(
                 "{} {} {:?} by uid {}: {} change(s)",
                 r.verb,

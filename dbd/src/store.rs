@@ -111,12 +111,7 @@ impl Store {
         let kind = kind_of(url)?;
         if kind == StorageKind::Sqlite {
             if let Some(path) = sqlite_path(url) {
-                if let Some(dir) = std::path::Path::new(&path).parent() {
-                    if !dir.as_os_str().is_empty() {
-                        std::fs::create_dir_all(dir)
-                            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-                    }
-                }
+                make_sqlite_private(std::path::Path::new(&path))?;
             }
         } else {
             create_database(url, kind).await?;
@@ -186,6 +181,27 @@ pub fn placeholders(kind: StorageKind, sql: &str) -> String {
         }
     }
     out
+}
+
+/// Every job's name, user and directory is in the database: its directory
+/// is made 0700 when Drover creates it, and the file with its `-wal`,
+/// `-shm` and `-journal` companions 0600 (SQLite gives the companions the
+/// database file's mode), whatever the umask and whatever an older version
+/// left.
+fn make_sqlite_private(path: &std::path::Path) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            drover_proto::private::ensure_dir(dir)?;
+        }
+    }
+    drover_proto::private::open_rw(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut companion = path.as_os_str().to_owned();
+        companion.push(suffix);
+        drover_proto::private::tighten_file(std::path::Path::new(&companion))?;
+    }
+    Ok(())
 }
 
 fn sqlite_path(url: &str) -> Option<String> {

@@ -26,10 +26,7 @@ pub fn ensure_std_fds() {
 /// before any thread is started.
 pub fn detach(log: Option<&Path>) -> Result<(), String> {
     let out = match log {
-        Some(p) => std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
+        Some(p) => drover_proto::private::append(p)
             .map_err(|e| format!("cannot open log file {}: {e}", p.display()))?,
         None => std::fs::OpenOptions::new()
             .write(true)

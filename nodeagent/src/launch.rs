@@ -19,7 +19,7 @@
 
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -61,13 +61,51 @@ pub enum Prepared {
     Exists(PathBuf),
 }
 
-/// Create the spool directory if needed (mode 0755 so users can reach their scripts).
-pub fn ensure_spool(spool: &Path) -> std::io::Result<()> {
+/// Create the spool directory if needed, and make what an older version (or
+/// a careless umask) left readable private again, logging each change. The
+/// spool directory itself is 0755 (no group/other write): a job's user must
+/// traverse it to reach its script. Job directories are 0711 (others can
+/// neither list them nor read a file in them); every file in them is 0600
+/// except the script, which belongs to the job's user (0700).
+pub fn ensure_spool(spool: &Path) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("cannot create {}: {e}", spool.display());
     if !spool.is_dir() {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o755)
-            .create(spool)?;
+            .create(spool)
+            .map_err(err)?;
+    }
+    let mode = std::fs::metadata(spool).map_err(err)?.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        std::fs::set_permissions(spool, std::fs::Permissions::from_mode(mode & !0o022))
+            .map_err(err)?;
+        tracing::warn!(
+            "tightened {} from mode {mode:04o} to {:04o}",
+            spool.display(),
+            mode & !0o022
+        );
+    }
+    let entries = std::fs::read_dir(spool).map_err(err)?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name == RECYCLE_DIR {
+            drover_proto::private::tighten_tree(&path, &|_| false)?;
+        } else if name.starts_with("job") && path.is_dir() {
+            let m = entry.metadata().map_err(err)?.mode() & 0o7777;
+            if m != 0o711 {
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o711))
+                    .map_err(err)?;
+                tracing::warn!("tightened {} from mode {m:04o} to 0711", path.display());
+            }
+            for file in std::fs::read_dir(&path).map_err(err)?.flatten() {
+                if file.file_name() != SCRIPT_FILE {
+                    drover_proto::private::tighten_file(&file.path())?;
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -138,7 +176,7 @@ fn fill_dir(dir: &Path, req: &LaunchRequest, extra: &ExtraFiles) -> Result<(), S
     for (name, content) in extra {
         let path = dir.join(name);
         match content {
-            Some(text) => std::fs::write(&path, text)
+            Some(text) => drover_proto::private::write(&path, text.as_bytes())
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
             None => {
                 let _ = std::fs::remove_file(&path);

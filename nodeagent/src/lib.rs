@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod args;
+pub mod asuser;
 pub mod cgroup;
 pub mod daemon;
 pub mod env;

@@ -18,6 +18,8 @@ use crate::settings::{self, Settings};
 /// Run the agent; returns the process exit code.
 pub fn run(args: Args) -> i32 {
     crate::daemon::ensure_std_fds();
+    // Logging first: start-up checks (the spool's modes) have things to say.
+    drover_proto::logging::init(args.verbose, "");
     let path = settings::config_path(&args);
     let (cfg, conf_warnings) = match drover_conf::slurmconf::load(&path) {
         Ok(c) => c,
@@ -41,10 +43,7 @@ pub fn run(args: Args) -> i32 {
         }
     };
     if let Err(e) = crate::launch::ensure_spool(&settings.spool_dir) {
-        eprintln!(
-            "droverd: cannot create SlurmdSpoolDir {}: {e}",
-            settings.spool_dir.display()
-        );
+        eprintln!("droverd: SlurmdSpoolDir: {e}");
         return 1;
     }
     let listener = match std::net::TcpListener::bind(settings.listen) {
@@ -62,7 +61,6 @@ pub fn run(args: Args) -> i32 {
         }
     };
 
-    drover_proto::logging::init(args.verbose, "");
     if !args.foreground {
         if let Err(e) = crate::daemon::detach(settings.log_file.as_deref()) {
             eprintln!("droverd: {e}");

@@ -179,7 +179,7 @@ impl JobStatus {
     /// Write `JOBDIR/status` atomically: temporary file, fsync, rename.
     pub fn write_atomic(&self, jobdir: &Path) -> std::io::Result<()> {
         let tmp = jobdir.join("status.tmp");
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = drover_proto::private::create(&tmp)?;
         f.write_all(self.to_text().as_bytes())?;
         f.sync_all()?;
         drop(f);

@@ -19,6 +19,7 @@ pub mod auth;
 pub mod client;
 pub mod logging;
 pub mod pattern;
+pub mod private;
 pub mod stepio;
 pub mod sysdb;
 

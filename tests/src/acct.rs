@@ -177,7 +177,8 @@ impl Cluster {
             .dbd_conf
             .clone()
             .ok_or("accounting is not configured")?;
-        let child = Command::new(bin_dir().join("droverdbd"))
+        let child = self
+            .daemon("droverdbd")
             .arg("-f")
             .arg(&conf)
             .env("RUST_LOG", "info,sqlx=warn")

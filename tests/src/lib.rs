@@ -69,6 +69,8 @@ pub struct Spec {
     /// Reach the accounting database through a proxy the test can cut
     /// ([`Cluster::db_outage`]) to simulate a database outage.
     pub db_proxy: bool,
+    /// Start the daemons with this umask (a careless init script's 0).
+    pub umask: Option<u32>,
 }
 
 impl Default for Spec {
@@ -83,6 +85,7 @@ impl Default for Spec {
             files: Vec::new(),
             accounting: None,
             db_proxy: false,
+            umask: None,
         }
     }
 }
@@ -230,8 +233,36 @@ impl Cluster {
         fs::read_to_string(self.path().join(format!("{name}.log"))).unwrap_or_default()
     }
 
+    /// A daemon's command line, with the spec's umask.
+    pub(crate) fn daemon(&self, name: &str) -> Command {
+        let mut cmd = Command::new(bin_dir().join(name));
+        if let Some(mask) = self.spec.umask {
+            // SAFETY: umask(2) is async-signal-safe.
+            unsafe {
+                cmd.pre_exec(move || {
+                    libc::umask(mask as libc::mode_t);
+                    Ok(())
+                });
+            }
+        }
+        cmd
+    }
+
+    /// The pids of the running daemons, by binary name.
+    pub fn daemon_pids(&self) -> Vec<(&'static str, u32)> {
+        [
+            ("droverctld", &self.ctld),
+            ("droverd", &self.agent),
+            ("droverdbd", &self.dbd),
+        ]
+        .into_iter()
+        .filter_map(|(n, c)| c.as_ref().map(|c| (n, c.id())))
+        .collect()
+    }
+
     pub fn start_ctld(&mut self) -> Result<(), String> {
-        let child = Command::new(bin_dir().join("droverctld"))
+        let child = self
+            .daemon("droverctld")
             .arg("-f")
             .arg(&self.conf)
             .env("RUST_LOG", "info")
@@ -267,7 +298,8 @@ impl Cluster {
 
     pub fn start_agent(&mut self) -> Result<(), String> {
         let nodes = format!("node[1-{}]", self.spec.nodes);
-        let child = Command::new(bin_dir().join("droverd"))
+        let child = self
+            .daemon("droverd")
             .arg("-f")
             .arg(&self.conf)
             .arg("-N")
@@ -513,6 +545,20 @@ pub fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// CPU time (user + system, all threads) a process has used so far, in
+/// seconds, from `/proc/PID/stat`.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are fields 14 and 15 of stat(5); `rest` starts at 3.
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    (ticks(11) + ticks(12)) as f64 / hz
 }
 
 /// Pids whose command line mentions `needle`.

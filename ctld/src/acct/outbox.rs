@@ -7,7 +7,8 @@
 //! holding the (segment, offset) up to which the daemon has acknowledged.
 //! Fully acknowledged segments are deleted.
 
-use std::fs::{self, File, OpenOptions};
+use drover_proto::private;
+use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
@@ -96,23 +97,19 @@ pub fn write_ack(dir: &Path, p: Pos) -> std::io::Result<()> {
     b.extend_from_slice(&p.seg.to_le_bytes());
     b.extend_from_slice(&p.off.to_le_bytes());
     let tmp = dir.join("outbox.ack.tmp");
-    fs::write(&tmp, b)?;
+    private::write(&tmp, &b)?;
     fs::rename(tmp, dir.join("outbox.ack"))
 }
 
 /// Open the outbox: repair a torn tail, start the writer thread.
 /// Returns the sender of encoded records and the shared progress.
 pub fn open(dir: &Path) -> Result<(mpsc::Sender<Vec<u8>>, Arc<Shared>), String> {
-    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    private::ensure_dir(dir)?;
     let segs = segments(dir);
     let seg = segs.last().copied().unwrap_or(1);
     let path = seg_path(dir, seg);
-    let mut file = OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .open(&path)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut file =
+        private::append(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let mut buf = Vec::new();
     file.read_to_end(&mut buf)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -176,12 +173,7 @@ fn writer(
         len += batch.len() as u64;
         if len >= SEGMENT_BYTES {
             let next = seg + 1;
-            match OpenOptions::new()
-                .create(true)
-                .read(true)
-                .append(true)
-                .open(seg_path(&dir, next))
-            {
+            match private::append(&seg_path(&dir, next)) {
                 Ok(f) => {
                     file = f;
                     seg = next;
@@ -297,6 +289,7 @@ pub fn drop_acked(dir: &Path, ack: Pos) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
 
     #[test]
     fn frames_round_trip_and_torn_tail() {

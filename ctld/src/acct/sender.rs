@@ -37,7 +37,10 @@ pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, mut client: Accounting) 
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
-            Err(_) => continue,
+            Err(_) => {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
         };
         if recs.is_empty() {
             if next != ack {
@@ -86,6 +89,11 @@ pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, mut client: Accounting) 
     }
 }
 
+/// How long the accounting daemon may hold an association poll.
+const ASSOC_POLL_MS: u32 = 30_000;
+/// The longest pause between polls that came back early.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
 /// Register the cluster, then follow the association set's version.
 pub async fn watch_assocs(
     mut client: Accounting,
@@ -96,6 +104,7 @@ pub async fn watch_assocs(
 ) {
     let name = cluster.name.clone();
     let mut registered = false;
+    let mut early_backoff = Duration::ZERO;
     loop {
         if !registered {
             match client
@@ -127,23 +136,38 @@ pub async fn watch_assocs(
                 }
             }
         }
+        let asked = std::time::Instant::now();
         match client
             .get_assocs(GetAssocsRequest {
                 known_version: known,
-                wait_ms: 30_000,
+                wait_ms: ASSOC_POLL_MS,
             })
             .await
         {
             Ok(r) => {
                 let r = r.into_inner();
-                let Some(set) = r.set else { continue };
-                if set.version == known {
+                let unchanged = r.set.as_ref().is_none_or(|s| s.version == known);
+                if unchanged {
+                    // A long poll that came back early with nothing new
+                    // (a daemon that does not wait) must not become a busy loop.
+                    if asked.elapsed() < Duration::from_millis(u64::from(ASSOC_POLL_MS) / 2) {
+                        early_backoff =
+                            (early_backoff * 2).clamp(Duration::from_secs(1), MAX_BACKOFF);
+                        tracing::debug!(
+                            "association poll answered early; next in {early_backoff:?}"
+                        );
+                        tokio::time::sleep(early_backoff).await;
+                    } else {
+                        early_backoff = Duration::ZERO;
+                    }
                     continue;
                 }
+                early_backoff = Duration::ZERO;
+                let Some(set) = r.set else { continue };
                 known = set.version;
                 let bytes = set.encode_to_vec();
                 let tmp = cache.with_extension("tmp");
-                if std::fs::write(&tmp, &bytes)
+                if drover_proto::private::write(&tmp, &bytes)
                     .and_then(|_| std::fs::rename(&tmp, &cache))
                     .is_err()
                 {

@@ -11,6 +11,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use super::env::{task_environment, TaskPlace};
 use crate::agent::Shared;
+use crate::asuser::Creds;
 use crate::cgroup::job::JobCgroup;
 use crate::cgroup::plan::{denied_devices, Plan};
 use crate::cgroup::Dev;
@@ -175,15 +176,24 @@ fn step_denied_devices(shared: &Shared, req: &StepLaunchRequest, this: &StepNode
         .collect()
 }
 
-fn open_output(path: &str, uid: u32, gid: u32) -> std::io::Result<File> {
-    let f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o644)
-        .open(path)?;
-    let _ = std::os::unix::fs::fchown(&f, Some(uid), Some(gid));
-    let _ = f.set_permissions(std::fs::Permissions::from_mode(0o644));
-    Ok(f)
+/// Open a task's output file as the job's user (never as root: the user
+/// names the path); `truncate` starts it afresh (the first task of the step
+/// on this node to use it), else output is appended.
+fn open_output(path: &str, creds: Creds, truncate: bool) -> std::io::Result<File> {
+    crate::asuser::run(creds, || {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .truncate(false)
+            .mode(0o644)
+            .open(path)
+            .and_then(|f| {
+                if truncate {
+                    f.set_len(0)?;
+                }
+                Ok(f)
+            })
+    })
 }
 
 pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) -> Started {
@@ -213,6 +223,11 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
     let input = parse_input(&step.input);
     let step_text = req.step_id.to_string();
     let mut truncated: Vec<String> = Vec::new();
+    let creds = Creds {
+        uid: job.uid,
+        gid: job.gid,
+        groups: &job.groups,
+    };
     let mut tasks = Vec::new();
     for (local, &task_id) in this.task_ids.iter().enumerate() {
         let env = task_environment(
@@ -262,11 +277,11 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
             }
             let path = expand_path(pattern, &vars, &cwd);
             // Truncate once per step on this node; tasks sharing a file append.
-            if !truncated.contains(&path) {
-                let _ = std::fs::remove_file(&path);
+            let first = !truncated.contains(&path);
+            if first {
                 truncated.push(path.clone());
             }
-            match open_output(&path, job.uid, job.gid) {
+            match open_output(&path, creds, first) {
                 Ok(f) => Stdio::from(f),
                 Err(_) => Stdio::null(),
             }
@@ -274,10 +289,12 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
         let stdin = match &input {
             Input::All => Stdio::piped(),
             Input::Task(t) if *t == task_id => Stdio::piped(),
-            Input::File(p) => match File::open(expand_path(p, &vars, &cwd)) {
-                Ok(f) => Stdio::from(f),
-                Err(_) => Stdio::null(),
-            },
+            Input::File(p) => {
+                match crate::asuser::run(creds, || File::open(expand_path(p, &vars, &cwd))) {
+                    Ok(f) => Stdio::from(f),
+                    Err(_) => Stdio::null(),
+                }
+            }
             _ => Stdio::null(),
         };
         let pty = if step.pty && task_id == 0 {

@@ -6,6 +6,8 @@ mod bad_input;
 mod batch;
 mod commands;
 mod enforcement;
+mod file_modes;
+mod idle;
 mod limits;
 mod node_health;
 mod oversubscribe;
