@@ -39,7 +39,8 @@ impl Ctld {
         let mut kill = Vec::new();
         let mut relaunch = Vec::new();
         let mut lost = Vec::new();
-        let mut drained = Vec::new();
+        // Nodes whose durable state (drain, down) changed here.
+        let mut changed = Vec::new();
         for reg in &req.nodes {
             let Some(i) = self.cluster.node_idx(&reg.name) else {
                 errors.push(format!(
@@ -79,6 +80,7 @@ impl Ctld {
                 n.reason.clear();
                 n.reason_time = 0;
                 tracing::info!("node {} is back (ReturnToService={rts})", reg.name);
+                changed.push(i);
             }
             let already = n.drain && n.reason == reg.drain_reason;
             if !reg.drain_reason.is_empty() && !already {
@@ -87,7 +89,7 @@ impl Ctld {
                 n.reason = reg.drain_reason.clone();
                 n.reason_time = t;
                 n.reason_uid = self.slurm_user_uid;
-                drained.push(i);
+                changed.push(i);
             }
             if reg.cpus < n.conf.cpus || reg.real_memory < n.conf.real_memory {
                 let why = if reg.cpus < n.conf.cpus {
@@ -107,6 +109,7 @@ impl Ctld {
                     n.drain = true;
                     n.reason = why.into();
                     n.reason_time = t;
+                    changed.push(i);
                 }
             }
             // Jobs we believe run there but the agent does not know.
@@ -129,7 +132,8 @@ impl Ctld {
             }
             tracing::info!("node {} registered", reg.name);
         }
-        for i in drained {
+        changed.dedup();
+        for i in changed {
             self.log_node(i);
         }
         for (id, node) in lost {

@@ -174,6 +174,7 @@ impl Ctld {
                 let node = &mut c.cluster.nodes[i];
                 node.drain = n.drain;
                 node.down = n.down;
+                node.down_not_responding = n.down && n.not_responding;
                 node.reason = n.reason;
                 node.reason_uid = n.reason_uid;
                 node.reason_time = n.reason_time;
@@ -355,16 +356,9 @@ impl Ctld {
         self.acct_record(id);
     }
 
+    /// Log node `idx`'s durable state (drain, down and why).
     pub fn log_node(&mut self, idx: usize) {
-        let n = &self.cluster.nodes[idx];
-        let rec = NodeStateRecord {
-            name: n.name().to_string(),
-            drain: n.drain,
-            down: n.down,
-            reason: n.reason.clone(),
-            reason_uid: n.reason_uid,
-            reason_time: n.reason_time,
-        };
+        let rec = node_record(&self.cluster.nodes[idx]);
         self.wal.append(&WalRecord {
             kind: Some(Kind::Node(rec)),
         });
@@ -391,17 +385,7 @@ impl Ctld {
             .collect();
         self.blobs_logged = blobs.iter().map(|b| b.id).collect();
         let nodes = (0..self.cluster.nodes.len())
-            .map(|i| {
-                let n = &self.cluster.nodes[i];
-                NodeStateRecord {
-                    name: n.name().to_string(),
-                    drain: n.drain,
-                    down: n.down,
-                    reason: n.reason.clone(),
-                    reason_uid: n.reason_uid,
-                    reason_time: n.reason_time,
-                }
-            })
+            .map(|i| node_record(&self.cluster.nodes[i]))
             .collect();
         self.wal.snapshot(Snapshot {
             next_job_id: self.next_job_id,
@@ -480,5 +464,18 @@ impl Ctld {
             tokio::time::sleep(delay).await;
             let _ = tx.send(op).await;
         });
+    }
+}
+
+/// A node's durable record.
+fn node_record(n: &crate::cluster::Node) -> NodeStateRecord {
+    NodeStateRecord {
+        name: n.name().to_string(),
+        drain: n.drain,
+        down: n.down,
+        reason: n.reason.clone(),
+        reason_uid: n.reason_uid,
+        reason_time: n.reason_time,
+        not_responding: n.down_not_responding,
     }
 }

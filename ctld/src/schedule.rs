@@ -605,8 +605,13 @@ impl Ctld {
             None => return,
         };
         let t = now();
-        let node_allocs: Vec<NodeAlloc> = allocs
-            .iter()
+        // In the nodes' configured order, as Slurm's node bitmap: the batch
+        // script and rank 0 run on the first node of NodeList (launchers
+        // take MASTER_ADDR from it), whatever order placement chose.
+        let mut in_order: Vec<_> = allocs.iter().collect();
+        in_order.sort_by_key(|a| a.node);
+        let node_allocs: Vec<NodeAlloc> = in_order
+            .into_iter()
             .map(|a| {
                 let n = &self.cluster.nodes[a.node];
                 let mut gres: Vec<GresAlloc> = Vec::new();

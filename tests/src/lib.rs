@@ -7,6 +7,7 @@
 //! integration tests of its own, which makes cargo build its binaries).
 
 pub mod acct;
+pub mod hosts;
 
 use std::fs;
 use std::net::TcpListener;
@@ -71,6 +72,12 @@ pub struct Spec {
     pub db_proxy: bool,
     /// Start the daemons with this umask (a careless init script's 0).
     pub umask: Option<u32>,
+    /// Several hosts: every node on a host of its own and the controller
+    /// (with droverdbd) on host `ctl`, each a network namespace with its own
+    /// address, hostname and auth socket (see [`hosts::Net`] and
+    /// [`Cluster::start_hosts`]). Commands run on `ctl` unless a test says
+    /// otherwise ([`Cluster::run_on`]).
+    pub hosts: bool,
 }
 
 impl Default for Spec {
@@ -86,6 +93,7 @@ impl Default for Spec {
             accounting: None,
             db_proxy: false,
             umask: None,
+            hosts: false,
         }
     }
 }
@@ -104,11 +112,29 @@ pub struct Cluster {
     pub dbd_conf: Option<PathBuf>,
     pub dbd_port: u16,
     pub proxy: Option<crate::acct::Proxy>,
+    /// Multi-host mode: one agent per node host, by host name.
+    host_agents: Vec<(String, Child)>,
+    /// Multi-host mode: the hosts (dropped last, after the daemons).
+    pub net: Option<hosts::Net>,
 }
 
 impl Cluster {
     pub fn start(spec: Spec) -> Cluster {
         Cluster::start_waiting(spec, true)
+    }
+
+    /// A multi-host cluster ([`Spec::hosts`]), or None where this machine
+    /// cannot make network namespaces: then the reason is printed, so a
+    /// skipped test says so.
+    pub fn start_hosts(spec: Spec) -> Option<Cluster> {
+        if let Some(why) = hosts::Net::unavailable() {
+            eprintln!("SKIPPED (multi-host): {why}");
+            return None;
+        }
+        Some(Cluster::start(Spec {
+            hosts: true,
+            ..spec
+        }))
     }
 
     /// Start the daemons without waiting for the nodes to be idle (a test
@@ -150,10 +176,30 @@ impl Cluster {
         let ctld_port = free_port();
         let agent_port = free_port();
         let d = dir.path().display().to_string();
+        let net = if spec.hosts {
+            let mut names = vec!["ctl".to_string()];
+            names.extend((1..=spec.nodes).map(|i| format!("node{i}")));
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            Some(hosts::Net::new(dir.path(), &names)?)
+        } else {
+            None
+        };
+        let (ctld_host, spool, auth) = match &net {
+            Some(n) => (
+                format!("ctl({})", n.host("ctl").addr),
+                format!("{d}/spool-%n"),
+                format!("{d}/run/auth.sock"),
+            ),
+            None => (
+                "localhost(127.0.0.1)".to_string(),
+                format!("{d}/spool"),
+                format!("{d}/auth.sock"),
+            ),
+        };
         let mut conf = format!(
-            "# drover integration test\nClusterName=test\nSlurmctldHost=localhost(127.0.0.1)\n\
+            "# drover integration test\nClusterName=test\nSlurmctldHost={ctld_host}\n\
              SlurmctldPort={ctld_port}\nSlurmdPort={agent_port}\nSlurmUser=root\n\
-             StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\nAuthInfo=socket={d}/auth.sock\n\
+             StateSaveLocation={d}/state\nSlurmdSpoolDir={spool}\nAuthInfo=socket={auth}\n\
              AuthKeyFile={d}/drover.key\nSlurmdTimeout={}\nMinJobAge=300\nKillWait=2\n\
              SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU_Memory\n",
             spec.slurmd_timeout
@@ -174,6 +220,22 @@ impl Cluster {
         }
         match &spec.topology {
             Some(t) => conf.push_str(&t.replace("{AGENT_PORT}", &agent_port.to_string())),
+            None if net.is_some() => {
+                let net = net.as_ref().expect("hosts");
+                for i in 1..=spec.nodes {
+                    let name = format!("node{i}");
+                    conf.push_str(&format!(
+                        "NodeName={name} NodeHostname={name} NodeAddr={} Port={agent_port} \
+                         CPUs={} RealMemory={}\n",
+                        net.host(&name).addr,
+                        spec.cpus,
+                        spec.mem_mb
+                    ));
+                }
+                conf.push_str(
+                    "PartitionName=debug Nodes=ALL Default=YES MaxTime=UNLIMITED State=UP\n",
+                );
+            }
             None => conf.push_str(&format!(
                 "NodeName=node[1-{}] NodeAddr=127.0.0.1 Port={agent_port} CPUs={} RealMemory={}\n\
                  PartitionName=debug Nodes=ALL Default=YES MaxTime=UNLIMITED State=UP\n",
@@ -204,6 +266,8 @@ impl Cluster {
             dbd_conf: acct.as_ref().map(|a| a.conf.clone()),
             dbd_port: acct.as_ref().map(|a| a.port).unwrap_or(0),
             proxy: acct.and_then(|a| a.proxy),
+            host_agents: Vec::new(),
+            net,
         };
         if c.dbd_conf.is_some() {
             c.start_dbd()?;
@@ -233,9 +297,19 @@ impl Cluster {
         fs::read_to_string(self.path().join(format!("{name}.log"))).unwrap_or_default()
     }
 
-    /// A daemon's command line, with the spec's umask.
+    /// A daemon's command line, with the spec's umask (on the controller
+    /// host in multi-host mode).
     pub(crate) fn daemon(&self, name: &str) -> Command {
-        let mut cmd = Command::new(bin_dir().join(name));
+        self.daemon_on("ctl", name)
+    }
+
+    /// A daemon's command line on `host` (multi-host mode), with the
+    /// spec's umask.
+    fn daemon_on(&self, host: &str, name: &str) -> Command {
+        let mut cmd = match &self.net {
+            Some(net) => net.command(host, bin_dir().join(name)),
+            None => Command::new(bin_dir().join(name)),
+        };
         if let Some(mask) = self.spec.umask {
             // SAFETY: umask(2) is async-signal-safe.
             unsafe {
@@ -297,6 +371,12 @@ impl Cluster {
     }
 
     pub fn start_agent(&mut self) -> Result<(), String> {
+        if self.net.is_some() {
+            for i in 1..=self.spec.nodes {
+                self.start_host_agent(&format!("node{i}"))?;
+            }
+            return Ok(());
+        }
         let nodes = format!("node[1-{}]", self.spec.nodes);
         let child = self
             .daemon("droverd")
@@ -315,6 +395,49 @@ impl Cluster {
         Ok(())
     }
 
+    /// Multi-host mode: start the agent of host `host` (it serves the
+    /// nodes whose NodeHostname is that host); its log is `droverd-HOST`.
+    pub fn start_host_agent(&mut self, host: &str) -> Result<(), String> {
+        let log = format!("droverd-{host}");
+        let child = self
+            .daemon_on(host, "droverd")
+            .arg("-f")
+            .arg(&self.conf)
+            .arg("-D")
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(self.log(&log))
+            .stderr(self.log(&log))
+            .spawn()
+            .map_err(|e| format!("droverd on {host}: {e}"))?;
+        self.host_agents.push((host.to_string(), child));
+        Ok(())
+    }
+
+    /// Multi-host mode: send `sig` to host `host`'s agent (and forget it
+    /// unless the signal only pauses or resumes it).
+    pub fn signal_host_agent(&mut self, host: &str, sig: i32) {
+        let keep = sig == libc::SIGSTOP || sig == libc::SIGCONT;
+        let mut i = 0;
+        while i < self.host_agents.len() {
+            if self.host_agents[i].0 != host {
+                i += 1;
+                continue;
+            }
+            let pid = self.host_agents[i].1.id() as i32;
+            // SAFETY: plain kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(pid, sig);
+            }
+            if keep {
+                i += 1;
+            } else {
+                let (_, mut c) = self.host_agents.remove(i);
+                let _ = c.wait();
+            }
+        }
+    }
+
     fn kill(child: &mut Option<Child>, sig: i32) {
         if let Some(mut c) = child.take() {
             // SAFETY: plain kill(2) on our own child's pid.
@@ -323,6 +446,11 @@ impl Cluster {
             }
             let _ = c.wait();
         }
+    }
+
+    /// Stop the controller with SIGTERM (a clean shutdown).
+    pub fn stop_ctld(&mut self) {
+        Cluster::kill(&mut self.ctld, libc::SIGTERM);
     }
 
     /// `kill -9` the controller.
@@ -375,9 +503,19 @@ impl Cluster {
         }
     }
 
-    /// A command as a user would type it (`sbatch`, `squeue`, ...).
+    /// A command as a user would type it (`sbatch`, `squeue`, ...); on
+    /// the controller host in multi-host mode.
     pub fn cmd(&self, prog: &str) -> Command {
-        let mut c = Command::new(self.bin.join(prog));
+        self.cmd_on("ctl", prog)
+    }
+
+    /// A command typed on host `host` (multi-host mode; the one host
+    /// otherwise).
+    pub fn cmd_on(&self, host: &str, prog: &str) -> Command {
+        let mut c = match &self.net {
+            Some(net) => net.command(host, self.bin.join(prog)),
+            None => Command::new(self.bin.join(prog)),
+        };
         c.env("DROVER_CONF", &self.conf)
             .env_remove("SLURM_CONF")
             .env(
@@ -390,6 +528,14 @@ impl Cluster {
 
     pub fn run(&self, prog: &str, args: &[&str]) -> Output {
         self.cmd(prog).args(args).output().expect("run command")
+    }
+
+    /// Run a command on host `host` (multi-host mode).
+    pub fn run_on(&self, host: &str, prog: &str, args: &[&str]) -> Output {
+        self.cmd_on(host, prog)
+            .args(args)
+            .output()
+            .expect("run command")
     }
 
     /// Run as another user (uid = gid = `uid`).
@@ -586,7 +732,13 @@ impl Drop for Cluster {
         if std::thread::panicking() {
             // The test failed: its daemons' last words go with the report
             // (the cluster directory is removed below).
-            for d in ["droverctld", "droverd", "droverdbd"] {
+            let hosts = self.host_agents.iter().map(|(h, _)| format!("droverd-{h}"));
+            let names: Vec<String> = ["droverctld", "droverd", "droverdbd"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain(hosts)
+                .collect();
+            for d in &names {
                 let t = self.log_text(d);
                 if !t.is_empty() {
                     eprintln!("--- {d} log (tail) ---\n{}", tail(&t));
@@ -594,7 +746,7 @@ impl Drop for Cluster {
             }
         }
         // Cancel what is left so no job outlives its test, then stop the daemons.
-        if self.ctld.is_some() && self.agent.is_some() {
+        if self.ctld.is_some() && (self.agent.is_some() || !self.host_agents.is_empty()) {
             let _ = self
                 .cmd("scancel")
                 .args(["--state=RUNNING", "-u", "root"])
@@ -609,6 +761,13 @@ impl Drop for Cluster {
             }
         }
         Cluster::kill(&mut self.agent, libc::SIGTERM);
+        for (_, mut c) in std::mem::take(&mut self.host_agents) {
+            // SAFETY: plain kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(c.id() as i32, libc::SIGTERM);
+            }
+            let _ = c.wait();
+        }
         Cluster::kill(&mut self.ctld, libc::SIGTERM);
         Cluster::kill(&mut self.dbd, libc::SIGTERM);
         self.drop_accounting_db();

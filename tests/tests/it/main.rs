@@ -9,6 +9,7 @@ mod enforcement;
 mod file_modes;
 mod idle;
 mod limits;
+mod multihost;
 mod node_health;
 mod oversubscribe;
 mod placement;

@@ -1,0 +1,97 @@
+//! Several hosts for real: the controller on host `ctl` and every node on a
+//! host of its own, each a network namespace with its own address, hostname
+//! and spool (see drover_tests::hosts). Skipped, with a printed reason,
+//! where the machine cannot make namespaces.
+
+use std::time::{Duration, Instant};
+
+use drover_tests::{Cluster, Spec};
+
+fn hosts(nodes: u32, extra: &[&str]) -> Option<Cluster> {
+    Cluster::start_hosts(Spec {
+        nodes,
+        cpus: 2,
+        slurmd_timeout: 4,
+        extra: extra.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    })
+}
+
+/// A batch job over two hosts: each task runs on its own host (its
+/// hostname is the node's), the batch script and rank 0 on the first node
+/// of the node list even when placement preferred the other one.
+#[test]
+fn rank_zero_runs_on_the_first_node_of_the_list() {
+    let Some(c) = hosts(2, &[]) else { return };
+    // node2 partly busy: best fit prefers partly used nodes, and used to
+    // put the next -N2 job's batch script and rank 0 on node2.
+    let busy = c.sbatch(
+        &["-w", "node2", "-c1", "-o", "/dev/null"],
+        "#!/bin/sh\nsleep 300\n",
+    );
+    c.wait_state(&busy.to_string(), &["RUNNING"], Duration::from_secs(30));
+    let out = c.path().join("ranks.out");
+    let id = c.sbatch(
+        &["-N2", "-n2", "-c1", "-o", out.to_str().unwrap()],
+        "#!/bin/sh\n\
+         echo batch $(hostname) first=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -1)\n\
+         srun -l sh -c 'echo rank $SLURM_PROCID node $SLURM_NODEID host $(hostname)' | sort\n",
+    );
+    c.expect_end(id, "COMPLETED");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        c.job_field(&id.to_string(), "BatchHost").as_deref(),
+        Some("node1"),
+        "{text}"
+    );
+    assert!(text.contains("batch node1 first=node1"), "{text}");
+    assert!(text.contains("0: rank 0 node 0 host node1"), "{text}");
+    assert!(text.contains("1: rank 1 node 1 host node2"), "{text}");
+    c.ok("scancel", &[&busy.to_string()]);
+}
+
+/// A node whose agent stops answering goes DOWN (not responding), comes
+/// back by ReturnToService when it registers again, and stays back across
+/// controller restarts (it used to be DOWN again with the old reason).
+#[test]
+fn a_returned_node_stays_up_across_controller_restarts() {
+    let Some(mut c) = hosts(2, &["ReturnToService=1"]) else {
+        return;
+    };
+    let state = |c: &Cluster| {
+        let o = c.run("sinfo", &["-h", "-N", "-n", "node2", "-o", "%T"]);
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let wait_for = |c: &Cluster, want: &dyn Fn(&str) -> bool, what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(40);
+        loop {
+            let s = state(c);
+            if want(&s) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "node2 never {what}: {s}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    // Cut node2 off the network: after SlurmdTimeout it is DOWN.
+    c.net.as_ref().unwrap().set_link("node2", false);
+    wait_for(&c, &|s| s.starts_with("down"), "went down");
+    c.net.as_ref().unwrap().set_link("node2", true);
+    wait_for(&c, &|s| s == "idle", "came back");
+    // kill -9 and a clean stop: both must remember it is back.
+    for sig in [libc::SIGKILL, libc::SIGTERM] {
+        if sig == libc::SIGKILL {
+            c.kill_ctld();
+        } else {
+            c.stop_ctld();
+        }
+        c.start_ctld().unwrap();
+        wait_for(&c, &|s| s == "idle", "stayed up after a controller restart");
+    }
+    // The controller recovered it as up: it never had to bring it back again.
+    let log = c.log_text("droverctld");
+    assert_eq!(log.matches("node node2 is back").count(), 1, "{log}");
+    // A job runs there again.
+    let id = c.sbatch(&["-w", "node2", "-o", "/dev/null"], "#!/bin/sh\nhostname\n");
+    c.expect_end(id, "COMPLETED");
+}
