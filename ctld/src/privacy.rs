@@ -17,36 +17,7 @@ use drover_proto::ReservationInfo;
 
 use crate::ctld::Ctld;
 
-/// The parsed `PrivateData` list.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Private {
-    pub jobs: bool,
-    pub nodes: bool,
-    pub reservations: bool,
-    pub usage: bool,
-    pub users: bool,
-    pub accounts: bool,
-}
-
-impl Private {
-    /// From slurm.conf's words (case-insensitive; unknown words ignored,
-    /// as `all` is not a Slurm value either).
-    pub fn parse(words: &[String]) -> Private {
-        let mut p = Private::default();
-        for w in words {
-            match w.trim().to_ascii_lowercase().as_str() {
-                "jobs" => p.jobs = true,
-                "nodes" => p.nodes = true,
-                "reservations" => p.reservations = true,
-                "usage" => p.usage = true,
-                "users" => p.users = true,
-                "accounts" => p.accounts = true,
-                _ => {}
-            }
-        }
-        p
-    }
-}
+pub use drover_conf::private::Private;
 
 /// May a viewer see a job owned by `job_uid`? `privileged` = admin/operator.
 pub fn job_visible(p: Private, privileged: bool, viewer_uid: u32, job_uid: u32) -> bool {
@@ -105,16 +76,6 @@ mod tests {
 
     fn words(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn parses_slurm_words() {
-        let p = Private::parse(&words(&["jobs", "Usage", " nodes "]));
-        assert!(p.jobs && p.usage && p.nodes);
-        assert!(!p.reservations && !p.users && !p.accounts);
-        assert_eq!(Private::parse(&[]), Private::default());
-        let p = Private::parse(&words(&["reservations", "users", "accounts", "events"]));
-        assert!(p.reservations && p.users && p.accounts && !p.jobs);
     }
 
     #[test]
