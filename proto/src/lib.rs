@@ -21,6 +21,7 @@ pub mod logging;
 pub mod pattern;
 pub mod stepio;
 pub mod sysdb;
+pub mod text;
 
 /// Minutes value meaning UNLIMITED (Slurm's INFINITE).
 pub const INFINITE: u32 = u32::MAX;

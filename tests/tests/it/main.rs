@@ -9,6 +9,7 @@ mod enforcement;
 mod field_limits;
 mod limits;
 mod node_health;
+mod output_safety;
 mod oversubscribe;
 mod placement;
 mod privacy;
