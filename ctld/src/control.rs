@@ -195,10 +195,16 @@ impl Ctld {
         let f = req.filter.clone().unwrap_or_default();
         let mut results = Vec::new();
         if f.job_ids.is_empty() {
-            // Filter-only cancel: only jobs the caller may touch.
+            // Filter-only cancel: every matching job the caller can see;
+            // another user's job is reported (Slurm's "Kill job error on
+            // job id N: Access/permission denied"), not silently skipped.
             let (_, ids) = self.matching(&f)?.into_iter().next().unwrap_or_default();
             for id in ids {
+                if !self.may_see_job(&who, id) {
+                    continue;
+                }
                 if !self.may_touch(&who, id) {
+                    results.push(result(&id.to_string(), Err(msg::ACCESS)));
                     continue;
                 }
                 let r = self.cancel_one(&who, id, None, &req);
