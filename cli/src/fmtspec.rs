@@ -161,14 +161,6 @@ pub fn parse_long<K: Clone>(
     )
 }
 
-fn clean(c: char) -> char {
-    if c.is_control() {
-        '?'
-    } else {
-        c
-    }
-}
-
 /// Append `val` as Slurm's `_print_str` would: `width` 0 prints the value as
 /// is; right-justified values are padded on the left (and cut to `width` when
 /// `cut`); left-justified values are always cut to `width` and padded on the
@@ -204,7 +196,11 @@ fn push_clean(out: &mut String, val: &str, simple: bool, max: usize) {
     if simple {
         out.push_str(&val[..val.len().min(max)]);
     } else {
-        out.extend(val.chars().take(max).map(clean));
+        out.extend(
+            val.chars()
+                .take(max)
+                .map(drover_proto::text::printable_char),
+        );
     }
 }
 

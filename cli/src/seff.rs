@@ -2,6 +2,7 @@
 //! memory, GPU), with a hint for the next `--mem` after an OOM kill.
 
 use drover_proto::acct::{JobQuery, JobRecord};
+use drover_proto::text::printable;
 use drover_proto::JobState;
 
 use crate::sacct::fields;
@@ -59,9 +60,9 @@ pub fn report(j: &JobRecord, now: i64) -> String {
     } else {
         o.push_str(&format!("Job ID: {id}\n"));
     }
-    o.push_str(&format!("Cluster: {}\n", j.cluster));
+    o.push_str(&format!("Cluster: {}\n", printable(&j.cluster)));
     let group = crate::users::group_name(j.gid);
-    o.push_str(&format!("User/Group: {}/{group}\n", j.user));
+    o.push_str(&format!("User/Group: {}/{group}\n", printable(&j.user)));
     let state = JobState::try_from(j.state).unwrap_or(JobState::Pending);
     let st = fields::job_state_text(j);
     if state.is_final() {

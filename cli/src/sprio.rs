@@ -74,7 +74,11 @@ fn col(out: &mut String, v: &str, w: usize, right: bool) {
     if !out.is_empty() {
         out.push(' ');
     }
-    let v: String = v.chars().take(w).collect();
+    let v: String = v
+        .chars()
+        .take(w)
+        .map(drover_proto::text::printable_char)
+        .collect();
     if right {
         out.push_str(&format!("{v:>w$}"));
     } else {

@@ -175,6 +175,10 @@ pub fn parse(args: &[String], now: i64) -> Result<Opts, String> {
 
 fn table(out: &mut String, cols: &[(&str, i32)], rows: &[Vec<String>], o: &Opts) {
     let line = |out: &mut String, vals: Vec<&str>| {
+        let vals: Vec<_> = vals
+            .into_iter()
+            .map(drover_proto::text::printable)
+            .collect();
         match o.mode {
             Mode::Table => {
                 for (v, c) in vals.iter().zip(cols) {

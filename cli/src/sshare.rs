@@ -219,6 +219,10 @@ pub fn select<'a>(o: &Opts, rows: &'a [ShareRow], me: &str) -> Vec<&'a ShareRow>
 pub fn render(o: &Opts, rows: &[&ShareRow]) -> String {
     let mut out = String::new();
     let line = |vals: Vec<String>| -> String {
+        let vals: Vec<_> = vals
+            .iter()
+            .map(|v| drover_proto::text::printable(v))
+            .collect();
         match o.parsable {
             Some(trailer) => {
                 let mut s = vals.join("|");

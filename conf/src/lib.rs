@@ -15,6 +15,7 @@ mod include;
 mod lexer;
 pub mod nodes;
 pub mod partitions;
+pub mod private;
 pub mod sched;
 pub mod slurmconf;
 pub mod units;

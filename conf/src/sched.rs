@@ -17,7 +17,13 @@ pub struct SchedParams {
     /// `default_queue_depth`: jobs an event-driven (quick) pass looks at
     /// (default 100).
     pub default_queue_depth: u32,
+    /// `max_script_size`: the largest batch script accepted, bytes
+    /// (Slurm's default 4 MiB, at most 512 MiB).
+    pub max_script_size: u32,
 }
+
+/// Slurm's default `max_script_size`: 4 MiB.
+pub const DEFAULT_MAX_SCRIPT_SIZE: u32 = 4 * 1024 * 1024;
 
 impl Default for SchedParams {
     fn default() -> Self {
@@ -28,6 +34,7 @@ impl Default for SchedParams {
             bf_max_job_user: 0,
             bf_continue: false,
             default_queue_depth: 100,
+            max_script_size: DEFAULT_MAX_SCRIPT_SIZE,
         }
     }
 }
@@ -58,6 +65,7 @@ impl SchedParams {
                 "bf_max_job_test" => p.bf_max_job_test = num(1, 10_000_000)?,
                 "bf_max_job_user" => p.bf_max_job_user = num(0, 10_000_000)?,
                 "default_queue_depth" => p.default_queue_depth = num(1, 10_000_000)?,
+                "max_script_size" => p.max_script_size = num(1, 512 * 1024 * 1024)?,
                 "bf_continue" => p.bf_continue = true,
                 _ => {}
             }
@@ -91,6 +99,11 @@ mod tests {
         assert!(p.bf_continue);
         assert_eq!(p.default_queue_depth, 50);
         assert_eq!(p.bf_max_job_test, 500);
+        assert_eq!(p.max_script_size, 4 << 20);
+        let p = SchedParams::from_list(&l(&[("max_script_size", Some("1000"))])).unwrap();
+        assert_eq!(p.max_script_size, 1000);
+        assert!(SchedParams::from_list(&l(&[("max_script_size", Some("0"))])).is_err());
+        assert!(SchedParams::from_list(&l(&[("max_script_size", Some("600000000"))])).is_err());
         let e = SchedParams::from_list(&l(&[("bf_window", Some("x"))])).unwrap_err();
         assert!(e.contains("bf_window"), "{e}");
         assert!(SchedParams::from_list(&l(&[("bf_max_job_test", None)])).is_err());

@@ -132,14 +132,22 @@ impl Ctld {
         Ok(out)
     }
 
-    pub fn get_jobs(&mut self, req: GetJobsRequest) -> Result<GetJobsResponse, Status> {
+    pub fn get_jobs(
+        &mut self,
+        who: &Identity,
+        req: GetJobsRequest,
+    ) -> Result<GetJobsResponse, Status> {
         let t0 = std::time::Instant::now();
-        let r = self.get_jobs_inner(req);
+        let r = self.get_jobs_inner(who, req);
         tracing::debug!("get_jobs: {:?}", t0.elapsed());
         r
     }
 
-    fn get_jobs_inner(&mut self, req: GetJobsRequest) -> Result<GetJobsResponse, Status> {
+    fn get_jobs_inner(
+        &mut self,
+        who: &Identity,
+        req: GetJobsRequest,
+    ) -> Result<GetJobsResponse, Status> {
         let f = req.filter.clone().unwrap_or_default();
         let groups = self.matching(&f)?;
         if !f.job_ids.is_empty() && groups.iter().all(|(_, ids)| ids.is_empty()) {
@@ -148,6 +156,13 @@ impl Ctld {
         let mut ids: Vec<u32> = groups.into_iter().flat_map(|(_, v)| v).collect();
         ids.sort_unstable();
         ids.dedup();
+        // PrivateData=jobs: other users' jobs are left out; naming only
+        // such jobs is refused, as Slurm does.
+        let before = ids.len();
+        ids.retain(|id| self.may_see_job(who, *id));
+        if !f.job_ids.is_empty() && before > 0 && ids.is_empty() {
+            return Err(Status::permission_denied(msg::ACCESS));
+        }
         let explicit = !f.job_ids.is_empty();
         let mut jobs = Vec::with_capacity(ids.len());
         for id in ids {
@@ -180,10 +195,16 @@ impl Ctld {
         let f = req.filter.clone().unwrap_or_default();
         let mut results = Vec::new();
         if f.job_ids.is_empty() {
-            // Filter-only cancel: only jobs the caller may touch.
+            // Filter-only cancel: every matching job the caller can see;
+            // another user's job is reported (Slurm's "Kill job error on
+            // job id N: Access/permission denied"), not silently skipped.
             let (_, ids) = self.matching(&f)?.into_iter().next().unwrap_or_default();
             for id in ids {
+                if !self.may_see_job(&who, id) {
+                    continue;
+                }
                 if !self.may_touch(&who, id) {
+                    results.push(result(&id.to_string(), Err(msg::ACCESS)));
                     continue;
                 }
                 let r = self.cancel_one(&who, id, None, &req);
@@ -309,7 +330,11 @@ impl Ctld {
         }
     }
 
-    pub fn wait_job(&mut self, job_id: u32, reply: Reply<JobInfo>) {
+    pub fn wait_job(&mut self, who: &Identity, job_id: u32, reply: Reply<JobInfo>) {
+        if !self.may_see_job(who, job_id) {
+            let _ = reply.send(Err(Status::permission_denied(msg::ACCESS)));
+            return;
+        }
         let Some(job) = self.jobs.get(&job_id) else {
             let _ = reply.send(Err(Status::not_found(msg::INVALID_JOB)));
             return;

@@ -120,6 +120,10 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     let (tx, rx) = mpsc::channel(65536);
     let auth_path = PathBuf::from(cfg.auth_socket());
     let ttl = cfg.auth_ttl_secs() as i64;
+    // Requests are bounded by what a submission may hold; replies (a large
+    // queue) may be much bigger.
+    let max_request =
+        crate::fieldlimits::max_request_bytes(cfg.sched_params().max_script_size as usize);
     let mut ctld = match Ctld::recover(cfg, path, key.clone(), tx.clone()) {
         Ok(c) => c,
         Err(e) => {
@@ -155,7 +159,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         tx: tx.clone(),
         key,
     })
-    .max_decoding_message_size(drover_proto::MAX_MESSAGE_BYTES)
+    .max_decoding_message_size(max_request)
     .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
     // Small RPCs must not wait for delayed ACKs (Nagle).
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
@@ -186,7 +190,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
                 tx: tx.clone(),
                 key: key2,
             }))
-            .max_decoding_message_size(drover_proto::MAX_MESSAGE_BYTES)
+            .max_decoding_message_size(max_request)
             .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES),
         )
         .serve_with_incoming(incoming);

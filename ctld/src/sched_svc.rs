@@ -38,7 +38,11 @@ fn admin(c: &Ctld, who: &Identity) -> Result<(), Status> {
 }
 
 impl Ctld {
-    pub fn priorities(&mut self, req: GetPrioritiesRequest) -> GetPrioritiesResponse {
+    pub fn priorities(
+        &mut self,
+        who: &Identity,
+        req: GetPrioritiesRequest,
+    ) -> GetPrioritiesResponse {
         let pc = crate::schedstate::prio_conf(&self.cfg);
         let mut jobs = Vec::new();
         let ids: Vec<u32> = self.queue.iter().map(|(_, id)| *id).collect();
@@ -52,6 +56,12 @@ impl Ctld {
             if !req.users.is_empty() && !req.users.contains(&job.rec.user_name) {
                 continue;
             }
+            if !self.may_see_job(who, id) {
+                continue;
+            }
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
             let o = self.owner(job);
             let f = self.sched.factors.get(&id).cloned().unwrap_or_default();
             let part = job.spec().partition.split(',').next().unwrap_or("").trim();
@@ -101,13 +111,17 @@ impl Ctld {
         }
     }
 
-    pub fn shares(&mut self) -> GetSharesResponse {
+    pub fn shares(&mut self, who: &Identity) -> GetSharesResponse {
         let pc = crate::schedstate::prio_conf(&self.cfg);
         let t = now();
         self.charge_usage(t, &pc);
+        // PrivateData=usage: a user sees only their own rows.
+        let own = (self.private().usage && !self.sees_all(who))
+            .then(|| self.names.user(who.uid).to_string());
         let rows = self
             .share_rows(&pc)
             .into_iter()
+            .filter(|r| own.as_ref().is_none_or(|u| &r.user == u))
             .map(|r| ShareRow {
                 account: r.account,
                 user: r.user,
@@ -129,17 +143,17 @@ impl Scheduler for SchedSvc {
         &self,
         req: Request<GetPrioritiesRequest>,
     ) -> Result<Response<GetPrioritiesResponse>, Status> {
-        self.who(&req)?;
+        let who = self.who(&req)?;
         let req = req.into_inner();
-        self.call(move |c| Ok(c.priorities(req))).await
+        self.call(move |c| Ok(c.priorities(&who, req))).await
     }
 
     async fn get_shares(
         &self,
         req: Request<GetSharesRequest>,
     ) -> Result<Response<GetSharesResponse>, Status> {
-        self.who(&req)?;
-        self.call(move |c| Ok(c.shares())).await
+        let who = self.who(&req)?;
+        self.call(move |c| Ok(c.shares(&who))).await
     }
 
     async fn create_reservation(
@@ -188,16 +202,28 @@ impl Scheduler for SchedSvc {
         &self,
         req: Request<GetReservationsRequest>,
     ) -> Result<Response<GetReservationsResponse>, Status> {
-        self.who(&req)?;
+        let who = self.who(&req)?;
         let name = req.into_inner().name;
         self.call(move |c| {
             let t = now();
             c.resv_snaps(t);
+            // PrivateData=reservations: only those the user may use.
+            let mine = if c.private().reservations && !c.sees_all(&who) {
+                let user = c.names.user(who.uid).to_string();
+                let accounts = c.user_accounts(&user);
+                Some((user, accounts))
+            } else {
+                None
+            };
             let reservations: Vec<ReservationInfo> = c
                 .sched
                 .resvs
                 .iter()
                 .filter(|r| name.is_empty() || r.name == name)
+                .filter(|r| {
+                    mine.as_ref()
+                        .is_none_or(|(u, a)| crate::privacy::resv_usable(r, u, a))
+                })
                 .cloned()
                 .collect();
             if !name.is_empty() && reservations.is_empty() {

@@ -168,10 +168,10 @@ impl Controller for Svc {
         &self,
         req: Request<GetJobsRequest>,
     ) -> Result<Response<GetJobsResponse>, Status> {
-        self.who(&req)?;
+        let who = self.who(&req)?;
         let req = req.into_inner();
         self.call(move |c, r| {
-            let _ = r.send(c.get_jobs(req));
+            let _ = r.send(c.get_jobs(&who, req));
         })
         .await
     }
@@ -206,11 +206,11 @@ impl Controller for Svc {
         &self,
         req: Request<WaitJobRequest>,
     ) -> Result<Response<WaitJobResponse>, Status> {
-        self.who(&req)?;
+        let who = self.who(&req)?;
         let id = req.into_inner().job_id;
         let (tx, rx) = oneshot::channel();
         self.tx
-            .send(Box::new(move |c: &mut Ctld| c.wait_job(id, tx)))
+            .send(Box::new(move |c: &mut Ctld| c.wait_job(&who, id, tx)))
             .await
             .map_err(|_| Status::unavailable("controller is shutting down"))?;
         let info = rx
@@ -223,9 +223,18 @@ impl Controller for Svc {
         &self,
         req: Request<GetNodesRequest>,
     ) -> Result<Response<GetNodesResponse>, Status> {
-        self.who(&req)?;
+        let who = self.who(&req)?;
         let names = req.into_inner().names;
         self.call(move |c, r| {
+            // PrivateData=nodes: node information for operators only.
+            if c.private().nodes && !c.sees_all(&who) {
+                tracing::info!(
+                    "node information refused to uid {} (PrivateData=nodes)",
+                    who.uid
+                );
+                let _ = r.send(Err(Status::permission_denied(msg::ACCESS)));
+                return;
+            }
             let idx: Vec<usize> = if names.is_empty() {
                 (0..c.cluster.nodes.len()).collect()
             } else {

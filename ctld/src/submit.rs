@@ -80,6 +80,13 @@ pub fn base_priority(job_id: u32, nice: i32, admin: u32) -> u32 {
 }
 
 impl Ctld {
+    /// Every user-set field within its size limit (`fieldlimits`), the
+    /// script within `SchedulerParameters=max_script_size`.
+    pub fn check_sizes(&self, spec: &JobSpec) -> Result<(), String> {
+        let max_script = self.cfg.sched_params().max_script_size as usize;
+        crate::fieldlimits::check_sizes(spec, max_script)
+    }
+
     /// Refuse at submit what breaks a partition limit. Drover's default is
     /// Slurm's `EnforcePartLimits=ALL`; only an explicit `NO` lets such jobs pend.
     pub fn enforce_part_limits(&self) -> bool {
@@ -227,6 +234,10 @@ impl Ctld {
             return Err(invalid(msg::SCRIPT));
         }
         check_bounds(spec).map_err(invalid)?;
+        self.check_sizes(spec).map_err(|e| {
+            tracing::info!("submit by uid {} refused: {e}", who.uid);
+            invalid(&e)
+        })?;
         let live = self.jobs.len() as u64;
         if live >= u64::from(self.cfg.max_job_count.max(1)) {
             return Err(Status::resource_exhausted(msg::TOO_MANY_JOBS));

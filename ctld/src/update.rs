@@ -312,6 +312,7 @@ impl Ctld {
             }
         }
         crate::submit::check_bounds(&spec)?;
+        self.check_sizes(&spec)?;
         // The new request must still be possible somewhere.
         if pending {
             let parts = self

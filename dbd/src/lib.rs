@@ -11,6 +11,7 @@ mod daemon;
 pub mod edit;
 pub mod jobs;
 pub mod packed;
+pub mod private;
 pub mod server;
 pub mod store;
 pub mod usage;

@@ -48,6 +48,11 @@ impl Svc {
         drover_proto::client::identity(&self.0.key, req)
     }
 
+    /// The configured `PrivateData`.
+    fn private(&self) -> drover_conf::private::Private {
+        drover_conf::private::Private::parse(&self.0.private_data)
+    }
+
     /// Root, SlurmUser, a daemon, or a user with AdminLevel=Administrator
     /// (Operator when `operator_ok`).
     async fn is_admin(&self, id: &Identity, operator_ok: bool) -> bool {
@@ -130,8 +135,7 @@ impl Accounting for Svc {
                 q.all_clusters = true;
             }
         }
-        let private = self.0.private_data.iter().any(|p| p == "jobs");
-        if private && !self.is_admin(&id, true).await {
+        if self.private().jobs && !self.is_admin(&id, true).await {
             q.uids = vec![id.uid];
         }
         let t0 = std::time::Instant::now();
@@ -146,7 +150,7 @@ impl Accounting for Svc {
         &self,
         req: Request<GetAssocsRequest>,
     ) -> Result<Response<GetAssocsResponse>, Status> {
-        self.identity(&req)?;
+        let id = self.identity(&req)?;
         let r = req.into_inner();
         // Subscribe before looking, so a change between the look and the
         // wait still wakes us; the set itself says which version is current.
@@ -156,7 +160,11 @@ impl Accounting for Svc {
             let wait = Duration::from_millis(u64::from(r.wait_ms.min(60_000)));
             let _ = tokio::time::timeout(wait, rx.changed()).await;
         }
-        let set = self.0.assocs.lock().await.clone();
+        let mut set = self.0.assocs.lock().await.clone();
+        let p = self.private();
+        if (p.users || p.accounts) && !self.is_admin(&id, true).await {
+            crate::private::filter_assocs(p, &user_name(id.uid), &mut set);
+        }
         Ok(Response::new(GetAssocsResponse {
             changed: set.version != r.known_version,
             set: Some(set),
@@ -200,11 +208,14 @@ impl Accounting for Svc {
         &self,
         req: Request<UsageRequest>,
     ) -> Result<Response<UsageResponse>, Status> {
-        self.identity(&req)?;
+        let id = self.identity(&req)?;
         let r = req.into_inner();
-        let out = crate::usage::query(&self.0.store, &r, drover_proto::auth::now_secs())
+        let mut out = crate::usage::query(&self.0.store, &r, drover_proto::auth::now_secs())
             .await
             .map_err(db_err)?;
+        if self.private().usage && !self.is_admin(&id, true).await {
+            crate::private::filter_usage(self.private(), &user_name(id.uid), &mut out);
+        }
         Ok(Response::new(out))
     }
 

@@ -22,6 +22,7 @@ pub mod pattern;
 pub mod private;
 pub mod stepio;
 pub mod sysdb;
+pub mod text;
 
 /// Minutes value meaning UNLIMITED (Slurm's INFINITE).
 pub const INFINITE: u32 = u32::MAX;

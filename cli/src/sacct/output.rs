@@ -77,6 +77,7 @@ pub fn header(out: &mut String, cols: &[Col], mode: Mode) {
 pub fn line(out: &mut String, cols: &[Col], row: Row<'_>, ctx: &Ctx<'_>, mode: Mode) {
     for (i, c) in cols.iter().enumerate() {
         let v = value(c.name(), row, ctx);
+        let v = drover_proto::text::printable(&v);
         match mode {
             Mode::Table => cell(out, &v, c.width, true),
             Mode::Parsable => {

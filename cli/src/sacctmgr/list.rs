@@ -373,6 +373,10 @@ pub fn filter(
 pub fn render(rows: &[RowMap], cols: &[Col], mode: Mode, header: bool) -> String {
     let mut out = String::new();
     let line = |out: &mut String, vals: Vec<&str>| {
+        let vals: Vec<_> = vals
+            .into_iter()
+            .map(drover_proto::text::printable)
+            .collect();
         match mode {
             Mode::Table => {
                 for (v, c) in vals.iter().zip(cols) {

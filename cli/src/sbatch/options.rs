@@ -145,7 +145,6 @@ pub const RECORDED: &[&str] = &[
     "delay-boot",
     "export-file",
     "get-user-env",
-    "gid",
     "gpu-bind",
     "gpu-freq",
     "gpus-per-socket",
@@ -166,7 +165,6 @@ pub const RECORDED: &[&str] = &[
     "switches",
     "thread-spec",
     "tmp",
-    "uid",
     "use-min-nodes",
     "wait-all-nodes",
 ];
@@ -354,6 +352,25 @@ fn parse_u32(v: &str, what: &str) -> Result<u32, String> {
         }
     }
     Err(format!("Invalid numeric value \"{v}\" for {what}."))
+}
+
+/// A count that must be at least 1 (Slurm's `parse_int(.., positive)`).
+pub fn parse_positive(v: &str, what: &str) -> Result<u32, String> {
+    match parse_u32(v, what)? {
+        0 => Err(format!("Invalid numeric value \"{v}\" for {what}.")),
+        n => Ok(n),
+    }
+}
+
+/// `--uid`/`--gid`: Slurm lets only root submit for another user; Drover
+/// does not submit for another user at all, and says so rather than run
+/// the job as root.
+pub fn identity_option(key: &str, real_uid: u32) -> String {
+    if real_uid != 0 {
+        format!("--{key} only permitted by root user")
+    } else {
+        format!("--{key} is not supported: run sbatch as the user (e.g. sudo -u USER sbatch)")
+    }
 }
 
 /// `-N min[-max]`.
@@ -557,7 +574,8 @@ impl SbatchOpts {
                 self.begin =
                     Some(timefmt::parse_begin(v, now).ok_or("Invalid --begin specification")?)
             }
-            "cpus-per-task" => self.cpus_per_task = Some(parse_u32(v, "--cpus-per-task")?),
+            "cpus-per-task" => self.cpus_per_task = Some(parse_positive(v, "--cpus-per-task")?),
+            "uid" | "gid" => return Err(identity_option(key, crate::users::uid())),
             "constraint" => self.constraint = s(),
             "dependency" => {
                 if !valid_dependency(v) {
@@ -732,6 +750,18 @@ mod tests {
                 assert!(!e.starts_with("unrecognized"), "{}: {e}", d.key);
             }
         }
+    }
+
+    #[test]
+    fn zero_cpus_and_other_users_refused() {
+        let e = parse_positive("0", "--cpus-per-task").unwrap_err();
+        assert_eq!(e, "Invalid numeric value \"0\" for --cpus-per-task.");
+        assert_eq!(parse_positive("3", "-c"), Ok(3));
+        assert_eq!(
+            identity_option("uid", 1000),
+            "--uid only permitted by root user"
+        );
+        assert!(identity_option("gid", 0).contains("not supported"));
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub fn format_resv(r: &ReservationInfo, now: i64, one_liner: bool) -> String {
     };
     let mut s = format!(
         "ReservationName={} StartTime={} EndTime={end} Duration={dur}",
-        r.name,
+        drover_proto::text::printable(&r.name),
         make_time_str(r.start_time)
     );
     s.push_str(sep);
@@ -90,8 +90,8 @@ pub fn format_resv(r: &ReservationInfo, now: i64, one_liner: bool) -> String {
     s.push_str(sep);
     s.push_str(&format!(
         "Users={} Groups=(null) Accounts={} Licenses=(null) State={state} BurstBuffer=(null) Watts=n/a",
-        or_null(&r.users),
-        or_null(&r.accounts)
+        drover_proto::text::printable(&or_null(&r.users)),
+        drover_proto::text::printable(&or_null(&r.accounts))
     ));
     s.push_str(sep);
     s.push_str("MaxStartDelay=(null)");

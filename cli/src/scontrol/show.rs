@@ -1,6 +1,7 @@
 //! `scontrol show ...` renderers: Slurm's Key=Value records with three-space
 //! continuation indents (or one line each with `-o`). Pure.
 
+use drover_proto::text::printable;
 use drover_proto::{ConfigEntry, JobInfo, JobState, NodeInfo, PartitionInfo, INFINITE};
 
 use crate::jobids;
@@ -38,7 +39,7 @@ pub fn step(j: &JobInfo, s: &drover_proto::StepInfo, o: &ShowOpts) -> String {
         "Nodes={nnodes} CPUs={} Tasks={} Name={} Network=(null)",
         s.ncpus,
         s.ntasks,
-        clean(&s.name)
+        printable(&s.name)
     ));
     r.line(format!(
         "TRES=cpu={},mem={},node={nnodes}",
@@ -76,12 +77,6 @@ fn or_null(s: &str) -> &str {
     } else {
         s
     }
-}
-
-fn clean(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
 }
 
 fn mem(mb: u64) -> String {
@@ -184,7 +179,7 @@ pub fn job(j: &JobInfo, o: &ShowOpts) -> String {
             l1.push_str(&format!("ArrayTaskThrottle={} ", j.array_max_running));
         }
     }
-    l1.push_str(&format!("JobName={}", clean(&j.name)));
+    l1.push_str(&format!("JobName={}", printable(&j.name)));
     r.line(l1);
     let user = if j.user_name.is_empty() {
         crate::users::user_name(j.user_id)
@@ -218,7 +213,7 @@ pub fn job(j: &JobInfo, o: &ShowOpts) -> String {
     r.line(format!(
         "JobState={} Reason={} Dependency={}",
         state.long_name(),
-        clean(&reason),
+        printable(&reason),
         or_null(&j.dependency)
     ));
     r.line(format!(
@@ -329,22 +324,22 @@ pub fn job(j: &JobInfo, o: &ShowOpts) -> String {
         "OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
         if j.oversubscribe { "OK" } else { "NO" }
     ));
-    r.line(format!("Command={}", clean(or_null(&j.command))));
-    r.line(format!("WorkDir={}", clean(&j.work_dir)));
+    r.line(format!("Command={}", printable(or_null(&j.command))));
+    r.line(format!("WorkDir={}", printable(&j.work_dir)));
     if !j.comment.is_empty() {
-        r.line(format!("Comment={} ", clean(&j.comment)));
+        r.line(format!("Comment={} ", printable(&j.comment)));
     }
     if j.batch_flag {
-        r.line(format!("StdErr={}", clean(&jf::std_err_path(j))));
+        r.line(format!("StdErr={}", printable(&jf::std_err_path(j))));
         r.line(format!(
             "StdIn={}",
             if j.std_in.is_empty() {
-                "/dev/null".to_string()
+                "/dev/null".into()
             } else {
-                clean(&j.std_in)
+                printable(&j.std_in)
             }
         ));
-        r.line(format!("StdOut={}", clean(&jf::std_out_path(j))));
+        r.line(format!("StdOut={}", printable(&jf::std_out_path(j))));
     }
     if !j.tres_per_node.is_empty() {
         r.line(format!("TresPerNode={}", j.tres_per_node));
@@ -442,7 +437,7 @@ pub fn node(n: &NodeInfo, o: &ShowOpts) -> String {
     if !n.reason.is_empty() {
         r.line(format!(
             "Reason={} [{}@{}]",
-            clean(&n.reason),
+            printable(&n.reason),
             crate::users::user_name(n.reason_uid),
             make_time_str(n.reason_time)
         ));

@@ -57,10 +57,11 @@ fn pieces(fmt: &str) -> Vec<Result<(char, usize, bool), String>> {
 }
 
 fn pad(out: &mut String, v: &str, w: usize, right: bool) {
+    let v = drover_proto::text::printable(v);
     let v: String = if w > 0 {
         v.chars().take(w).collect()
     } else {
-        v.to_string()
+        v.into_owned()
     };
     let n = v.chars().count();
     if right && w > n {

@@ -109,7 +109,9 @@ pub fn build(p: &Parsed, env_job_id: Option<&str>) -> Result<Srun, String> {
         None => 0,
     };
     r.ntasks_per_node = num(p, "ntasks-per-node", "--ntasks-per-node")?;
-    r.cpus_per_task = num(p, "cpus-per-task", "--cpus-per-task")?;
+    if let Some(v) = p.value("cpus-per-task") {
+        r.cpus_per_task = crate::sbatch::options::parse_positive(v, "--cpus-per-task")?;
+    }
     if let Some(w) = p.value("nodelist") {
         r.nodelist = drover_conf::hostlist::expand(w)
             .map_err(|e| format!("invalid --nodelist value: {w}: {e}"))?;

@@ -203,6 +203,10 @@ fn fit(v: &str, c: &Col) -> String {
 pub fn render(rows: &[StepRow], cols: &[Col], style: Style, header: bool) -> String {
     let mut out = String::new();
     let line = |vals: Vec<String>| -> String {
+        let vals: Vec<_> = vals
+            .iter()
+            .map(|v| drover_proto::text::printable(v))
+            .collect();
         match style {
             Style::Table => {
                 let mut s = vals.join(" ");

@@ -117,3 +117,53 @@ fn malformed_config_line_names_file_line_and_key() {
         stderr(&o)
     );
 }
+
+/// Options that used to be accepted and ignored: `-c 0`, a non-root
+/// `--uid`/`--gid`, and `scancel -u root` by another user.
+#[test]
+fn zero_cpus_foreign_uid_and_foreign_cancel_are_refused() {
+    let c = Cluster::start(Spec::default());
+    for prog in ["sbatch", "salloc"] {
+        let o = c.run(prog, &["-c", "0", "--wrap", "true"]);
+        assert!(!o.status.success(), "{prog} -c 0 accepted");
+        assert!(
+            stderr(&o).contains(&format!(
+                "{prog}: error: Invalid numeric value \"0\" for --cpus-per-task."
+            )),
+            "{prog}: {}",
+            stderr(&o)
+        );
+    }
+    let o = c.run("srun", &["-c", "0", "true"]);
+    assert!(!o.status.success(), "srun -c 0 accepted");
+    assert!(
+        stderr(&o).contains("Invalid numeric value \"0\" for --cpus-per-task."),
+        "{}",
+        stderr(&o)
+    );
+    for opt in ["--uid=0", "--gid=0"] {
+        let o = c.run_as(65534, "sbatch", &[opt, "-D", "/tmp", "--wrap", "true"]);
+        assert!(!o.status.success(), "{opt} accepted from nobody");
+        let want = format!("sbatch: error: {} only permitted by root user", &opt[..5]);
+        assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    }
+    assert_eq!(c.ok("squeue", &["-h", "-t", "all"]).trim(), "");
+
+    // nobody cannot cancel root's jobs by filter: each is named, exit 1.
+    let a = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\nsleep 60\n");
+    let b = c.sbatch(&["-o", "/dev/null", "-H"], "#!/bin/sh\nsleep 60\n");
+    let o = c.run_as(65534, "scancel", &["-u", "root"]);
+    assert!(!o.status.success(), "scancel -u root by nobody exited 0");
+    for id in [a, b] {
+        assert!(
+            stderr(&o).contains(&format!(
+                "scancel: error: Kill job error on job id {id}: Access/permission denied"
+            )),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let left = c.ok("squeue", &["-h", "-o", "%i"]);
+    assert_eq!(left.lines().count(), 2, "{left}");
+    c.ok("scancel", &["-u", "root"]);
+}

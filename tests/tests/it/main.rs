@@ -1,4 +1,5 @@
-//! Integration tests: real daemons on loopback, real commands.
+//! Integration tests: real daemons (on loopback, or on hosts of their own
+//! in network namespaces), real commands.
 
 mod accounting;
 mod arrays_deps;
@@ -6,13 +7,16 @@ mod bad_input;
 mod batch;
 mod commands;
 mod enforcement;
+mod field_limits;
 mod file_modes;
 mod idle;
 mod limits;
 mod multihost;
 mod node_health;
+mod output_safety;
 mod oversubscribe;
 mod placement;
+mod privacy;
 mod recovery;
 mod scheduler;
 mod step_limits;
