@@ -6,6 +6,7 @@ mod bad_input;
 mod batch;
 mod commands;
 mod enforcement;
+mod kill_finish;
 mod launch_failures;
 mod limits;
 mod node_health;
