@@ -16,6 +16,7 @@ mod daemon;
 pub mod deps;
 pub mod end;
 pub mod fairshare;
+pub mod inactive;
 pub mod job;
 pub mod jobinfo;
 pub mod preemption;

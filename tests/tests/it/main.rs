@@ -1,6 +1,7 @@
 //! Integration tests: real daemons on loopback, real commands.
 
 mod accounting;
+mod alloc_release;
 mod arrays_deps;
 mod bad_input;
 mod batch;
