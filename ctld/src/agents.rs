@@ -150,6 +150,26 @@ impl Ctld {
         for id in relaunch {
             self.send_launch(id);
         }
+        // Kills are re-sent: an agent that stopped before it passed a
+        // terminate on to the job's supervisor re-attaches the job when it
+        // comes back, and only then can the kill be finished.
+        let mut terminate = Vec::new();
+        for j in &req.jobs {
+            let Some(job) = self.jobs.get(&j.job_id) else {
+                continue;
+            };
+            if j.running
+                && job.rt().terminating
+                && job.rt().restart_count == j.restart_count
+                && job.rt().alloc.iter().any(|a| a.node == j.node)
+            {
+                terminate.push((j.job_id, j.node.clone(), job.rt().timed_out));
+            }
+        }
+        for (id, node, timeout) in terminate {
+            tracing::info!("job {id}: {node} is back: terminating it there again");
+            self.signal_node(id, &node, 0, false, timeout);
+        }
         // Suspensions (and resumes) are re-asserted: the agent may have been
         // away longer than their retries (both are idempotent there).
         let mut again = Vec::new();

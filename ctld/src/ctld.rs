@@ -76,6 +76,10 @@ pub struct Ctld {
     /// Jobs suspended by preemption whose CPUs/GPUs are lent (resumed
     /// automatically when they are free again; see `suspend.rs`).
     pub lenders: BTreeSet<u32>,
+    /// Running allocations without a batch script (salloc, srun's own):
+    /// when their command last said it is there (`inactive.rs`). In memory
+    /// only: after a restart every allocation gets a whole grace period.
+    pub alloc_seen: HashMap<u32, i64>,
 }
 
 pub fn now() -> i64 {
@@ -128,6 +132,7 @@ impl Ctld {
             queue: BTreeSet::new(),
             queue_key: HashMap::new(),
             sched: Default::default(),
+            alloc_seen: HashMap::new(),
             lenders: BTreeSet::new(),
         };
         let mut node_records = Vec::new();

@@ -322,6 +322,7 @@ impl Ctld {
         for id in purge {
             self.purge(id);
         }
+        self.end_inactive_allocations(t);
         if wake {
             self.sched_needed = true;
         }

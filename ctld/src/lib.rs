@@ -17,6 +17,7 @@ pub mod deps;
 pub mod end;
 pub mod fairshare;
 pub mod fieldlimits;
+pub mod inactive;
 pub mod job;
 pub mod jobinfo;
 pub mod preemption;

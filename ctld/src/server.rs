@@ -142,6 +142,18 @@ impl Controller for Svc {
         .await
     }
 
+    async fn allocation_alive(
+        &self,
+        req: Request<AllocationAliveRequest>,
+    ) -> Result<Response<AllocationAliveResponse>, Status> {
+        let who = self.who(&req)?;
+        let r = req.into_inner();
+        self.call(move |c, reply| {
+            let _ = reply.send(c.allocation_alive(&who, r));
+        })
+        .await
+    }
+
     async fn step_ended(
         &self,
         req: Request<StepEndedRequest>,

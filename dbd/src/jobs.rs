@@ -339,6 +339,7 @@ pub struct JobSql {
     insert: String,
     update: String,
     delete_step: String,
+    delete_steps: String,
     insert_step: String,
 }
 
@@ -363,6 +364,8 @@ impl JobSql {
                 "DELETE FROM steps WHERE cluster = ? AND job_id = ? AND submit_time = ? \
                  AND step_id = ?",
             ),
+            delete_steps: store
+                .q("DELETE FROM steps WHERE cluster = ? AND job_id = ? AND submit_time = ?"),
             insert_step: store.q(&insert_sql("steps", STEP_COLS)),
         }
     }
@@ -418,6 +421,17 @@ pub async fn record(store: &Store, sql: &JobSql, jobs: &[JobRecord]) -> Result<u
                     .await?;
             }
             Some((rc, tr, _)) if (rc, tr) <= new_key => {
+                if rc < new_key.0 {
+                    // A requeued job's new run: the steps of the run before
+                    // (a batch step still RUNNING when its launch failed and
+                    // the job was requeued) are not this run's.
+                    sqlx::query(AssertSqlSafe(sql.delete_steps.clone()))
+                        .bind(j.cluster.clone())
+                        .bind(i64::from(j.job_id))
+                        .bind(j.submit_time)
+                        .execute(&mut *tx)
+                        .await?;
+                }
                 let mut rec = j.clone();
                 // Bind the non-key columns, then the key.
                 let q = sqlx::query(AssertSqlSafe(sql.update.clone()));

@@ -214,6 +214,37 @@ fn records_are_ordered_and_idempotent() {
 }
 
 #[test]
+fn a_new_run_drops_the_steps_of_the_run_before() {
+    rt().block_on(each_backend("rerun", |st| async move {
+        let sql = JobSql::new(&st);
+        // First run: its batch step went out RUNNING, then the job was
+        // requeued (its launch failed) before that step was ever ended.
+        let mut run1 = job(9, JobState::Running, 2);
+        run1.steps.push(StepRecord {
+            step_id: jobs::BATCH_STEP,
+            name: "batch".into(),
+            state: JobState::Running as i32,
+            ..Default::default()
+        });
+        let mut requeued = job(9, JobState::Pending, 1);
+        requeued.restart_count = 1;
+        jobs::record(&st, &sql, &[run1.clone()]).await.unwrap();
+        jobs::record(&st, &sql, &[requeued]).await.unwrap();
+        let q = JobQuery {
+            job_ids: vec!["9".into()],
+            ..Default::default()
+        };
+        let got = jobs::query(&st, &q).await.unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].state, JobState::Pending as i32);
+        assert!(got[0].steps.is_empty(), "{:?}", got[0].steps);
+        // A resend of the first run changes nothing.
+        jobs::record(&st, &sql, &[run1]).await.unwrap();
+        assert!(jobs::query(&st, &q).await.unwrap()[0].steps.is_empty());
+    }));
+}
+
+#[test]
 fn association_set_round_trip() {
     rt().block_on(each_backend("assoc", |st| async move {
         let mut set = drover_dbd::assocs::load(&st).await.unwrap();

@@ -152,6 +152,14 @@ impl Controller for FakeCtl {
             "the fake controller has no allocations",
         ))
     }
+    async fn allocation_alive(
+        &self,
+        _: Request<drover_proto::AllocationAliveRequest>,
+    ) -> Result<Response<drover_proto::AllocationAliveResponse>, Status> {
+        Err(Status::unimplemented(
+            "the fake controller has no allocations",
+        ))
+    }
     async fn step_ended(
         &self,
         _: Request<drover_proto::StepEndedRequest>,

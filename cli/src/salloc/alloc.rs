@@ -3,11 +3,14 @@
 
 use std::time::Duration;
 
+use drover_conf::slurmconf::Config;
 use drover_proto::client::Controller;
 use drover_proto::{
-    CompleteAllocationRequest, GetJobsRequest, JobFilter, JobInfo, JobSpec, JobState, SubmitRequest,
+    AllocationAliveRequest, CompleteAllocationRequest, GetJobsRequest, JobFilter, JobInfo, JobSpec,
+    JobState, SubmitRequest, WaitJobRequest,
 };
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tonic::Code;
 
 use crate::conn;
 
@@ -27,7 +30,10 @@ pub async fn allocate(prog: &str, ctl: &mut Controller, mut spec: JobSpec) -> Re
             return Err(1);
         }
     };
+    // Ctrl-C, a closed terminal (SIGHUP) or SIGTERM withdraw the request.
     let mut int = signal(SignalKind::interrupt()).ok();
+    let mut hup = signal(SignalKind::hangup()).ok();
+    let mut term = signal(SignalKind::terminate()).ok();
     let mut announced = false;
     let mut delay = Duration::from_millis(2);
     loop {
@@ -76,11 +82,10 @@ pub async fn allocate(prog: &str, ctl: &mut Controller, mut spec: JobSpec) -> Re
             }
         }
         let interrupted = async {
-            match int.as_mut() {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending::<()>().await,
+            tokio::select! {
+                _ = recv(&mut int) => {}
+                _ = recv(&mut hup) => {}
+                _ = recv(&mut term) => {}
             }
         };
         tokio::select! {
@@ -92,6 +97,85 @@ pub async fn allocate(prog: &str, ctl: &mut Controller, mut spec: JobSpec) -> Re
             }
         }
         delay = (delay * 2).min(Duration::from_millis(500));
+    }
+}
+
+/// The next delivery of a signal (never, without a handler).
+pub async fn recv(sig: &mut Option<Signal>) {
+    match sig.as_mut() {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
+/// A client with a fresh credential (tokens expire; an allocation may
+/// last for days), or None while the authentication socket does not answer.
+fn fresh_client(cfg: &Config) -> Option<Controller> {
+    let token = drover_proto::auth::fetch_token(std::path::Path::new(&cfg.auth_socket())).ok()?;
+    drover_proto::client::controller(
+        &cfg.controller_addr(),
+        drover_proto::client::Credential::user(token),
+    )
+    .ok()
+}
+
+/// Is this answer the controller saying the allocation is over (rather
+/// than the controller being away)?
+fn is_gone(st: &tonic::Status) -> bool {
+    matches!(
+        st.code(),
+        Code::NotFound | Code::FailedPrecondition | Code::PermissionDenied | Code::InvalidArgument
+    )
+}
+
+/// Keep the allocation: tell the controller every few seconds that its
+/// command still runs (Slurm's InactiveLimit ends it otherwise). A
+/// controller that is away (restarting) is asked again each second; the
+/// future ends only when the controller says the allocation is over.
+pub async fn keep_alive(cfg: Config, id: u32) {
+    let mut interval = Duration::from_secs(1);
+    loop {
+        if let Some(mut ctl) = fresh_client(&cfg) {
+            match ctl
+                .allocation_alive(AllocationAliveRequest { job_id: id })
+                .await
+            {
+                Ok(r) => {
+                    interval = Duration::from_secs(u64::from(r.into_inner().interval_secs.max(1)));
+                }
+                Err(st) if is_gone(&st) => return,
+                Err(st) => {
+                    tracing::debug!("allocation {id}: controller away: {}", st.message());
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            }
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// Ends when the allocation is over (ended, revoked, cancelled): the
+/// controller's answer to WaitJob, asked again after a controller restart,
+/// or its refusal of a keep-alive.
+pub async fn ended(cfg: Config, id: u32) {
+    let wait = async {
+        loop {
+            if let Some(mut ctl) = fresh_client(&cfg) {
+                match ctl.wait_job(WaitJobRequest { job_id: id }).await {
+                    Ok(_) => return,
+                    Err(st) if is_gone(&st) => return,
+                    Err(_) => {}
+                }
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    };
+    tokio::select! {
+        _ = wait => {}
+        _ = keep_alive(cfg.clone(), id) => {}
     }
 }
 

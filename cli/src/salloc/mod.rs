@@ -4,6 +4,11 @@
 
 pub mod alloc;
 
+use std::time::Duration;
+
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::task::JoinHandle;
+
 use crate::conn;
 use crate::opts;
 use crate::sbatch::{options, spec};
@@ -23,6 +28,37 @@ fn command(positional: &[String]) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "/bin/sh".to_string());
     vec![shell]
+}
+
+type Waited = JoinHandle<std::io::Result<std::process::ExitStatus>>;
+
+/// The exit code salloc reports for its command.
+fn exit_code(st: Result<std::io::Result<std::process::ExitStatus>, tokio::task::JoinError>) -> i32 {
+    match st {
+        Ok(Ok(s)) => {
+            use std::os::unix::process::ExitStatusExt;
+            s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+        }
+        _ => 1,
+    }
+}
+
+/// salloc was told to go (SIGHUP, SIGTERM): end its command first
+/// (SIGHUP, then SIGKILL if it is still there after a few seconds).
+async fn end_command(pid: Option<i32>, wait: &mut Waited) -> i32 {
+    let Some(p) = pid else {
+        return 1;
+    };
+    // SAFETY: kill has no memory effects; the child is not reaped yet.
+    unsafe { libc::kill(p, libc::SIGHUP) };
+    match tokio::time::timeout(Duration::from_secs(3), &mut *wait).await {
+        Ok(st) => exit_code(st),
+        Err(_) => {
+            // SAFETY: as above.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+            exit_code(wait.await)
+        }
+    }
 }
 
 pub fn run(args: &[String]) -> i32 {
@@ -81,8 +117,12 @@ pub fn run(args: &[String]) -> i32 {
         };
         let id = job.job_id;
         eprintln!("salloc: Nodes {} are ready for job", job.nodes);
-        // The shell handles Ctrl-C; salloc must survive it.
-        let _int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt());
+        // The shell handles Ctrl-C; salloc must survive it. A closed
+        // terminal (SIGHUP) or SIGTERM ends the command and gives the
+        // allocation back, as Slurm's salloc does.
+        let _int = signal(SignalKind::interrupt());
+        let mut hup = signal(SignalKind::hangup()).ok();
+        let mut term = signal(SignalKind::terminate()).ok();
         let mut cmd = tokio::process::Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .envs(alloc::alloc_env(&job, ntasks, &cfg.cluster_name));
@@ -90,24 +130,9 @@ pub fn run(args: &[String]) -> i32 {
             Ok(mut child) => {
                 let pid = child.id().map(|p| p as i32);
                 let mut wait = tokio::spawn(async move { child.wait().await });
-                let ended = async {
-                    let r = ctl
-                        .wait_job(drover_proto::WaitJobRequest { job_id: id })
-                        .await;
-                    (r, ctl)
-                };
                 tokio::select! {
-                    st = &mut wait => {
-                        let code = match st {
-                            Ok(Ok(s)) => {
-                                use std::os::unix::process::ExitStatusExt;
-                                s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
-                            }
-                            _ => 1,
-                        };
-                        Some(code)
-                    }
-                    (_r, _c) = ended => {
+                    st = &mut wait => Some(exit_code(st)),
+                    _ = alloc::ended(cfg.clone(), id) => {
                         eprintln!("salloc: Job allocation {id} has been revoked.");
                         if let Some(p) = pid {
                             // SAFETY: kill has no memory effects.
@@ -115,6 +140,8 @@ pub fn run(args: &[String]) -> i32 {
                         }
                         None
                     }
+                    _ = alloc::recv(&mut hup) => Some(end_command(pid, &mut wait).await),
+                    _ = alloc::recv(&mut term) => Some(end_command(pid, &mut wait).await),
                 }
             }
             Err(e) => {

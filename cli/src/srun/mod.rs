@@ -91,7 +91,10 @@ pub fn run(argv: &[String]) -> i32 {
             Err(c) => return c,
         };
         s.job_id = Some(job.job_id);
+        // Its own allocation lives as long as srun says so (InactiveLimit).
+        let beat = tokio::spawn(crate::salloc::alloc::keep_alive(cfg.clone(), job.job_id));
         let code = step_main(cfg, s).await;
+        beat.abort();
         if let Err(st) = crate::salloc::alloc::release(&mut ctl, job.job_id, code).await {
             conn::report("srun", "srun: error: ", &st);
         }

@@ -80,8 +80,10 @@ pub fn build(cluster: &str, job: &Job, info: &JobInfo, extern_step: bool) -> Job
     }
     let mut steps = Vec::new();
     // The batch step exists once the script was handed to a node (the
-    // launch answer may arrive after a quick job's end report).
-    if started && !rt.batch_host.is_empty() && rt.reason != "JobLaunchFailure" {
+    // launch answer may arrive after a quick job's end report). A launch
+    // that failed still ends it: its RUNNING record went out at the start
+    // and would otherwise stay RUNNING with no end for ever.
+    if started && !rt.batch_host.is_empty() {
         let cpus = rt
             .alloc
             .iter()
@@ -255,6 +257,47 @@ mod tests {
         assert_eq!(extern_step_state(JobState::Failed), JobState::Completed);
         assert_eq!(extern_step_state(JobState::Timeout), JobState::Completed);
         assert_eq!(extern_step_state(JobState::Cancelled), JobState::Cancelled);
+    }
+
+    fn launched_job(state: JobState, reason: &str) -> Job {
+        use drover_proto::state::{JobRecord as StateRecord, JobRuntime};
+        use drover_proto::NodeAlloc;
+        Job::from_record(StateRecord {
+            job_id: 7,
+            spec: Some(Default::default()),
+            runtime: Some(JobRuntime {
+                state: state as i32,
+                reason: reason.into(),
+                start_time: 100,
+                end_time: 105,
+                batch_host: "node1".into(),
+                alloc: vec![NodeAlloc {
+                    node: "node1".into(),
+                    cpus: 1,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn a_failed_launch_ends_its_batch_step() {
+        let job = launched_job(JobState::Failed, "JobLaunchFailure");
+        let rec = build("c", &job, &JobInfo::default(), false);
+        let batch = rec
+            .steps
+            .iter()
+            .find(|s| s.step_id == BATCH_STEP)
+            .expect("the batch step is in the final record");
+        assert_eq!(batch.state, JobState::Failed as i32);
+        assert_eq!(batch.end_time, 105);
+        // While it runs, the step is RUNNING with no end.
+        let job = launched_job(JobState::Running, "None");
+        let rec = build("c", &job, &JobInfo::default(), false);
+        assert_eq!(rec.steps[0].state, JobState::Running as i32);
+        assert_eq!(rec.steps[0].end_time, 0);
     }
 
     #[test]

@@ -83,6 +83,12 @@ pub fn io_paths(req: &LaunchRequest) -> IoPaths {
     }
 }
 
+/// Slurm's line on a task's stderr when its working directory cannot be
+/// entered and it runs in /tmp instead.
+pub fn chdir_warning(dir: &str, reason: &str) -> String {
+    format!("slurmstepd: error: couldn't chdir to `{dir}': {reason}: going to /tmp instead\n")
+}
+
 /// The file mode creation mask the job asked for (`SLURM_UMASK` from sbatch), else 022.
 pub fn job_umask(req: &LaunchRequest) -> u32 {
     req.spec
@@ -361,12 +367,7 @@ fn child(
             return format!("dup2: {}", last_error());
         }
         if let Some(e) = chdir_err {
-            let line = format!(
-                "slurmstepd: error: couldn't chdir to `{}': {}: going to /tmp instead\n",
-                p.work_dir_text,
-                strerror(e)
-            );
-            write_fd(2, line.as_bytes());
+            write_fd(2, chdir_warning(&p.work_dir_text, &strerror(e)).as_bytes());
         }
 
         let ctx = EnvContext {

@@ -215,11 +215,14 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
         local_gpu_index: cgroup.as_ref().is_some_and(|c| !c.plan.deny.is_empty()),
         step_gpus_only: cgroup.is_some() && !deny.is_empty(),
     };
-    let cwd = [step.cwd.as_str(), spec.work_dir.as_str(), "/"]
+    // As the batch script: the task enters its directory as the user and,
+    // when it cannot, runs in /tmp with Slurm's line on its stderr.
+    let cwd = [step.cwd.as_str(), spec.work_dir.as_str()]
         .into_iter()
-        .find(|d| !d.is_empty() && std::path::Path::new(d).is_dir())
-        .unwrap_or("/")
+        .find(|d| !d.is_empty())
+        .unwrap_or("/tmp")
         .to_string();
+    let chdir = ChdirPlan::new(&cwd);
     let input = parse_input(&step.input);
     let step_text = req.step_id.to_string();
     let mut truncated: Vec<String> = Vec::new();
@@ -269,7 +272,6 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
         cmd.args(&step.argv[1..])
             .env_clear()
             .envs(env)
-            .current_dir(&cwd)
             .kill_on_drop(false);
         let file = |pattern: &str, truncated: &mut Vec<String>| -> Stdio {
             if pattern == "none" || pattern == "/dev/null" {
@@ -338,6 +340,7 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
         let (uid, gid) = (job.uid, job.gid);
         let groups: Vec<libc::gid_t> = job.groups.clone();
         let ctty = pty.is_some();
+        let chdir = chdir.clone();
         // SAFETY: the closure only makes async-signal-safe system calls on
         // memory prepared before the fork.
         unsafe {
@@ -362,6 +365,7 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
                         return Err(std::io::Error::last_os_error());
                     }
                 }
+                chdir.enter();
                 Ok(())
             });
         }
@@ -387,6 +391,59 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
         tasks,
         cgroup,
         owns_job_group,
+    }
+}
+
+/// A task's working directory and the lines to print when it cannot be
+/// entered, made before the fork (the child only calls chdir and write).
+#[derive(Clone)]
+struct ChdirPlan {
+    dir: std::ffi::CString,
+    tmp: std::ffi::CString,
+    /// (errno, line) for the usual reasons, then a line for any other.
+    lines: std::sync::Arc<Vec<(i32, String)>>,
+    other: std::sync::Arc<String>,
+}
+
+impl ChdirPlan {
+    fn new(dir: &str) -> ChdirPlan {
+        use crate::stepd::spawn::chdir_warning;
+        use crate::stepd::sys::strerror;
+        let lines = [
+            libc::ENOENT,
+            libc::EACCES,
+            libc::ENOTDIR,
+            libc::ELOOP,
+            libc::ENAMETOOLONG,
+            libc::EIO,
+        ]
+        .into_iter()
+        .map(|e| (e, chdir_warning(dir, &strerror(e))))
+        .collect();
+        ChdirPlan {
+            dir: std::ffi::CString::new(dir.replace('\0', "")).unwrap_or_default(),
+            tmp: c"/tmp".to_owned(),
+            lines: std::sync::Arc::new(lines),
+            other: std::sync::Arc::new(chdir_warning(dir, "cannot enter it")),
+        }
+    }
+
+    /// In the child: enter the directory, else say so on stderr and go to /tmp.
+    fn enter(&self) {
+        // SAFETY: chdir and write on memory prepared before the fork.
+        unsafe {
+            if libc::chdir(self.dir.as_ptr()) == 0 {
+                return;
+            }
+            let e = crate::stepd::sys::errno();
+            let line = self
+                .lines
+                .iter()
+                .find(|(n, _)| *n == e)
+                .map_or(self.other.as_str(), |(_, l)| l.as_str());
+            libc::write(2, line.as_ptr().cast(), line.len());
+            libc::chdir(self.tmp.as_ptr());
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! in network namespaces), real commands.
 
 mod accounting;
+mod alloc_release;
 mod arrays_deps;
 mod bad_input;
 mod batch;
@@ -10,6 +11,8 @@ mod enforcement;
 mod field_limits;
 mod file_modes;
 mod idle;
+mod kill_finish;
+mod launch_failures;
 mod limits;
 mod multihost;
 mod node_health;

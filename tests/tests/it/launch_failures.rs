@@ -1,0 +1,99 @@
+//! Launches that cannot go as asked: a working directory that does not
+//! exist (Slurm runs the job in /tmp and says so on its stderr), an output
+//! file that cannot be opened (the job fails and its accounting record,
+//! the `.batch` step included, ends).
+
+use std::time::Duration;
+
+use drover_tests::{Cluster, Spec};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn missing_dir(c: &Cluster) -> String {
+    c.path().join("no-such-dir").display().to_string()
+}
+
+/// The job ran in /tmp and its stderr carries Slurm's line about it.
+fn ran_in_tmp(c: &Cluster, id: u32, out: &std::path::Path, dir: &str) {
+    c.expect_end(id, "COMPLETED");
+    let text = c.wait_file(out, |t| t.contains("pwd="));
+    assert!(text.contains("pwd=/tmp\n"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "slurmstepd: error: couldn't chdir to `{dir}': No such file or directory: going to /tmp instead\n"
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_missing_work_dir_at_submit_runs_in_tmp() {
+    let c = Cluster::start(Spec::default());
+    let dir = missing_dir(&c);
+    let out = c.path().join("submit.out");
+    let id = c.sbatch(
+        &["-D", &dir, "-o", &out.display().to_string()],
+        "#!/bin/sh\necho pwd=$(pwd)\n",
+    );
+    ran_in_tmp(&c, id, &out, &dir);
+}
+
+#[test]
+fn a_missing_work_dir_set_by_scontrol_update_runs_in_tmp() {
+    let c = Cluster::start(Spec::default());
+    let dir = missing_dir(&c);
+    let out = c.path().join("update.out");
+    let id = c.sbatch(
+        &["-H", "-o", &out.display().to_string()],
+        "#!/bin/sh\necho pwd=$(pwd)\n",
+    );
+    let ids = id.to_string();
+    c.ok(
+        "scontrol",
+        &["update", &format!("JobId={ids}"), &format!("WorkDir={dir}")],
+    );
+    assert_eq!(c.job_field(&ids, "WorkDir").as_deref(), Some(dir.as_str()));
+    c.ok("scontrol", &["release", &ids]);
+    ran_in_tmp(&c, id, &out, &dir);
+}
+
+#[test]
+fn an_unwritable_output_fails_the_job_and_ends_its_batch_step() {
+    let c = Cluster::start(Spec {
+        accounting: Some("sqlite".into()),
+        ..Default::default()
+    });
+    let id = c.sbatch(&["-o", "/nonexistent/dir/out"], "#!/bin/sh\ntrue\n");
+    c.expect_end(id, "FAILED");
+    let ids = id.to_string();
+    let t = c.wait_sacct(
+        &["-n", "-P", "-j", &ids, "-o", "JobID,State,End"],
+        WAIT,
+        |t| t.lines().any(|l| l.starts_with(&format!("{ids}|FAILED|"))),
+    );
+    let batch = t
+        .lines()
+        .find(|l| l.starts_with(&format!("{ids}.batch|")))
+        .unwrap_or_else(|| panic!("no batch step in {t:?}"));
+    let f: Vec<&str> = batch.split('|').collect();
+    assert_eq!(f[1], "FAILED", "{t}");
+    assert_ne!(f[2], "Unknown", "{t}");
+    assert!(!f[2].is_empty(), "{t}");
+}
+
+#[test]
+fn a_step_in_a_missing_work_dir_runs_in_tmp() {
+    let c = Cluster::start(Spec::default());
+    let dir = missing_dir(&c);
+    let out = c.run("srun", &["-D", &dir, "sh", "-c", "echo pwd=$(pwd)"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "pwd=/tmp\n", "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "slurmstepd: error: couldn't chdir to `{dir}': No such file or directory: going to /tmp instead"
+        )),
+        "{stderr}"
+    );
+}
