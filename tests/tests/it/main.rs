@@ -12,6 +12,7 @@ mod oversubscribe;
 mod placement;
 mod recovery;
 mod scheduler;
+mod script_cmds;
 mod step_limits;
 mod steps;
 mod suspend;
