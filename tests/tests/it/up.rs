@@ -123,17 +123,23 @@ fn spawn_up(cluster: &std::path::Path) -> (std::process::Child, std::sync::mpsc:
 
 /// Lines until one contains `needle` (all of them, for the failure message).
 fn until(rx: &std::sync::mpsc::Receiver<String>, needle: &str) -> Vec<String> {
-    let mut seen = Vec::new();
+    until_all(rx, &[needle])
+}
+
+/// Lines until each needle was in one of them: stdout and stderr are read
+/// by two threads, so their lines may arrive in either order.
+fn until_all(rx: &std::sync::mpsc::Receiver<String>, needles: &[&str]) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
     loop {
+        if needles.iter().all(|n| seen.iter().any(|l| l.contains(n))) {
+            return seen;
+        }
         match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(l) => {
-                let hit = l.contains(needle);
-                seen.push(l);
-                if hit {
-                    return seen;
-                }
-            }
-            Err(_) => panic!("no line with {needle:?}; got:\n{}", seen.join("\n")),
+            Ok(l) => seen.push(l),
+            Err(_) => panic!(
+                "no line with each of {needles:?}; got:\n{}",
+                seen.join("\n")
+            ),
         }
     }
 }
@@ -175,7 +181,7 @@ fn drover_up_interrupted_during_startup_stops_what_it_started() {
     none_left(&cluster);
     // The ports are free again: the same directory comes up.
     let (mut child, rx) = spawn_up(&cluster);
-    let seen = until(&rx, "export DROVER_CONF=");
+    let seen = until_all(&rx, &["export DROVER_CONF=", "drover up: ready"]);
     assert!(seen.iter().any(|l| l == "drover up: ready"), "{seen:?}");
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     assert!(child.wait().unwrap().success());
@@ -199,7 +205,7 @@ fn drover_up_says_which_daemon_died_and_how() {
     let dir = tempfile::tempdir().unwrap();
     let cluster = dir.path().join("c");
     let (mut child, rx) = spawn_up(&cluster);
-    let seen = until(&rx, "export DROVER_CONF=");
+    let seen = until_all(&rx, &["export DROVER_CONF=", "drover up: ready"]);
     for want in [
         "drover up: starting droverdbd",
         "drover up: droverctld listening on 127.0.0.1:",
@@ -238,7 +244,7 @@ fn drover_up_cluster_has_fair_share_and_sprio() {
     let dir = tempfile::tempdir().unwrap();
     let cluster = dir.path().join("c");
     let (mut child, rx) = spawn_up(&cluster);
-    let seen = until(&rx, "export DROVER_CONF=");
+    let seen = until_all(&rx, &["export DROVER_CONF=", "fair-share: user "]);
     assert!(
         seen.iter().any(|l| l.contains("fair-share: user ")),
         "{seen:?}"
