@@ -26,6 +26,7 @@ pub mod salloc;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
+pub mod sdiag;
 pub mod seff;
 pub mod sinfo;
 pub mod sprio;
@@ -52,7 +53,7 @@ pub fn print_version() {
 /// The commands this binary answers to.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sstat", "sprio", "sshare",
-    "sacctmgr", "sreport", "seff", "srun", "salloc",
+    "sacctmgr", "sreport", "seff", "srun", "salloc", "sdiag",
 ];
 
 fn drover_usage() -> String {
@@ -87,6 +88,7 @@ pub fn run_command(cmd: &str, args: &[String]) -> i32 {
         "seff" => seff::run(args),
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
+        "sdiag" => sdiag::run(args),
         "up" => up::run(args),
         "keygen" => up::keygen(args),
         "bench" => bench::run(args),

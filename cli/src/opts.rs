@@ -289,6 +289,31 @@ pub fn split_words(line: &str) -> Vec<String> {
     words
 }
 
+/// Slurm's text for a feature the system does not have (ESLURM_NOT_SUPPORTED).
+pub const NOT_SUPPORTED: &str = "Requested operation not supported on this system";
+
+/// Why a heterogeneous job (`:` components, `#SBATCH hetjob`) is refused.
+pub fn hetjob_refused() -> String {
+    format!("Heterogeneous jobs are not supported: {NOT_SUPPORTED}")
+}
+
+/// Does a command line ask for a heterogeneous job? `positional` is what
+/// follows the options: for sbatch a leading `:` (later ones are the
+/// script's arguments), for srun and salloc a `:` anywhere (Slurm splits
+/// their whole command line into components at each `:`).
+pub fn het_separator(positional: &[String], anywhere: bool) -> bool {
+    if anywhere {
+        positional.iter().any(|a| a == ":")
+    } else {
+        positional.first().is_some_and(|a| a == ":")
+    }
+}
+
+/// `#SBATCH hetjob` (or its old name `packjob`): a component separator.
+pub fn is_het_directive(words: &[String]) -> bool {
+    words.len() == 1 && matches!(words[0].as_str(), "hetjob" | "packjob")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,5 +411,18 @@ mod tests {
         assert_eq!(split_words("a\\ b"), vec!["a b"]);
         assert!(split_words("").is_empty());
         assert_eq!(split_words("\"unterminated"), vec!["unterminated"]);
+    }
+
+    #[test]
+    fn heterogeneous_requests() {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(het_separator(&v(&[":", "job.sh"]), false));
+        assert!(!het_separator(&v(&["job.sh", ":"]), false));
+        assert!(het_separator(&v(&["hostname", ":", "hostname"]), true));
+        assert!(!het_separator(&v(&["echo", "a:b"]), true));
+        assert!(is_het_directive(&v(&["hetjob"])));
+        assert!(is_het_directive(&v(&["packjob"])));
+        assert!(!is_het_directive(&v(&["-n", "hetjob"])));
+        assert!(hetjob_refused().ends_with("Requested operation not supported on this system"));
     }
 }

@@ -187,6 +187,37 @@ impl Ctld {
         Ok(GetJobsResponse { jobs, now: now() })
     }
 
+    /// `scontrol write batch_script`: the script of a batch job, for its
+    /// owner, operators and admins (Slurm's rule).
+    pub fn job_script(&mut self, who: &Identity, id: u32) -> Result<Vec<u8>, Status> {
+        let Some(job) = self.jobs.get(&id) else {
+            return Err(Status::not_found(msg::INVALID_JOB));
+        };
+        let (uid, interactive, blob) = (job.rec.uid, job.spec().interactive, job.rec.script_blob);
+        if uid != who.uid && !self.is_admin(who) && !self.is_operator(who) {
+            return Err(Status::permission_denied(msg::ACCESS));
+        }
+        // An salloc/srun allocation has no script (Slurm: ESLURM_JOB_SCRIPT_MISSING).
+        let missing = || Status::failed_precondition("Job script not specified");
+        if interactive {
+            return Err(missing());
+        }
+        self.blobs.get(blob).map(|b| b.to_vec()).ok_or_else(missing)
+    }
+
+    /// sdiag's answer: the counters and the current job counts.
+    pub fn diag(&self, threads: u32) -> drover_proto::DiagResponse {
+        let (mut pending, mut running) = (0u32, 0u32);
+        for j in self.jobs.values() {
+            match j.state() {
+                JobState::Pending => pending += 1,
+                JobState::Running | JobState::Completing => running += 1,
+                _ => {}
+            }
+        }
+        self.diag.response(now(), pending, running, threads)
+    }
+
     fn may_touch(&self, who: &Identity, id: u32) -> bool {
         self.is_admin(who) || self.jobs.get(&id).is_some_and(|j| j.rec.uid == who.uid)
     }

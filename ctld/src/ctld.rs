@@ -63,6 +63,8 @@ pub struct Ctld {
     pub full_pass_needed: bool,
     pub shutdown: bool,
     pub queue_depth: usize,
+    /// sdiag's counters.
+    pub diag: crate::diag::DiagStats,
     /// Associations and QOS cached from accounting (empty without it).
     pub assoc: crate::assoc::AssocSet,
     /// Accounting outbox (None without AccountingStorageType=.../slurmdbd).
@@ -127,6 +129,7 @@ impl Ctld {
             full_pass_needed: true,
             shutdown: false,
             queue_depth: DEFAULT_QUEUE_DEPTH,
+            diag: crate::diag::DiagStats::new(start),
             assoc: Default::default(),
             acct: None,
             queue: BTreeSet::new(),

@@ -124,6 +124,7 @@ impl Ctld {
         };
         rt.state = state as i32;
         rt.reason = reason.into();
+        self.diag.record_end(state);
         rt.oom = r.oom;
         if state == JobState::OutOfMemory {
             // Slurm's exit code of a job the memory limit ended: 0:125.
@@ -163,6 +164,7 @@ impl Ctld {
         }
         let rt = job.rt_mut();
         rt.state = JobState::Cancelled as i32;
+        self.diag.record_end(JobState::Cancelled);
         rt.cancelled = true;
         rt.cancelled_by = by_uid;
         rt.end_time = t;

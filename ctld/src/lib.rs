@@ -14,6 +14,7 @@ pub mod control;
 pub mod ctld;
 mod daemon;
 pub mod deps;
+pub mod diag;
 pub mod end;
 pub mod fairshare;
 pub mod fieldlimits;

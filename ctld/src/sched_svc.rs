@@ -44,6 +44,18 @@ impl Ctld {
         req: GetPrioritiesRequest,
     ) -> GetPrioritiesResponse {
         let pc = crate::schedstate::prio_conf(&self.cfg);
+        // A job submitted since the last full pass has no factors yet: as
+        // Slurm computes them at submission, sprio must not show zeros.
+        if pc.multifactor
+            && self
+                .queue
+                .iter()
+                .any(|(_, id)| !self.sched.factors.contains_key(id))
+        {
+            let t = now();
+            self.charge_usage(t, &pc);
+            self.recompute_priorities(t, &pc);
+        }
         let mut jobs = Vec::new();
         let ids: Vec<u32> = self.queue.iter().map(|(_, id)| *id).collect();
         for id in ids {

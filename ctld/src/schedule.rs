@@ -202,6 +202,8 @@ impl Ctld {
             candidates.select_nth_unstable_by(depth, |a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
             candidates.truncate(depth);
         }
+        let cycle_start = std::time::Instant::now();
+        let queue_len = self.queue.len();
         let (mut nodes, parts) = self.cluster.snapshot();
         let params = crate::schedstate::params(&self.cfg);
         let running = self.running_snaps(&nodes);
@@ -281,6 +283,8 @@ impl Ctld {
                 assoc: &self.assoc,
             });
             self.apply_plan(decisions, &nodes);
+            self.diag
+                .record_cycle(cycle_start.elapsed(), snaps.len(), queue_len);
             return;
         }
         self.sched.in_flight = true;
@@ -304,9 +308,16 @@ impl Ctld {
                 nodes.len(),
                 t0.elapsed()
             );
+            let planned = cycle_start.elapsed();
+            let depth = snaps.len();
             let _ = tx.blocking_send(Box::new(move |c: &mut Ctld| {
                 c.sched.in_flight = false;
+                let applying = std::time::Instant::now();
                 c.apply_plan(decisions, &nodes);
+                // Snapshot and plan, then the decisions carried out (the
+                // wait in the owner's queue in between is not counted).
+                c.diag
+                    .record_cycle(planned + applying.elapsed(), depth, queue_len);
                 if std::mem::take(&mut c.sched.again) {
                     c.sched_needed = true;
                 }
@@ -653,6 +664,7 @@ impl Ctld {
         rt.state = JobState::Running as i32;
         rt.reason = "None".into();
         rt.start_time = t;
+        self.diag.started += 1;
         rt.end_time = 0;
         if rt.eligible_time == 0 {
             rt.eligible_time = t;

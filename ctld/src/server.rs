@@ -154,6 +154,31 @@ impl Controller for Svc {
         .await
     }
 
+    async fn get_job_script(
+        &self,
+        req: Request<JobScriptRequest>,
+    ) -> Result<Response<JobScriptResponse>, Status> {
+        let who = self.who(&req)?;
+        let id = req.into_inner().job_id;
+        self.call(move |c, reply| {
+            let _ = reply.send(
+                c.job_script(&who, id)
+                    .map(|script| JobScriptResponse { script }),
+            );
+        })
+        .await
+    }
+
+    async fn get_diag(&self, req: Request<DiagRequest>) -> Result<Response<DiagResponse>, Status> {
+        self.who(&req)?;
+        // The runtime's worker threads are what serves RPCs.
+        let threads = tokio::runtime::Handle::current().metrics().num_workers() as u32;
+        self.call(move |c, reply| {
+            let _ = reply.send(Ok(c.diag(threads)));
+        })
+        .await
+    }
+
     async fn step_ended(
         &self,
         req: Request<StepEndedRequest>,

@@ -216,6 +216,7 @@ impl Ctld {
     pub fn submit(&mut self, who: Identity, mut spec: JobSpec, reply: Reply<SubmitResponse>) {
         match self.validate_and_create(&who, &mut spec) {
             Ok(resp) => {
+                self.diag.submitted += 1;
                 self.sched_needed = true;
                 self.reply_durable(reply, Ok(resp));
             }

@@ -160,6 +160,22 @@ impl Controller for FakeCtl {
             "the fake controller has no allocations",
         ))
     }
+    async fn get_job_script(
+        &self,
+        _: Request<drover_proto::JobScriptRequest>,
+    ) -> Result<Response<drover_proto::JobScriptResponse>, Status> {
+        Err(Status::unimplemented(
+            "the fake controller keeps no scripts",
+        ))
+    }
+    async fn get_diag(
+        &self,
+        _: Request<drover_proto::DiagRequest>,
+    ) -> Result<Response<drover_proto::DiagResponse>, Status> {
+        Err(Status::unimplemented(
+            "the fake controller keeps no statistics",
+        ))
+    }
     async fn step_ended(
         &self,
         _: Request<drover_proto::StepEndedRequest>,

@@ -75,6 +75,9 @@ pub fn run(args: &[String]) -> i32 {
         crate::print_version();
         return 0;
     }
+    if opts::het_separator(&cmdline.positional, true) {
+        return err(&opts::hetjob_refused());
+    }
     let mut o = options::SbatchOpts::default();
     for f in &cmdline.opts {
         if let Err(e) = o.apply(f.key, f.value.as_deref(), now) {

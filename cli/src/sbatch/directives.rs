@@ -40,6 +40,12 @@ pub struct DirectiveError {
 pub fn parse(script: &str) -> Result<Vec<(usize, Found)>, DirectiveError> {
     let mut out = Vec::new();
     for (line, words) in extract(script) {
+        if opts::is_het_directive(&words) {
+            return Err(DirectiveError {
+                line,
+                message: opts::hetjob_refused(),
+            });
+        }
         let parsed =
             opts::parse(super::options::TABLE, &words, false).map_err(|e| DirectiveError {
                 line,

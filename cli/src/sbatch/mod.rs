@@ -44,6 +44,9 @@ pub fn run(args: &[String]) -> i32 {
         crate::print_version();
         return 0;
     }
+    if opts::het_separator(&cmdline.positional, false) {
+        return err(&opts::hetjob_refused());
+    }
     let env: Vec<(String, String)> = std::env::vars_os()
         .map(|(k, v)| {
             (

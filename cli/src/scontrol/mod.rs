@@ -3,6 +3,7 @@
 pub mod resv;
 pub mod show;
 pub mod update;
+pub mod write;
 
 use std::io::Write;
 
@@ -55,6 +56,7 @@ const USAGE: &str = "Usage: scontrol [<OPTION>] [<COMMAND>]
      requeue <job_list>       requeuehold <job_list>
      suspend <job_list>       resume <job_list>
      update <SPECIFICATIONS>  (JobId=... or NodeName=...)
+     write batch_script <job_id> [<file>|-]
      ping  reconfigure  shutdown  version
 ";
 
@@ -81,6 +83,8 @@ pub enum Command {
     Action(&'static str, Vec<String>),
     Update(Vec<String>),
     Resv(resv::ResvOp),
+    /// `write batch_script JOBID [FILE|-]`
+    WriteBatchScript(String, Option<String>),
     Ping,
     Reconfigure,
     Shutdown,
@@ -153,6 +157,20 @@ pub fn parse_command(words: &[String]) -> Result<Command, Vec<String>> {
         "resume" => action("resume"),
         "top" => action("top"),
         "ping" => Ok(Command::Ping),
+        "write" => match rest {
+            [what, job, file @ ..] if kw(what, "batch_script", 5) && file.len() <= 1 => Ok(
+                Command::WriteBatchScript(job.clone(), file.first().cloned()),
+            ),
+            [what] if kw(what, "batch_script", 5) => Err(vec![
+                "scontrol: error: too few arguments for keyword:write".to_string(),
+            ]),
+            [what, ..] if kw(what, "batch_script", 5) => Err(vec![
+                "scontrol: error: too many arguments for keyword:write".to_string(),
+            ]),
+            _ => Err(vec![
+                "scontrol: error: invalid write argument: use batch_script".to_string(),
+            ]),
+        },
         "reconfigure" | "reconfig" => Ok(Command::Reconfigure),
         "shutdown" => Ok(Command::Shutdown),
         "version" => Ok(Command::Version),
@@ -376,6 +394,9 @@ pub fn run(args: &[String]) -> i32 {
             Ok(c) => c,
             Err(rc) => return rc,
         };
+        if let Command::WriteBatchScript(job, file) = &cmd {
+            return write::batch_script(&mut client, job, file.as_deref(), flags.quiet).await;
+        }
         execute(&mut client, &flags, cmd, &cfg.cluster_name, args).await
     })
 }
@@ -656,6 +677,7 @@ async fn execute(
         | Command::Help
         | Command::Hostnames(_)
         | Command::Resv(_)
+        | Command::WriteBatchScript(..)
         | Command::Hostlist(..) => 0,
     }
 }

@@ -51,6 +51,10 @@ pub fn run(argv: &[String]) -> i32 {
         crate::print_version();
         return 0;
     }
+    if opts::het_separator(&p.positional, true) {
+        eprintln!("srun: error: {}", opts::hetjob_refused());
+        return 1;
+    }
     let env_job = std::env::var("SLURM_JOB_ID")
         .ok()
         .or_else(|| std::env::var("SLURM_JOBID").ok());

@@ -22,6 +22,7 @@ mod placement;
 mod privacy;
 mod recovery;
 mod scheduler;
+mod script_cmds;
 mod step_limits;
 mod steps;
 mod suspend;
