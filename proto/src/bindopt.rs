@@ -161,6 +161,9 @@ pub const CPU_BIND_FATAL: &str = "Failed to parse --cpu-bind= values.";
 /// Slurm's first line (`unrecognized --cpu-bind argument "x"`).
 pub fn parse_cpu_bind(arg: &str) -> Result<CpuBind, String> {
     let mut b = CpuBind::default();
+    if arg.is_empty() {
+        return Ok(b);
+    }
     for tok in tokens(arg) {
         let bad = || format!("unrecognized --cpu-bind argument \"{tok}\"");
         let l = tok.to_ascii_lowercase();
