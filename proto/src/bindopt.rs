@@ -257,10 +257,7 @@ mod tests {
         assert_eq!(b.mode, Some(CpuMode::Mask(vec![vec![0, 1], vec![2, 3]])));
         let b = parse_cpu_bind("map_cpu=1*2,0").unwrap();
         assert_eq!(b.mode, Some(CpuMode::Map(vec![1, 1, 0])));
-        assert_eq!(
-            parse_cpu_bind("none").unwrap().mode,
-            Some(CpuMode::None)
-        );
+        assert_eq!(parse_cpu_bind("none").unwrap().mode, Some(CpuMode::None));
         assert_eq!(parse_cpu_bind("rank,q").unwrap().mode, Some(CpuMode::Rank));
         assert_eq!(
             parse_cpu_bind("Sockets").unwrap().unit,

@@ -291,7 +291,11 @@ mod tests {
         assert!(srun(&["-n1"], Some("3")).is_err());
         assert!(srun(&["--mem=lots", "true"], None).is_err());
         assert!(!srun(&["-K0", "true"], None).unwrap().kill_on_bad_exit);
-        let s = srun(&["--cpu-bind=v,map_cpu:1,0", "--gpu-bind=single:1", "true"], None).unwrap();
+        let s = srun(
+            &["--cpu-bind=v,map_cpu:1,0", "--gpu-bind=single:1", "true"],
+            None,
+        )
+        .unwrap();
         assert_eq!(s.req.cpu_bind, "v,map_cpu:1,0");
         assert_eq!(s.req.gpu_bind, "single:1");
         assert_eq!(

@@ -246,7 +246,9 @@ pub fn plan(opt: &CpuBind, affinity: bool, topo: Topo, step: &Step<'_>) -> CpuPl
                 return p;
             }
             CpuPlan {
-                sets: (0..n as u32).map(|i| Some(vec![i % topo.total()])).collect(),
+                sets: (0..n as u32)
+                    .map(|i| Some(vec![i % topo.total()]))
+                    .collect(),
                 env: env(opt.verbose, "rank", ""),
                 verbose: verbose("RANK"),
                 error: None,
@@ -272,7 +274,8 @@ pub fn plan(opt: &CpuBind, affinity: bool, topo: Topo, step: &Step<'_>) -> CpuPl
             let fixed: Vec<Vec<u32>> = list
                 .iter()
                 .map(|m| {
-                    let inside: Vec<u32> = m.iter().copied().filter(|c| avail.contains(c)).collect();
+                    let inside: Vec<u32> =
+                        m.iter().copied().filter(|c| avail.contains(c)).collect();
                     superset &= inside.len() == m.len();
                     if inside.is_empty() {
                         avail.clone()
@@ -283,7 +286,9 @@ pub fn plan(opt: &CpuBind, affinity: bool, topo: Topo, step: &Step<'_>) -> CpuPl
                 .collect();
             let text: Vec<String> = fixed.iter().map(|m| mask_text(m)).collect();
             CpuPlan {
-                sets: (0..n).map(|i| Some(fixed[i % fixed.len()].clone())).collect(),
+                sets: (0..n)
+                    .map(|i| Some(fixed[i % fixed.len()].clone()))
+                    .collect(),
                 env: env(opt.verbose, "mask_cpu:", &text.join(",")),
                 verbose: verbose("MASK"),
                 error: (!superset).then(outside).flatten(),
@@ -475,8 +480,14 @@ mod tests {
     #[test]
     fn verbose_line() {
         let (a, b) = verbose_parts("MASK", "n1", 0, 0, Some(&[0]), &[0, 1]);
-        assert_eq!(format!("{a}123{b}"), "cpu-bind=MASK - n1, task  0  0 [123]: mask 0x1 set\n");
+        assert_eq!(
+            format!("{a}123{b}"),
+            "cpu-bind=MASK - n1, task  0  0 [123]: mask 0x1 set\n"
+        );
         let (a, b) = verbose_parts("NONE", "n1", 12, 3, None, &[0, 1]);
-        assert_eq!(format!("{a}9{b}"), "cpu-bind=NONE - n1, task 12  3 [9]: mask 0x3\n");
+        assert_eq!(
+            format!("{a}9{b}"),
+            "cpu-bind=NONE - n1, task 12  3 [9]: mask 0x3\n"
+        );
     }
 }

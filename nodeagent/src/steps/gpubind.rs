@@ -63,11 +63,9 @@ pub fn task_gpus(opt: &GpuBind, g: &Gpus<'_>, local: u32) -> Option<Vec<u32>> {
             chunk(g.step, local, per)
         }
         GpuMode::Single(n) => vec![g.step[(local / n.max(1)) as usize % g.step.len()]],
-        GpuMode::Map(list) if !list.is_empty() => {
-            node_index(list[local as usize % list.len()], g)
-                .into_iter()
-                .collect()
-        }
+        GpuMode::Map(list) if !list.is_empty() => node_index(list[local as usize % list.len()], g)
+            .into_iter()
+            .collect(),
         GpuMode::Mask(list) if !list.is_empty() => list[local as usize % list.len()]
             .iter()
             .filter_map(|i| node_index(*i, g))
@@ -137,7 +135,10 @@ mod tests {
         assert_eq!(task_gpus(&bind("map_gpu:3,1"), &x, 0), Some(vec![3]));
         assert_eq!(task_gpus(&bind("map_gpu:3,1"), &x, 1), Some(vec![1]));
         assert_eq!(task_gpus(&bind("map_gpu:3,1"), &x, 2), Some(vec![3]));
-        assert_eq!(task_gpus(&bind("mask_gpu:0x5,0x2"), &x, 0), Some(vec![0, 2]));
+        assert_eq!(
+            task_gpus(&bind("mask_gpu:0x5,0x2"), &x, 0),
+            Some(vec![0, 2])
+        );
         // A GPU outside the step: the task keeps all of the step's.
         let y = g(&[0, 1], &[0, 1], 0, 2);
         assert_eq!(task_gpus(&bind("map_gpu:7"), &y, 0), None);

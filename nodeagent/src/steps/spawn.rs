@@ -11,12 +11,12 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use super::env::{task_environment, TaskPlace};
 use super::{cpubind, gpubind};
-use drover_proto::bindopt::{parse_cpu_bind, parse_gpu_bind};
 use crate::agent::Shared;
 use crate::cgroup::job::JobCgroup;
 use crate::cgroup::plan::{denied_devices, Plan};
 use crate::cgroup::Dev;
 use crate::env::EnvContext;
+use drover_proto::bindopt::{parse_cpu_bind, parse_gpu_bind};
 
 /// Slurm's exit code when a task cannot be started (execve failed).
 const EXEC_FAILED: i32 = 2;
@@ -343,12 +343,19 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
         if let (Some(cg), Some(m)) = (&cgroup, &mine) {
             let tdeny = extra_denied(shared, req, Some(&step_gpus), m);
             if !tdeny.is_empty() {
-                match cg.create_task(&format!("step_{}", req.step_id), local as u32, &tdeny, &join) {
+                match cg.create_task(
+                    &format!("step_{}", req.step_id),
+                    local as u32,
+                    &tdeny,
+                    &join,
+                ) {
                     Ok(files) => {
                         task_join = files;
                         own_devices = true;
                     }
-                    Err(e) => tracing::warn!("job {} task {task_id}: device group: {e}", job.job_id),
+                    Err(e) => {
+                        tracing::warn!("job {} task {task_id}: device group: {e}", job.job_id)
+                    }
                 }
             }
         }
@@ -374,8 +381,9 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
                 .extend_from_slice(format!("slurmstepd: error: {e}\n").as_bytes());
         }
         if let Some(name) = cpu_plan.verbose {
-            let applied: Option<Vec<u32>> =
-                set.as_ref().map(|s| s.iter().map(|c| c % host_cpus.max(1)).collect());
+            let applied: Option<Vec<u32>> = set
+                .as_ref()
+                .map(|s| s.iter().map(|c| c % host_cpus.max(1)).collect());
             let (a, b) = cpubind::verbose_parts(
                 name,
                 &this.node,

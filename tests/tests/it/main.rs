@@ -4,6 +4,7 @@ mod accounting;
 mod arrays_deps;
 mod bad_input;
 mod batch;
+mod binding;
 mod commands;
 mod enforcement;
 mod limits;
