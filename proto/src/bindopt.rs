@@ -140,7 +140,7 @@ pub fn mask_text(ids: &[u32]) -> String {
 }
 
 /// The list after `map_xxx:` / `mask_xxx:` (`:` or `=`).
-fn list_of<'a>(tok: &'a str, opt: &str, what: &str) -> Result<Vec<String>, String> {
+fn list_of(tok: &str, opt: &str, what: &str) -> Result<Vec<String>, String> {
     let list = tok.split_once([':', '=']).map(|(_, l)| l).unwrap_or("");
     if list.is_empty() {
         return Err(format!("missing list for \"--{opt}={what}:<list>\""));
