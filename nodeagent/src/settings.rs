@@ -57,6 +57,8 @@ pub struct Settings {
     /// asked for but unusable): it registers drained with this reason and
     /// refuses launches.
     pub drain_reason: Option<String>,
+    /// `TaskPlugin` includes task/affinity: srun tasks are bound to CPUs.
+    pub task_affinity: bool,
 }
 
 /// `-f`, else `$DROVER_CONF`, else `$SLURM_CONF`, else `/etc/drover/drover.conf`.
@@ -358,6 +360,7 @@ pub fn from_config(
         gpu_sample: crate::startup::gpu_sample_period(&cfg.job_acct_gather_frequency),
         host,
         drain_reason: None,
+        task_affinity: cfg.task_plugin.iter().any(|p| p == "task/affinity"),
     };
     Ok((settings, warnings))
 }

@@ -16,6 +16,7 @@ mod generated {
 pub use generated::*;
 
 pub mod auth;
+pub mod bindopt;
 pub mod client;
 pub mod logging;
 pub mod pattern;

@@ -815,6 +815,11 @@ pub fn can_bind_devices() -> bool {
 /// A one-node cluster (2 CPUs) with two fake GPUs in `devs` and this
 /// cgroup.conf; None when the machine cannot bind devices.
 pub fn gpu_cluster(devs: &Path, cgroup_conf: &str) -> Option<Cluster> {
+    gpu_cluster_with(devs, cgroup_conf, &[])
+}
+
+/// [`gpu_cluster`] with extra drover.conf lines (`TaskPlugin=...`).
+pub fn gpu_cluster_with(devs: &Path, cgroup_conf: &str, extra: &[&str]) -> Option<Cluster> {
     if !can_bind_devices() {
         return None;
     }
@@ -822,7 +827,10 @@ pub fn gpu_cluster(devs: &Path, cgroup_conf: &str) -> Option<Cluster> {
     let d = devs.display().to_string();
     Some(Cluster::start(Spec {
         nodes: 1,
-        extra: vec!["GresTypes=gpu".into()],
+        extra: std::iter::once("GresTypes=gpu")
+            .chain(extra.iter().copied())
+            .map(String::from)
+            .collect(),
         topology: Some(
             "NodeName=node1 NodeAddr=127.0.0.1 Port={AGENT_PORT} CPUs=2 RealMemory=4000 Gres=gpu:2\n\
              PartitionName=debug Nodes=ALL Default=YES MaxTime=UNLIMITED State=UP\n"

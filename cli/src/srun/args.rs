@@ -43,6 +43,7 @@ pub const TABLE: &[OptDef] = &[
     opt("export", None, Arg::Required, "export"),
     opt("distribution", Some('m'), Arg::Required, "distribution"),
     opt("cpu-bind", None, Arg::Required, "cpu-bind"),
+    opt("gpu-bind", None, Arg::Required, "gpu-bind"),
     opt("help", Some('h'), Arg::No, "help"),
     opt("usage", None, Arg::No, "usage"),
     opt("version", Some('V'), Arg::No, "version"),
@@ -136,6 +137,19 @@ pub fn build(p: &Parsed, env_job_id: Option<&str>) -> Result<Srun, String> {
     r.gpus_per_task = gpu_count("gpus-per-task", "--gpus-per-task")?;
     if let Some(m) = p.value("mem") {
         r.mem_mb = mem_mb(m).ok_or_else(|| format!("invalid --mem specification: {m}"))?;
+    }
+    if let Some(v) = p.value("cpu-bind") {
+        drover_proto::bindopt::parse_cpu_bind(v).map_err(|e| {
+            format!(
+                "{e}\nsrun: fatal: {}",
+                drover_proto::bindopt::CPU_BIND_FATAL
+            )
+        })?;
+        r.cpu_bind = v.to_string();
+    }
+    if let Some(v) = p.value("gpu-bind") {
+        drover_proto::bindopt::parse_gpu_bind(v)?;
+        r.gpu_bind = v.to_string();
     }
     r.output = p.value("output").unwrap_or("").to_string();
     r.error = p.value("error").unwrap_or("").to_string();
@@ -279,6 +293,21 @@ mod tests {
         assert!(srun(&["-n1"], Some("3")).is_err());
         assert!(srun(&["--mem=lots", "true"], None).is_err());
         assert!(!srun(&["-K0", "true"], None).unwrap().kill_on_bad_exit);
+        let s = srun(
+            &["--cpu-bind=v,map_cpu:1,0", "--gpu-bind=single:1", "true"],
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.req.cpu_bind, "v,map_cpu:1,0");
+        assert_eq!(s.req.gpu_bind, "single:1");
+        assert_eq!(
+            srun(&["--cpu-bind=bogus", "true"], None).unwrap_err(),
+            "unrecognized --cpu-bind argument \"bogus\"\nsrun: fatal: Failed to parse --cpu-bind= values."
+        );
+        assert_eq!(
+            srun(&["--gpu-bind=far", "true"], None).unwrap_err(),
+            "Invalid --gpu-bind argument: far"
+        );
     }
 
     #[test]

@@ -107,7 +107,8 @@ impl Daemons {
         log: &Path,
     ) -> Result<(), String> {
         // Daemon logs name other users' jobs: 0600.
-        let f = drover_proto::private::append(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let f =
+            drover_proto::private::append(log).map_err(|e| format!("{}: {e}", log.display()))?;
         let f2 = f.try_clone().map_err(|e| e.to_string())?;
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };

@@ -108,6 +108,53 @@ impl JobCgroup {
         Ok(out)
     }
 
+    /// A task's own device group, `step_<id>/task_<n>`, for a task that may
+    /// open fewer GPUs than its step (`deny`: the step's devices it may not
+    /// open). v1: in the devices hierarchy only, the task's other groups
+    /// stay the step's; v2: a child of the step's group with a deny program
+    /// of its own (the step's and the job's programs apply too). Returns the
+    /// task's join files: `step_files` with the step's devices group
+    /// replaced by the task's.
+    pub fn create_task(
+        &self,
+        step: &str,
+        task: u32,
+        deny: &[Dev],
+        step_files: &[CString],
+    ) -> Result<Vec<CString>, String> {
+        let sdir = match self.plan.version {
+            Version::V2 => Some(self.plan.root.join(&self.plan.job_rel).join(step)),
+            Version::V1 => self.dir_of("devices").map(|d| d.join(step)),
+        };
+        let Some(sdir) = sdir.filter(|_| !deny.is_empty()) else {
+            return Ok(step_files.to_vec());
+        };
+        let tdir = sdir.join(format!("task_{task}"));
+        std::fs::create_dir_all(&tdir)
+            .map_err(|e| format!("cannot create {}: {e}", tdir.display()))?;
+        match self.plan.version {
+            Version::V1 => {
+                for d in deny {
+                    write(
+                        &tdir.join("devices.deny"),
+                        &format!("c {}:{} rwm", d.major, d.minor),
+                    )?;
+                }
+            }
+            Version::V2 => super::bpf::attach_deny(&tdir, deny)?,
+        }
+        let procs = |d: &std::path::Path| {
+            CString::new(d.join("cgroup.procs").into_os_string().into_encoded_bytes()).ok()
+        };
+        let (Some(old), Some(new)) = (procs(&sdir), procs(&tdir)) else {
+            return Err(format!("bad cgroup path {}", tdir.display()));
+        };
+        Ok(step_files
+            .iter()
+            .map(|f| if *f == old { new.clone() } else { f.clone() })
+            .collect())
+    }
+
     /// What the kernel counted for a step (read before [`remove_step`]).
     ///
     /// [`remove_step`]: JobCgroup::remove_step
@@ -148,7 +195,14 @@ impl JobCgroup {
     /// Remove an empty step group (best effort).
     pub fn remove_step(&self, step: &str) {
         for (_, dir) in self.job_dirs() {
-            let _ = std::fs::remove_dir(dir.join(step));
+            let sdir = dir.join(step);
+            // Tasks' own device groups first (see `create_task`).
+            for e in std::fs::read_dir(&sdir).into_iter().flatten().flatten() {
+                if e.file_name().to_string_lossy().starts_with("task_") {
+                    let _ = std::fs::remove_dir(e.path());
+                }
+            }
+            let _ = std::fs::remove_dir(sdir);
         }
         if let Some(sdir) = self.cpuacct_step(step) {
             let _ = std::fs::remove_dir(&sdir);

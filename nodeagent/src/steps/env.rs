@@ -6,10 +6,16 @@ use drover_proto::{StepLaunchRequest, StepNode};
 use crate::env::{job_environment, EnvContext};
 
 /// One task's place in the step.
-#[derive(Debug, Clone, Copy)]
-pub struct TaskPlace {
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TaskPlace<'a> {
     pub task_id: u32,
     pub local_id: u32,
+    /// The task's own GPUs (node indices) when bound to some of the step's.
+    pub gpus: Option<&'a [u32]>,
+    /// The task has a device group of its own: CUDA numbers its GPUs from 0.
+    pub own_devices: bool,
+    /// Binding variables (`SLURM_CPU_BIND*`, `SLURM_GPU_BIND`).
+    pub extra: &'a [(String, String)],
 }
 
 fn set(env: &mut Vec<(String, String)>, k: &str, v: impl Into<String>) {
@@ -30,7 +36,7 @@ pub fn tasks_per_node_text(nodes: &[StepNode]) -> String {
 pub fn task_environment(
     req: &StepLaunchRequest,
     this: &StepNode,
-    task: TaskPlace,
+    task: TaskPlace<'_>,
     ctx: &EnvContext<'_>,
 ) -> Vec<(String, String)> {
     let job = req.job.clone().unwrap_or_default();
@@ -86,24 +92,28 @@ pub fn task_environment(
             .flat_map(|g| g.indices.iter().copied())
             .collect();
         let ids = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-        let visible: Vec<u32> = if ctx.step_gpus_only {
+        let mine: &[u32] = task.gpus.unwrap_or(&this.gpu_ids);
+        let visible: Vec<u32> = if task.own_devices {
+            (0..mine.len() as u32).collect()
+        } else if ctx.step_gpus_only {
             let mut own = this.gpu_ids.clone();
             own.sort_unstable();
-            this.gpu_ids
-                .iter()
+            mine.iter()
                 .filter_map(|g| own.iter().position(|o| o == g).map(|p| p as u32))
                 .collect()
         } else if ctx.local_gpu_index {
-            this.gpu_ids
-                .iter()
+            mine.iter()
                 .filter_map(|g| job_gpus.iter().position(|j| j == g).map(|p| p as u32))
                 .collect()
         } else {
-            this.gpu_ids.clone()
+            mine.to_vec()
         };
         set(&mut env, "CUDA_VISIBLE_DEVICES", ids(&visible));
         set(&mut env, "GPU_DEVICE_ORDINAL", ids(&visible));
         set(&mut env, "SLURM_STEP_GPUS", ids(&this.gpu_ids));
+    }
+    for (k, v) in task.extra {
+        set(&mut env, k, v.clone());
     }
     set(&mut env, "SLURM_SRUN_COMM_HOST", step.io_host.clone());
     set(&mut env, "SLURM_LAUNCH_NODE_IPADDR", step.io_host.clone());
@@ -169,6 +179,7 @@ mod tests {
             TaskPlace {
                 task_id: 3,
                 local_id: 1,
+                ..Default::default()
             },
             &EnvContext::default(),
         );

@@ -9,7 +9,9 @@
 //! If srun's connection closes before the tasks end, srun is gone: the tasks
 //! are killed.
 
+mod cpubind;
 pub mod env;
+mod gpubind;
 mod spawn;
 
 use std::collections::{HashMap, HashSet};

@@ -10,12 +10,14 @@ use drover_proto::{StepLaunchRequest, StepNode};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use super::env::{task_environment, TaskPlace};
+use super::{cpubind, gpubind};
 use crate::agent::Shared;
 use crate::asuser::Creds;
 use crate::cgroup::job::JobCgroup;
 use crate::cgroup::plan::{denied_devices, Plan};
 use crate::cgroup::Dev;
 use crate::env::EnvContext;
+use drover_proto::bindopt::{parse_cpu_bind, parse_gpu_bind};
 
 /// Slurm's exit code when a task cannot be started (execve failed).
 const EXEC_FAILED: i32 = 2;
@@ -143,37 +145,115 @@ fn step_cgroup(
     }
 }
 
-/// With ConstrainDevices, the devices of the job on this node that the step
-/// may not open: the job's GPUs that are not the step's (empty when the
-/// step has all of them, or no GPU list of its own).
-fn step_denied_devices(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) -> Vec<Dev> {
-    let s = &shared.settings;
-    if !s.cgroup_conf.constrain_devices || this.gpu_ids.is_empty() {
-        return Vec::new();
-    }
+/// The job's GPUs on this node (node indices, ascending).
+fn job_gpus(req: &StepLaunchRequest) -> Vec<u32> {
     let job = req.job.clone().unwrap_or_default();
-    let Some(node) = s.nodes.iter().find(|n| n.name == job.node) else {
+    let mut v: Vec<u32> = job
+        .info
+        .iter()
+        .flat_map(|i| i.alloc.iter())
+        .filter(|a| a.node == job.node)
+        .flat_map(|a| a.gres.iter())
+        .filter(|g| g.name == "gpu")
+        .flat_map(|g| g.indices.iter().copied())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// The devices of the node a process may not open when its GPUs are
+/// `gpus` (the job's other GRES stay allowed).
+fn denied_for(shared: &Shared, req: &StepLaunchRequest, gpus: &[u32]) -> Vec<Dev> {
+    let job = req.job.clone().unwrap_or_default();
+    let Some(node) = shared.settings.nodes.iter().find(|n| n.name == job.node) else {
         return Vec::new();
     };
-    let job_gres: Vec<(String, u32)> = job
+    let allowed: Vec<(String, u32)> = job
         .info
         .iter()
         .flat_map(|i| i.alloc.iter())
         .filter(|a| a.node == job.node)
         .flat_map(|a| a.gres.iter())
         .flat_map(|g| g.indices.iter().map(|i| (g.name.clone(), *i)))
-        .collect();
-    let step_gres: Vec<(String, u32)> = job_gres
-        .iter()
-        .filter(|(n, i)| n != "gpu" || this.gpu_ids.contains(i))
-        .cloned()
+        .filter(|(n, i)| n != "gpu" || gpus.contains(i))
         .collect();
     let dev_of = |f: &str| crate::cgroup::char_dev(f);
-    let job_deny = denied_devices(&node.gres, &job_gres, &dev_of);
-    denied_devices(&node.gres, &step_gres, &dev_of)
+    denied_devices(&node.gres, &allowed, &dev_of)
+}
+
+/// With ConstrainDevices, the devices a group may not open that its parent
+/// may: the job's GPUs that are not the step's (`inner` = the step's GPUs,
+/// `outer` = None), or the step's that are not the task's. Empty when the
+/// inner list has them all, or there is no list.
+fn extra_denied(
+    shared: &Shared,
+    req: &StepLaunchRequest,
+    outer: Option<&[u32]>,
+    inner: &[u32],
+) -> Vec<Dev> {
+    if !shared.settings.cgroup_conf.constrain_devices || inner.is_empty() {
+        return Vec::new();
+    }
+    let all = job_gpus(req);
+    let parent = denied_for(shared, req, outer.unwrap_or(&all));
+    denied_for(shared, req, inner)
         .into_iter()
-        .filter(|d| !job_deny.contains(d))
+        .filter(|d| !parent.contains(d))
         .collect()
+}
+
+/// A task's binding, applied between fork and exec.
+#[derive(Default)]
+struct Bind {
+    cpus: Option<libc::cpu_set_t>,
+    /// Written to the task's stderr first (verbose lines, Slurm's errors):
+    /// the part before the pid, the part after it (pid omitted when empty).
+    before_pid: Vec<u8>,
+    after_pid: Vec<u8>,
+    after_pid_failed: Vec<u8>,
+}
+
+/// The kernel's CPU set for `ids` (wrapping on hosts with fewer CPUs than
+/// the node is configured with, as the cpuset does).
+fn cpu_set(ids: &[u32], host_cpus: u32) -> libc::cpu_set_t {
+    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in ids {
+        let c = (c % host_cpus.max(1)) as usize;
+        if c < libc::CPU_SETSIZE as usize {
+            // SAFETY: c is below CPU_SETSIZE, inside the set.
+            unsafe { libc::CPU_SET(c, &mut set) };
+        }
+    }
+    set
+}
+
+fn write_all_fd(fd: i32, b: &[u8]) {
+    let mut off = 0;
+    while off < b.len() {
+        // SAFETY: write from a live buffer; async-signal-safe.
+        let n = unsafe { libc::write(fd, b[off..].as_ptr().cast(), b.len() - off) };
+        if n <= 0 {
+            return;
+        }
+        off += n as usize;
+    }
+}
+
+/// Decimal digits of `n` without allocating (after fork).
+fn write_pid(fd: i32, n: i32) {
+    let mut buf = [0u8; 12];
+    let mut i = buf.len();
+    let mut v = n.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    write_all_fd(fd, &buf[i..]);
 }
 
 /// Open a task's output file as the job's user (never as root: the user
@@ -200,8 +280,49 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
     let job = req.job.clone().unwrap_or_default();
     let step = req.step.clone().unwrap_or_default();
     let spec = job.spec.clone().unwrap_or_default();
-    let deny = step_denied_devices(shared, req, this);
+    let deny = extra_denied(shared, req, None, &this.gpu_ids);
     let (cgroup, join, owns_job_group) = step_cgroup(shared, req, &deny);
+    let node_conf = shared.settings.nodes.iter().find(|n| n.name == job.node);
+    let topo = cpubind::Topo {
+        sockets: node_conf.map_or(1, |n| n.sockets.max(1)),
+        cores: node_conf.map_or(this.cpus, |n| n.cores_per_socket.max(1)),
+        threads: node_conf.map_or(1, |n| n.threads_per_core.max(1)),
+    };
+    let step_cpus: Vec<u32> = if this.cpu_ids.is_empty() {
+        (0..this.cpus).collect()
+    } else {
+        this.cpu_ids.clone()
+    };
+    let cpu_opt = parse_cpu_bind(&step.cpu_bind).unwrap_or_default();
+    let cpu_plan = cpubind::plan(
+        &cpu_opt,
+        shared.settings.task_affinity,
+        topo,
+        &cpubind::Step {
+            cpus: &step_cpus,
+            ntasks: this.task_ids.len() as u32,
+            cpus_per_task: step.cpus_per_task.max(1),
+        },
+    );
+    if let Some(e) = &cpu_plan.error {
+        tracing::warn!("job {} step {}: {e}", job.job_id, req.step_id);
+    }
+    let gpu_opt = parse_gpu_bind(&step.gpu_bind).unwrap_or_default();
+    let mut step_gpus = this.gpu_ids.clone();
+    step_gpus.sort_unstable();
+    let all_gpus = job_gpus(req);
+    let gpus = gpubind::Gpus {
+        step: &step_gpus,
+        job: &all_gpus,
+        constrained: shared.settings.cgroup_conf.constrain_devices,
+        gpus_per_task: step.gpus_per_task,
+        ntasks: this.task_ids.len() as u32,
+    };
+    let mut extra = cpu_plan.env.clone();
+    if !step.gpu_bind.is_empty() {
+        extra.push(("SLURM_GPU_BIND".into(), step.gpu_bind.clone()));
+    }
+    let host_cpus = crate::hostinfo::online_cpus();
     let (home, shell) = crate::stepd::sys::user_home_shell(job.uid);
     let conf = shared.settings.config_path.to_string_lossy().into_owned();
     let ctx = EnvContext {
@@ -233,15 +354,85 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
     };
     let mut tasks = Vec::new();
     for (local, &task_id) in this.task_ids.iter().enumerate() {
+        let mine = gpubind::task_gpus(&gpu_opt, &gpus, local as u32).filter(|m| *m != step_gpus);
+        // With ConstrainDevices the task gets a device group of its own.
+        let mut task_join = join.clone();
+        let mut own_devices = false;
+        if let (Some(cg), Some(m)) = (&cgroup, &mine) {
+            let tdeny = extra_denied(shared, req, Some(&step_gpus), m);
+            if !tdeny.is_empty() {
+                match cg.create_task(
+                    &format!("step_{}", req.step_id),
+                    local as u32,
+                    &tdeny,
+                    &join,
+                ) {
+                    Ok(files) => {
+                        task_join = files;
+                        own_devices = true;
+                    }
+                    Err(e) => {
+                        tracing::warn!("job {} task {task_id}: device group: {e}", job.job_id)
+                    }
+                }
+            }
+        }
         let env = task_environment(
             req,
             this,
             TaskPlace {
                 task_id,
                 local_id: local as u32,
+                gpus: mine.as_deref(),
+                own_devices,
+                extra: &extra,
             },
             &ctx,
         );
+        let mut bind = Bind::default();
+        let set = cpu_plan.sets.get(local).cloned().flatten();
+        if let Some(ids) = &set {
+            bind.cpus = Some(cpu_set(ids, host_cpus));
+        }
+        if let Some(e) = &cpu_plan.error {
+            bind.before_pid
+                .extend_from_slice(format!("slurmstepd: error: {e}\n").as_bytes());
+        }
+        if let Some(name) = cpu_plan.verbose {
+            let applied: Option<Vec<u32>> = set
+                .as_ref()
+                .map(|s| s.iter().map(|c| c % host_cpus.max(1)).collect());
+            let (a, b) = cpubind::verbose_parts(
+                name,
+                &this.node,
+                task_id,
+                local as u32,
+                applied.as_deref(),
+                &step_cpus,
+            );
+            bind.before_pid.extend_from_slice(a.as_bytes());
+            bind.after_pid = b.clone().into_bytes();
+            bind.after_pid_failed = b.replace(" set\n", " set FAILED\n").into_bytes();
+        }
+        if gpu_opt.verbose && !step_gpus.is_empty() {
+            let visible = env
+                .iter()
+                .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES")
+                .map(|(_, v)| v.as_str())
+                .unwrap_or("");
+            let line = gpubind::verbose_line(
+                mine.as_deref().unwrap_or(&step_gpus),
+                &step_gpus,
+                local as u32,
+                visible,
+            );
+            if bind.after_pid.is_empty() {
+                bind.before_pid.extend_from_slice(line.as_bytes());
+            } else {
+                bind.after_pid.extend_from_slice(line.as_bytes());
+                bind.after_pid_failed.extend_from_slice(line.as_bytes());
+            }
+        }
         let vars = PatternVars {
             job_id: job.job_id,
             array_job_id: job.job_id,
@@ -336,7 +527,7 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
         } else {
             cmd.stderr(file(&step.error, &mut truncated));
         }
-        let join = join.clone();
+        let join = task_join;
         let (uid, gid) = (job.uid, job.gid);
         let groups: Vec<libc::gid_t> = job.groups.clone();
         let ctty = pty.is_some();
@@ -356,6 +547,21 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
                         libc::write(fd, b"0".as_ptr().cast(), 1);
                         libc::close(fd);
                     }
+                }
+                let failed = bind.cpus.as_ref().is_some_and(|set| {
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
+                });
+                write_all_fd(2, &bind.before_pid);
+                if !bind.after_pid.is_empty() {
+                    write_pid(2, libc::getpid());
+                    write_all_fd(
+                        2,
+                        if failed {
+                            &bind.after_pid_failed
+                        } else {
+                            &bind.after_pid
+                        },
+                    );
                 }
                 if libc::getuid() == 0 {
                     if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0 {

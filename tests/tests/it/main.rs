@@ -6,6 +6,7 @@ mod alloc_release;
 mod arrays_deps;
 mod bad_input;
 mod batch;
+mod binding;
 mod commands;
 mod enforcement;
 mod field_limits;

@@ -10,7 +10,7 @@ use drover_tests::{Cluster, Spec};
 const WAIT: Duration = Duration::from_secs(60);
 
 /// A running allocation on `nodes` nodes (a batch job that sleeps).
-fn allocation(c: &Cluster, args: &[&str]) -> u32 {
+pub(crate) fn allocation(c: &Cluster, args: &[&str]) -> u32 {
     let mut all = vec!["-o", "/dev/null"];
     all.extend_from_slice(args);
     let id = c.sbatch(&all, "#!/bin/sh\nsleep 300\n");
@@ -19,7 +19,7 @@ fn allocation(c: &Cluster, args: &[&str]) -> u32 {
 }
 
 /// srun with nothing from the allocation but SLURM_JOB_ID (as tools do).
-fn srun_cmd(c: &Cluster, job: u32, args: &[&str]) -> Command {
+pub(crate) fn srun_cmd(c: &Cluster, job: u32, args: &[&str]) -> Command {
     let mut cmd = c.cmd("srun");
     for (k, _) in std::env::vars() {
         if k.starts_with("SLURM_") {
@@ -30,14 +30,14 @@ fn srun_cmd(c: &Cluster, job: u32, args: &[&str]) -> Command {
     cmd
 }
 
-fn srun(c: &Cluster, job: u32, args: &[&str]) -> Output {
+pub(crate) fn srun(c: &Cluster, job: u32, args: &[&str]) -> Output {
     srun_cmd(c, job, args)
         .stdin(Stdio::null())
         .output()
         .expect("run srun")
 }
 
-fn text(b: &[u8]) -> String {
+pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
