@@ -140,6 +140,11 @@ async fn cluster_ready(addr: &str, socket: &str, nodes: u32) -> bool {
 pub fn run(args: &[String]) -> i32 {
     // First of all: a Ctrl-C at any moment must stop what was started.
     daemons::catch_signals();
+    // Whatever the caller's umask, nothing drover up writes is writable by
+    // others (the config names programs the daemons run as root); private
+    // files get 0600 explicitly.
+    // SAFETY: umask(2) only sets this process's file creation mask.
+    unsafe { libc::umask(0o022) };
     let p = match opts::parse(TABLE, args, false) {
         Ok(p) => p,
         Err(e) => return err(&e.to_string()),

@@ -300,3 +300,49 @@ fn drover_up_cluster_has_fair_share_and_sprio() {
     assert!(child.wait().unwrap().success());
     none_left(&cluster);
 }
+
+/// Started with a careless umask (0), drover up writes nothing others can
+/// change, and nothing holding other users' data that others can read.
+#[test]
+fn drover_up_files_are_safe_whatever_the_umask() {
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("c");
+    let mut child = Command::new(drover_tests::bin_dir().join("drover"));
+    child
+        .args(["up", "--dir", cluster.to_str().unwrap(), "--nodes", "1"])
+        .args(["--cpus-per-node", "1", "--mem-per-node", "500"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // SAFETY: umask(2) is async-signal-safe.
+    unsafe {
+        child.pre_exec(|| {
+            libc::umask(0);
+            Ok(())
+        });
+    }
+    let mut child = child.spawn().unwrap();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    for l in out.lines().map_while(Result::ok) {
+        if l.starts_with("export DROVER_CONF=") {
+            break;
+        }
+    }
+    let mode = |p: &str| std::fs::metadata(cluster.join(p)).unwrap().mode() & 0o777;
+    for p in ["", "bin", "run", "spool"] {
+        assert_eq!(mode(p) & 0o022, 0, "{p} writable by others: {:o}", mode(p));
+    }
+    for p in ["drover.conf", "droverdbd.conf", "cgroup.conf"] {
+        assert_eq!(mode(p), 0o644, "{p}");
+    }
+    for p in ["state", "log", "dbd"] {
+        assert_eq!(mode(p), 0o700, "{p}");
+    }
+    for p in ["drover.key", "log/droverctld.log", "log/droverd.log", "log/droverdbd.log"] {
+        assert_eq!(mode(p), 0o600, "{p}");
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+    none_left(&cluster);
+}
