@@ -153,8 +153,8 @@ pub fn parse(
         q.qos = list(v);
     }
     if let Some(v) = p.value("nodelist") {
-        q.nodes =
-            crate::hostlist::expand(v).map_err(|e| fatal(format!("Invalid node list: {e}")))?;
+        q.nodes = drover_conf::hostlist::expand(v)
+            .map_err(|e| fatal(format!("Invalid node list: {e}")))?;
     }
     let states_given = p.value("state").is_some();
     if let Some(v) = p.value("state") {
