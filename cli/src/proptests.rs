@@ -104,7 +104,6 @@ proptest! {
         let _ = jobids::expand_indices(&s);
         let _ = timefmt::parse_time_limit(&s);
         let _ = timefmt::parse_begin(&s, 1_700_000_000);
-        let _ = sbatch::options::parse_mem_mb(&s);
         let _ = sbatch::options::parse_signal_spec(&s);
         let _ = sbatch::options::valid_dependency(&s);
         let _ = crate::scontrol::update::parse_update(std::slice::from_ref(&s));

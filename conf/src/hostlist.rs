@@ -527,7 +527,7 @@ pub fn ranges(idx: &[u32]) -> String {
     while k < v.len() {
         let start = v[k];
         let mut end = start;
-        while k + 1 < v.len() && v[k + 1] == end + 1 {
+        while k + 1 < v.len() && end.checked_add(1) == Some(v[k + 1]) {
             k += 1;
             end = v[k];
         }
@@ -551,5 +551,10 @@ mod ranges_tests {
         assert_eq!(super::ranges(&[8, 0, 1, 2, 5, 7, 2]), "0-2,5,7-8");
         assert_eq!(super::ranges(&[]), "");
         assert_eq!(super::ranges(&[4]), "4");
+        assert_eq!(super::ranges(&[3, 0, 1, 2, 7]), "0-3,7");
+        assert_eq!(
+            super::ranges(&[u32::MAX, u32::MAX - 1, 0]),
+            format!("0,{}-{}", u32::MAX - 1, u32::MAX)
+        );
     }
 }

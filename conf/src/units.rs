@@ -109,8 +109,11 @@ pub fn format_limit(minutes: Option<u32>) -> String {
     }
 }
 
-/// Memory size with optional unit (K, M, G, T, P; any case; optional trailing
-/// `B`) -> MB. No unit means MB. Kilobytes round up to whole MB.
+/// Memory size with optional unit -> MB: Slurm's `str_to_mbytes`, used by
+/// `--mem`, `--mem-per-cpu`, `--mem-per-gpu`, slurm.conf, cgroup.conf and
+/// sacctmgr limits alike. Units K, M, G, T (any case, optional trailing `B`);
+/// no unit means MB; kilobytes round up to whole MB. `P` is refused, as
+/// Slurm refuses it.
 pub fn parse_mem_mb(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t
@@ -127,7 +130,7 @@ pub fn parse_mem_mb(s: &str) -> Result<u64, String> {
         .map_err(|_| format!("memory size '{t}' is too large"))?;
     let unit = unit.to_ascii_uppercase();
     let unit = match unit.as_str() {
-        "KB" | "MB" | "GB" | "TB" | "PB" => &unit[..1],
+        "KB" | "MB" | "GB" | "TB" => &unit[..1],
         other => other,
     };
     let too_large = || format!("memory size '{t}' is too large");
@@ -136,7 +139,6 @@ pub fn parse_mem_mb(s: &str) -> Result<u64, String> {
         "K" => Ok(n.div_ceil(1024)),
         "G" => n.checked_mul(1024).ok_or_else(too_large),
         "T" => n.checked_mul(1024 * 1024).ok_or_else(too_large),
-        "P" => n.checked_mul(1024 * 1024 * 1024).ok_or_else(too_large),
         _ => Err(format!("invalid memory size '{t}': unknown unit")),
     }
 }
@@ -256,6 +258,10 @@ mod tests {
         assert_eq!(parse_mem_mb("0"), Ok(0));
         assert_eq!(parse_mem_mb("2T"), Ok(2 * 1024 * 1024));
         assert_eq!(parse_mem_mb(" 8G "), Ok(8192));
+        assert_eq!(parse_mem_mb("2048K"), Ok(2));
+        assert_eq!(parse_mem_mb("1000k"), Ok(1));
+        assert_eq!(parse_mem_mb("1T"), Ok(1024 * 1024));
+        assert_eq!(parse_mem_mb("3tb"), Ok(3 * 1024 * 1024));
     }
 
     #[test]
@@ -273,6 +279,9 @@ mod tests {
             "18446744073709551615G",
             "5B",
             "ÄG",
+            "1P",
+            "2PB",
+            "1E",
         ] {
             assert!(parse_mem_mb(s).is_err(), "{s:?} should fail");
         }
