@@ -103,7 +103,7 @@ proptest! {
         let _ = jobids::parse_array_spec(&s);
         let _ = jobids::expand_indices(&s);
         let _ = timefmt::parse_time_limit(&s);
-        let _ = timefmt::parse_begin(&s, 1_700_000_000);
+        let _ = drover_conf::datetime::parse_begin(&s, 1_700_000_000, &timefmt::Local);
         let _ = sbatch::options::parse_signal_spec(&s);
         let _ = sbatch::options::valid_dependency(&s);
         let _ = crate::scontrol::update::parse_update(std::slice::from_ref(&s));

@@ -4,6 +4,7 @@
 
 use crate::opts::{opt, Arg, OptDef};
 use crate::timefmt;
+use drover_conf::datetime::parse_begin;
 
 /// Options sbatch understands. Options Slurm has but Drover does not act on
 /// are accepted and recorded (see [`RECORDED`]).
@@ -557,8 +558,9 @@ impl SbatchOpts {
             }
             "account" => self.account = s(),
             "begin" => {
-                self.begin =
-                    Some(timefmt::parse_begin(v, now).ok_or("Invalid --begin specification")?)
+                self.begin = Some(
+                    parse_begin(v, now, &timefmt::Local).ok_or("Invalid --begin specification")?,
+                )
             }
             "cpus-per-task" => self.cpus_per_task = Some(parse_positive(v, "--cpus-per-task")?),
             "uid" | "gid" => return Err(identity_option(key, crate::users::uid())),
@@ -607,8 +609,10 @@ impl SbatchOpts {
             "contiguous" => self.contiguous = true,
             "cpus-per-gpu" => self.cpus_per_gpu = Some(parse_u32(v, "--cpus-per-gpu")?),
             "deadline" => {
-                self.deadline =
-                    Some(timefmt::parse_begin(v, now).ok_or("Invalid --deadline specification")?)
+                self.deadline = Some(
+                    parse_begin(v, now, &timefmt::Local)
+                        .ok_or("Invalid --deadline specification")?,
+                )
             }
             "exclusive" => match value {
                 None | Some("") | Some("exclusive") => self.exclusive = Some(true),

@@ -405,7 +405,7 @@ pub fn run(args: &[String]) -> i32 {
                 }
             } else {
                 if !p.no_header && (p.iterate > 0 || p.long) {
-                    out.push_str(&crate::timefmt::fmt_ctime(&crate::timefmt::localtime(now)));
+                    out.push_str(&drover_conf::datetime::fmt_ctime(&crate::timefmt::localtime(now)));
                     out.push('\n');
                 }
                 render(&mut out, &p, &parts, &nodes);
