@@ -33,7 +33,7 @@ impl Zone for Local {
         }
     }
 
-    fn from_fields(
+    fn to_unix(
         &self,
         year: i32,
         month0: i32,
@@ -168,7 +168,7 @@ mod tests {
     fn local_zone_round_trips() {
         let t = 1_700_000_000;
         let tm = localtime(t);
-        let back = Local.from_fields(
+        let back = Local.to_unix(
             tm.year,
             tm.month as i32 - 1,
             tm.day as i32,

@@ -24,7 +24,7 @@ pub trait Zone {
     fn to_tm(&self, t: i64) -> Tm;
     /// The unix time of a broken-down time; fields may overflow (day 32,
     /// hour 24) and are normalised as `mktime` does. `month0` is 0-based.
-    fn from_fields(
+    fn to_unix(
         &self,
         year: i32,
         month0: i32,
@@ -79,7 +79,7 @@ impl Zone for Utc {
         }
     }
 
-    fn from_fields(
+    fn to_unix(
         &self,
         year: i32,
         month0: i32,
@@ -213,7 +213,7 @@ pub fn parse_begin(s: &str, now: i64, zone: &dyn Zone) -> Option<i64> {
     }
     let today = zone.to_tm(now);
     let at = |y: i32, mo: u32, d: u32, h: u32, mi: u32, se: u32| {
-        zone.from_fields(y, mo as i32 - 1, d as i32, h as i32, mi as i32, se as i32)
+        zone.to_unix(y, mo as i32 - 1, d as i32, h as i32, mi as i32, se as i32)
     };
     // A time of day, optionally followed by a day word.
     let (clock_part, day_part) = match lower.split_once(char::is_whitespace) {
@@ -336,15 +336,15 @@ mod tests {
         assert_eq!(Utc.to_tm(0).wday, 4);
         assert_eq!(fmt_iso(&Utc.to_tm(951_782_400)), "2000-02-29T00:00:00");
         assert_eq!(fmt_iso(&Utc.to_tm(-1)), "1969-12-31T23:59:59");
-        assert_eq!(Utc.from_fields(2023, 10, 14, 22, 13, 20), Some(NOW));
+        assert_eq!(Utc.to_unix(2023, 10, 14, 22, 13, 20), Some(NOW));
         // overflowing fields normalise
         assert_eq!(
-            Utc.from_fields(2023, 11, 32, 0, 0, 0),
-            Utc.from_fields(2024, 0, 1, 0, 0, 0)
+            Utc.to_unix(2023, 11, 32, 0, 0, 0),
+            Utc.to_unix(2024, 0, 1, 0, 0, 0)
         );
         assert_eq!(
-            Utc.from_fields(2024, 1, 29, 24, 0, 0),
-            Utc.from_fields(2024, 2, 1, 0, 0, 0)
+            Utc.to_unix(2024, 1, 29, 24, 0, 0),
+            Utc.to_unix(2024, 2, 1, 0, 0, 0)
         );
     }
 
@@ -384,7 +384,7 @@ mod tests {
         assert_eq!(iso(p("today")), "2023-11-14T00:00:00");
         assert_eq!(iso(p("tomorrow")), "2023-11-15T00:00:00");
         // month ends roll over
-        let dec31 = Utc.from_fields(2023, 11, 31, 23, 0, 0).unwrap();
+        let dec31 = Utc.to_unix(2023, 11, 31, 23, 0, 0).unwrap();
         assert_eq!(
             iso(parse_begin("tomorrow", dec31, &Utc)),
             "2024-01-01T00:00:00"
