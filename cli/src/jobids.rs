@@ -151,7 +151,7 @@ pub fn split_job_list(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     for w in s.split_whitespace() {
         out.extend(
-            crate::hostlist::split_top_level(w)
+            drover_conf::hostlist::split_top_level(w)
                 .into_iter()
                 .filter(|x| !x.is_empty())
                 .map(str::to_string),

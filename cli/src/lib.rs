@@ -12,7 +12,6 @@ pub mod bench;
 pub mod benchacct;
 pub mod conn;
 pub mod fmtspec;
-pub mod hostlist;
 pub mod jobids;
 pub mod json;
 pub mod jsonw;

@@ -144,7 +144,7 @@ pub fn parse_args(
     }
     if let Some(n) = p.value("nodelist") {
         r.filter.nodes =
-            crate::hostlist::expand(n).map_err(|_| err(format!("Invalid node list: {n}")))?;
+            drover_conf::hostlist::expand(n).map_err(|_| err(format!("Invalid node list: {n}")))?;
         filtered = true;
     }
     if let Some(s) = p.value("state") {

@@ -5,7 +5,8 @@ use drover_proto::{DiagRequest, DiagResponse};
 
 use crate::conn;
 use crate::opts::{self, opt, Arg, OptDef};
-use crate::timefmt::{fmt_ctime, localtime};
+use crate::timefmt::localtime;
+use drover_conf::datetime::fmt_ctime;
 
 pub const TABLE: &[OptDef] = &[
     opt("all", Some('a'), Arg::No, "all"),

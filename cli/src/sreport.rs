@@ -113,7 +113,7 @@ pub fn parse(args: &[String], now: i64) -> Result<Opts, String> {
             _ => words.push(a.clone()),
         }
     }
-    let midnight = crate::sacct::args::midnight(now);
+    let midnight = drover_conf::datetime::midnight(now, &crate::timefmt::Local);
     let mut start = midnight - 86400;
     let mut end = midnight;
     let mut cluster = None;
@@ -125,11 +125,11 @@ pub fn parse(args: &[String], now: i64) -> Result<Opts, String> {
         match w.split_once('=') {
             Some((k, v)) => match k.to_ascii_lowercase().as_str() {
                 "start" => {
-                    start = crate::sacct::args::parse_time(v, now)
+                    start = drover_conf::datetime::parse_query_time(v, now, &crate::timefmt::Local)
                         .ok_or_else(|| format!("Invalid time specification: {v}"))?
                 }
                 "end" => {
-                    end = crate::sacct::args::parse_time(v, now)
+                    end = drover_conf::datetime::parse_query_time(v, now, &crate::timefmt::Local)
                         .ok_or_else(|| format!("Invalid time specification: {v}"))?
                 }
                 "cluster" | "clusters" => cluster = Some(v.to_string()),
@@ -215,7 +215,7 @@ fn banner(out: &mut String, title: &str, o: &Opts) {
         return;
     }
     let rule = "-".repeat(80);
-    let fmt = |t: i64| crate::timefmt::fmt_iso(&crate::timefmt::localtime(t));
+    let fmt = |t: i64| drover_conf::datetime::fmt_iso(&crate::timefmt::localtime(t));
     out.push_str(&format!(
         "{rule}\n{title} {} - {}\nUsage reported in {}\n{rule}\n",
         fmt(o.start),

@@ -237,8 +237,8 @@ fn split_name(name: &str) -> Option<Split<'_>> {
     })
 }
 
-/// A numeric field: (value, digit count, zero padded).
-type NumField = (u64, usize, bool);
+/// A numeric field: (value, digit count, zero padded, position in the input).
+type NumField = (u64, usize, bool, usize);
 /// (prefix, suffix) -> the numeric fields of the names with that shape.
 type Groups<'a> = BTreeMap<(&'a str, &'a str), Vec<NumField>>;
 
@@ -246,60 +246,100 @@ fn fmt_num(v: u64, width: usize) -> String {
     format!("{v:0width$}")
 }
 
-/// Compress names into a hostlist expression (the inverse of [`expand`]).
+/// How [`compress_with`] orders its output groups.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// By prefix, suffix, first number (Slurm's `hostlist_sort`).
+    Sorted,
+    /// In the order each group's first name was given.
+    FirstSeen,
+}
+
+/// Compress names into a hostlist expression (the inverse of [`expand`]),
+/// sorted the way Slurm's `hostlist_sort` orders them.
 ///
 /// Names are grouped by the text around their last numeric field and by
 /// zero-pad width; numbers are sorted and merged into ranges; duplicates are
 /// dropped; a group of one name stays bare. Groups are sorted by prefix.
 pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
+    compress_with(names, Order::Sorted)
+}
+
+/// Like [`compress`], but the groups keep the order in which their first
+/// name appears (`x,n2,n1` -> `x,n[1-2]`): `scontrol show hostlist`,
+/// node lists given in the user's order.
+pub fn compress_in_order<S: AsRef<str>>(names: &[S]) -> String {
+    compress_with(names, Order::FirstSeen)
+}
+
+fn compress_with<S: AsRef<str>>(names: &[S], order: Order) -> String {
     let mut groups: Groups<'_> = BTreeMap::new();
-    let mut bare: BTreeSet<&str> = BTreeSet::new();
-    for n in names {
+    let mut bare: BTreeMap<&str, usize> = BTreeMap::new();
+    for (pos, n) in names.iter().enumerate() {
         let n = n.as_ref();
         match split_name(n) {
             Some(s) => groups.entry((s.prefix, s.suffix)).or_default().push((
                 s.value,
                 s.digits.len(),
                 s.digits.len() > 1 && s.digits.starts_with('0'),
+                pos,
             )),
             None => {
                 if !n.trim().is_empty() {
-                    bare.insert(n);
+                    bare.entry(n).or_insert(pos);
                 }
             }
         }
     }
-    // Output items keyed for sorting: (prefix, suffix, first value, width).
-    let mut items: Vec<((String, String, u64, usize), String)> = Vec::new();
-    for b in bare {
-        items.push(((b.to_string(), String::new(), 0, 0), b.to_string()));
+    // Output items keyed for sorting: (prefix, suffix, first value, width),
+    // with the position of their first name.
+    type Key = (String, String, u64, usize);
+    let mut items: Vec<(Key, usize, String)> = Vec::new();
+    for (b, pos) in bare {
+        items.push(((b.to_string(), String::new(), 0, 0), pos, b.to_string()));
     }
     for ((prefix, suffix), nums) in groups {
         let padded_widths: HashSet<usize> = nums.iter().filter(|n| n.2).map(|n| n.1).collect();
-        let mut by_width: BTreeMap<usize, BTreeSet<u64>> = BTreeMap::new();
-        for (value, len, padded) in nums {
+        let mut by_width: BTreeMap<usize, (BTreeSet<u64>, usize)> = BTreeMap::new();
+        for (value, len, padded, pos) in nums {
             // width 0 = natural (no padding); otherwise exact digit count
             let width = if padded || padded_widths.contains(&len) {
                 len
             } else {
                 0
             };
-            by_width.entry(width).or_default().insert(value);
+            let e = by_width.entry(width).or_insert((BTreeSet::new(), pos));
+            e.0.insert(value);
+            e.1 = e.1.min(pos);
         }
-        for (width, values) in by_width {
+        for (width, (values, pos)) in by_width {
             let first = values.first().copied().unwrap_or(0);
             items.push((
                 (prefix.to_string(), suffix.to_string(), first, width),
+                pos,
                 render_group(prefix, suffix, width, &values),
             ));
         }
     }
-    items.sort();
+    match order {
+        Order::Sorted => items.sort(),
+        Order::FirstSeen => items.sort_by_key(|i| i.1),
+    }
     items
         .into_iter()
-        .map(|(_, s)| s)
+        .map(|(_, _, s)| s)
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// Order host names the way Slurm's hostlist sort does: by the text around
+/// the last number, then by that number (`n2` before `n10`), then bytewise.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let key = |n: &str| match split_name(n) {
+        Some(s) => (s.prefix.to_string(), s.suffix.to_string(), Some(s.value)),
+        None => (n.to_string(), String::new(), None),
+    };
+    key(a).cmp(&key(b)).then_with(|| a.cmp(b))
 }
 
 fn render_group(prefix: &str, suffix: &str, width: usize, values: &BTreeSet<u64>) -> String {
@@ -436,6 +476,33 @@ mod tests {
     }
 
     #[test]
+    fn compress_in_given_order() {
+        assert_eq!(compress_in_order(&["n01", "n02", "x", "n03"]), "n[01-03],x");
+        assert_eq!(compress_in_order(&["x", "n2", "n1"]), "x,n[1-2]");
+        assert_eq!(compress_in_order(&["b", "a", "b"]), "b,a");
+        assert_eq!(
+            compress_in_order(&["pfx1", "pfx2", "pfx3", "pfx5", "host2"]),
+            "pfx[1-3,5],host2"
+        );
+        assert_eq!(compress_in_order(&["c02-ib", "c01-ib"]), "c[01-02]-ib");
+        assert_eq!(compress_in_order::<&str>(&[]), "");
+    }
+
+    #[test]
+    fn natural_order() {
+        use std::cmp::Ordering::*;
+        assert_eq!(natural_cmp("n2", "n10"), Less);
+        assert_eq!(natural_cmp("n10", "n2"), Greater);
+        assert_eq!(natural_cmp("a9", "b1"), Less);
+        assert_eq!(natural_cmp("c2-ib", "c10-ib"), Less);
+        assert_eq!(natural_cmp("n", "n1"), Less);
+        assert_eq!(natural_cmp("n1", "n1"), Equal);
+        let mut v = vec!["n10", "x", "n2", "n1"];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(v, vec!["n1", "n2", "n10", "x"]);
+    }
+
+    #[test]
     fn compress_round_trips() {
         let names = [
             "n1", "n01", "n001", "n10", "n010", "x", "n2", "r1n1", "r2n1",
@@ -460,7 +527,7 @@ pub fn ranges(idx: &[u32]) -> String {
     while k < v.len() {
         let start = v[k];
         let mut end = start;
-        while k + 1 < v.len() && v[k + 1] == end + 1 {
+        while k + 1 < v.len() && end.checked_add(1) == Some(v[k + 1]) {
             k += 1;
             end = v[k];
         }
@@ -484,5 +551,10 @@ mod ranges_tests {
         assert_eq!(super::ranges(&[8, 0, 1, 2, 5, 7, 2]), "0-2,5,7-8");
         assert_eq!(super::ranges(&[]), "");
         assert_eq!(super::ranges(&[4]), "4");
+        assert_eq!(super::ranges(&[3, 0, 1, 2, 7]), "0-3,7");
+        assert_eq!(
+            super::ranges(&[u32::MAX, u32::MAX - 1, 0]),
+            format!("0,{}-{}", u32::MAX - 1, u32::MAX)
+        );
     }
 }

@@ -1,11 +1,13 @@
 //! drover-conf: parsing of drover.conf / slurm.conf, gres.conf, cgroup.conf,
-//! hostlists and Slurm's time and memory formats.
+//! and the one implementation of Slurm's hostlist (`hostlist`), time and
+//! memory (`units`) and date (`datetime`) texts for the whole workspace.
 //!
 //! The crate is pure: text in, typed configuration (or an error) out. The
 //! only I/O is in the `load` functions, which read the file and its
 //! `Include`s and then call the text parser.
 
 pub mod cgroupconf;
+pub mod datetime;
 pub mod dbdconf;
 pub mod error;
 mod general;

@@ -62,30 +62,72 @@ pub fn parse_duration(s: &str) -> Result<Option<u64>, String> {
 }
 
 /// Like [`parse_duration`] but in minutes, rounding seconds up
-/// (`"0:30"` -> `Some(1)`).
+/// (`"0:30"` -> `Some(1)`). `u32::MAX` minutes is Slurm's INFINITE, so a
+/// finite limit stays below it.
 pub fn parse_time_minutes(s: &str) -> Result<Option<u32>, String> {
     match parse_duration(s)? {
         None => Ok(None),
         Some(secs) => u32::try_from(secs.div_ceil(60))
+            .ok()
+            .filter(|m| *m != u32::MAX)
             .map(Some)
-            .map_err(|_| format!("time '{}' is too large", s.trim())),
+            .ok_or_else(|| format!("time '{}' is too large", s.trim())),
     }
 }
 
 /// Slurm's `secs2time_str`: `M:SS` below one hour, `H:MM:SS` below one day,
 /// `D-HH:MM:SS` otherwise.
 pub fn format_elapsed(secs: u64) -> String {
-    let s = secs % 60;
-    let m = (secs / 60) % 60;
-    let h = (secs / 3600) % 24;
-    let d = secs / 86400;
+    let mut out = String::with_capacity(12);
+    push_elapsed(&mut out, secs);
+    out
+}
+
+/// [`format_elapsed`] appended to `out` (squeue/sinfo cells: no
+/// allocation, no formatting machinery; squeue prints one per row).
+pub fn push_elapsed(out: &mut String, secs: u64) {
+    let (d, h, m, s) = (
+        secs / 86400,
+        (secs / 3600) % 24,
+        (secs / 60) % 60,
+        secs % 60,
+    );
     if d > 0 {
-        format!("{d}-{h:02}:{m:02}:{s:02}")
+        push_u64(out, d);
+        out.push('-');
+        push_two(out, h);
+        out.push(':');
+        push_two(out, m);
     } else if h > 0 {
-        format!("{h}:{m:02}:{s:02}")
+        push_u64(out, h);
+        out.push(':');
+        push_two(out, m);
     } else {
-        format!("{m}:{s:02}")
+        push_u64(out, m);
     }
+    out.push(':');
+    push_two(out, s);
+}
+
+/// Two digits, zero padded (`v` < 100).
+fn push_two(out: &mut String, v: u64) {
+    out.push(char::from(b'0' + (v / 10 % 10) as u8));
+    out.push(char::from(b'0' + (v % 10) as u8));
+}
+
+/// Decimal digits of `v`.
+fn push_u64(out: &mut String, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend(buf[i..].iter().map(|&b| char::from(b)));
 }
 
 /// scontrol style: always `HH:MM:SS`, with a `D-` prefix from one day on.
@@ -109,8 +151,11 @@ pub fn format_limit(minutes: Option<u32>) -> String {
     }
 }
 
-/// Memory size with optional unit (K, M, G, T, P; any case; optional trailing
-/// `B`) -> MB. No unit means MB. Kilobytes round up to whole MB.
+/// Memory size with optional unit -> MB: Slurm's `str_to_mbytes`, used by
+/// `--mem`, `--mem-per-cpu`, `--mem-per-gpu`, slurm.conf, cgroup.conf and
+/// sacctmgr limits alike. Units K, M, G, T (any case, optional trailing `B`);
+/// no unit means MB; kilobytes round up to whole MB. `P` is refused, as
+/// Slurm refuses it.
 pub fn parse_mem_mb(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t
@@ -127,7 +172,7 @@ pub fn parse_mem_mb(s: &str) -> Result<u64, String> {
         .map_err(|_| format!("memory size '{t}' is too large"))?;
     let unit = unit.to_ascii_uppercase();
     let unit = match unit.as_str() {
-        "KB" | "MB" | "GB" | "TB" | "PB" => &unit[..1],
+        "KB" | "MB" | "GB" | "TB" => &unit[..1],
         other => other,
     };
     let too_large = || format!("memory size '{t}' is too large");
@@ -136,7 +181,6 @@ pub fn parse_mem_mb(s: &str) -> Result<u64, String> {
         "K" => Ok(n.div_ceil(1024)),
         "G" => n.checked_mul(1024).ok_or_else(too_large),
         "T" => n.checked_mul(1024 * 1024).ok_or_else(too_large),
-        "P" => n.checked_mul(1024 * 1024 * 1024).ok_or_else(too_large),
         _ => Err(format!("invalid memory size '{t}': unknown unit")),
     }
 }
@@ -212,6 +256,8 @@ mod tests {
         assert_eq!(parse_time_minutes("5-00:00:00"), Ok(Some(7200)));
         assert_eq!(parse_time_minutes("UNLIMITED"), Ok(None));
         assert!(parse_time_minutes("99999999999").is_err());
+        assert_eq!(parse_time_minutes("4294967294"), Ok(Some(u32::MAX - 1)));
+        assert!(parse_time_minutes("4294967295").is_err());
         assert!(parse_time_minutes("x").is_err());
     }
 
@@ -224,6 +270,9 @@ mod tests {
         assert_eq!(format_elapsed(4 * 3600 + 5), "4:00:05");
         assert_eq!(format_elapsed(86400), "1-00:00:00");
         assert_eq!(format_elapsed(5 * 86400 + 3661), "5-01:01:01");
+        let mut s = String::from("x");
+        push_elapsed(&mut s, 65);
+        assert_eq!(s, "x1:05");
     }
 
     #[test]
@@ -256,6 +305,10 @@ mod tests {
         assert_eq!(parse_mem_mb("0"), Ok(0));
         assert_eq!(parse_mem_mb("2T"), Ok(2 * 1024 * 1024));
         assert_eq!(parse_mem_mb(" 8G "), Ok(8192));
+        assert_eq!(parse_mem_mb("2048K"), Ok(2));
+        assert_eq!(parse_mem_mb("1000k"), Ok(1));
+        assert_eq!(parse_mem_mb("1T"), Ok(1024 * 1024));
+        assert_eq!(parse_mem_mb("3tb"), Ok(3 * 1024 * 1024));
     }
 
     #[test]
@@ -273,6 +326,9 @@ mod tests {
             "18446744073709551615G",
             "5B",
             "ÄG",
+            "1P",
+            "2PB",
+            "1E",
         ] {
             assert!(parse_mem_mb(s).is_err(), "{s:?} should fail");
         }

@@ -132,6 +132,29 @@ proptest! {
     }
 
     #[test]
+    fn hostlist_in_order_round_trips(names in host_names()) {
+        let c = hostlist::compress_in_order(&names);
+        let back = hostlist::expand(&c).map_err(|e| TestCaseError::fail(format!("{c}: {e}")))?;
+        let want: BTreeSet<&str> = names.iter().map(String::as_str).collect();
+        let got: BTreeSet<&str> = back.iter().map(String::as_str).collect();
+        prop_assert_eq!(&got, &want, "compressed: {}", c);
+        // the group of the first name given comes first
+        if let (Some(first), Some(head)) = (names.first(), hostlist::split_top_level(&c).first()) {
+            let head = hostlist::expand(head).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert!(head.contains(first), "{} does not start {}", first, c);
+        }
+        // the same names in another order compress to the same groups
+        let mut rev = names.clone();
+        rev.reverse();
+        let mut a: Vec<String> = hostlist::split_top_level(&c).into_iter().map(String::from).collect();
+        let r = hostlist::compress_in_order(&rev);
+        let mut b: Vec<String> = hostlist::split_top_level(&r).into_iter().map(String::from).collect();
+        a.sort();
+        b.sort();
+        prop_assert_eq!(a, b);
+    }
+
+    #[test]
     fn hostlist_expand_never_panics(s in any::<String>(), t in config_like()) {
         let _ = hostlist::expand(&s);
         let _ = hostlist::expand(&t);

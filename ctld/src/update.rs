@@ -443,18 +443,8 @@ fn parse_start_time(v: &str) -> Result<i64, String> {
         return Ok(t);
     }
     if let Some(rest) = v.strip_prefix("now+") {
-        let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-        let n: i64 = digits.parse().map_err(|_| bad())?;
-        let unit = &rest[digits.len()..];
-        let mult = match unit.to_ascii_lowercase().as_str() {
-            "" | "s" | "sec" | "secs" | "seconds" => 1,
-            "m" | "min" | "mins" | "minutes" => 60,
-            "h" | "hour" | "hours" => 3600,
-            "d" | "day" | "days" => 86400,
-            "w" | "week" | "weeks" => 604800,
-            _ => return Err(bad()),
-        };
-        return Ok(t + n * mult);
+        let secs = drover_conf::datetime::parse_offset(rest).ok_or_else(bad)?;
+        return t.checked_add(secs).ok_or_else(bad);
     }
     v.parse::<i64>().map_err(|_| bad())
 }

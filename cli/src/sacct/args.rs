@@ -1,6 +1,8 @@
 //! sacct's command line: flags to a query and an output layout. Pure (the
 //! caller passes the effective uid, `now` and a user lookup).
 
+use crate::timefmt::Local;
+use drover_conf::datetime::{midnight, parse_query_time};
 use drover_proto::acct::JobQuery;
 use drover_proto::JobState;
 
@@ -71,28 +73,6 @@ fn list(v: &str) -> Vec<String> {
         .collect()
 }
 
-/// Local midnight of the day `now` falls in.
-pub fn midnight(now: i64) -> i64 {
-    let tm = crate::timefmt::localtime(now);
-    now - i64::from(tm.hour * 3600 + tm.min * 60 + tm.sec)
-}
-
-/// sacct's time values: `now`, `now-2hours`, `now+1day`, dates and times
-/// `--begin` accepts (`2024-05-01`, `2024-05-01T10:00`, `10:00`, `MM/DD`).
-pub fn parse_time(s: &str, now: i64) -> Option<i64> {
-    let t = s.trim();
-    if let Some(rest) = t.to_ascii_lowercase().strip_prefix("now-") {
-        let plus = crate::timefmt::parse_begin(&format!("now+{rest}"), now)?;
-        return Some(now - (plus - now));
-    }
-    // A date alone is that day's midnight (not "the next occurrence").
-    let b = t.as_bytes();
-    if t.len() == 10 && b[4] == b'-' && b[7] == b'-' {
-        return crate::timefmt::parse_begin(&format!("{t}T00:00:00"), now);
-    }
-    crate::timefmt::parse_begin(t, now)
-}
-
 pub fn parse(
     args: &[String],
     euid: u32,
@@ -153,8 +133,8 @@ pub fn parse(
         q.qos = list(v);
     }
     if let Some(v) = p.value("nodelist") {
-        q.nodes =
-            crate::hostlist::expand(v).map_err(|e| fatal(format!("Invalid node list: {e}")))?;
+        q.nodes = drover_conf::hostlist::expand(v)
+            .map_err(|e| fatal(format!("Invalid node list: {e}")))?;
     }
     let states_given = p.value("state").is_some();
     if let Some(v) = p.value("state") {
@@ -171,13 +151,15 @@ pub fn parse(
     }
     let start = match p.value("starttime") {
         Some(v) => Some(
-            parse_time(v, now).ok_or_else(|| fatal(format!("Invalid time specification: {v}")))?,
+            parse_query_time(v, now, &Local)
+                .ok_or_else(|| fatal(format!("Invalid time specification: {v}")))?,
         ),
         None => None,
     };
     let end = match p.value("endtime") {
         Some(v) => Some(
-            parse_time(v, now).ok_or_else(|| fatal(format!("Invalid time specification: {v}")))?,
+            parse_query_time(v, now, &Local)
+                .ok_or_else(|| fatal(format!("Invalid time specification: {v}")))?,
         ),
         None => None,
     };
@@ -186,7 +168,7 @@ pub fn parse(
         Some(s) => s.max(1),
         None if ids_given => 0,
         None if states_given => now,
-        None => midnight(now),
+        None => midnight(now, &Local),
     };
     q.end = match end {
         Some(e) => e,
@@ -262,7 +244,7 @@ mod tests {
     fn defaults() {
         let o = run(&[], 0).unwrap();
         assert!(o.query.uids.is_empty());
-        assert_eq!(o.query.start, midnight(1_700_000_000));
+        assert_eq!(o.query.start, midnight(1_700_000_000, &Local));
         assert_eq!(o.query.end, 1_700_000_000);
         assert_eq!(o.cols.len(), 7);
         assert_eq!(o.mode, Mode::Table);

@@ -140,7 +140,7 @@ pub fn run(args: &[String]) -> i32 {
         match std::fs::read_to_string(&path) {
             Ok(t) => {
                 let hosts: Vec<&str> = t.split_whitespace().flat_map(|l| l.split(',')).collect();
-                o.nodelist = Some(crate::hostlist::compress(&hosts));
+                o.nodelist = Some(drover_conf::hostlist::compress_in_order(&hosts));
             }
             Err(_) => return err(&format!("Unable to open file {path}")),
         }

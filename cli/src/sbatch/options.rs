@@ -4,6 +4,7 @@
 
 use crate::opts::{opt, Arg, OptDef};
 use crate::timefmt;
+use drover_conf::datetime::parse_begin;
 
 /// Options sbatch understands. Options Slurm has but Drover does not act on
 /// are accepted and recorded (see [`RECORDED`]).
@@ -322,24 +323,10 @@ pub struct SbatchOpts {
     pub spank: Vec<String>,
 }
 
-/// Slurm's `str_to_mbytes`: a number with an optional K/M/G/T suffix
-/// (default M; K rounds up).
-pub fn parse_mem_mb(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
-    if digits.is_empty() || digits.len() > 15 {
-        return None;
-    }
-    let n: u64 = digits.parse().ok()?;
-    let suffix = s[digits.len()..].to_ascii_lowercase();
-    let suffix = suffix.strip_suffix('b').unwrap_or(&suffix);
-    match suffix {
-        "" | "m" => Some(n),
-        "k" => Some(n.div_ceil(1024)),
-        "g" => n.checked_mul(1024),
-        "t" => n.checked_mul(1024 * 1024),
-        _ => None,
-    }
+/// `--mem`, `--mem-per-cpu`, `--mem-per-gpu` in MB (the workspace's one
+/// memory-size parser), with sbatch's message.
+fn mem_mb(v: &str) -> Result<u64, String> {
+    drover_conf::units::parse_mem_mb(v).map_err(|_| format!("invalid memory constraint {v}"))
 }
 
 fn parse_u32(v: &str, what: &str) -> Result<u32, String> {
@@ -571,8 +558,9 @@ impl SbatchOpts {
             }
             "account" => self.account = s(),
             "begin" => {
-                self.begin =
-                    Some(timefmt::parse_begin(v, now).ok_or("Invalid --begin specification")?)
+                self.begin = Some(
+                    parse_begin(v, now, &timefmt::Local).ok_or("Invalid --begin specification")?,
+                )
             }
             "cpus-per-task" => self.cpus_per_task = Some(parse_positive(v, "--cpus-per-task")?),
             "uid" | "gid" => return Err(identity_option(key, crate::users::uid())),
@@ -621,8 +609,10 @@ impl SbatchOpts {
             "contiguous" => self.contiguous = true,
             "cpus-per-gpu" => self.cpus_per_gpu = Some(parse_u32(v, "--cpus-per-gpu")?),
             "deadline" => {
-                self.deadline =
-                    Some(timefmt::parse_begin(v, now).ok_or("Invalid --deadline specification")?)
+                self.deadline = Some(
+                    parse_begin(v, now, &timefmt::Local)
+                        .ok_or("Invalid --deadline specification")?,
+                )
             }
             "exclusive" => match value {
                 None | Some("") | Some("exclusive") => self.exclusive = Some(true),
@@ -664,19 +654,17 @@ impl SbatchOpts {
             }
             "mail-user" => self.mail_user = s(),
             "mem" => {
-                self.mem = Some(parse_mem_mb(v).ok_or(format!("invalid memory constraint {v}"))?);
+                self.mem = Some(mem_mb(v)?);
                 self.mem_per_cpu = None;
                 self.mem_per_gpu = None;
             }
             "mem-per-cpu" => {
-                self.mem_per_cpu =
-                    Some(parse_mem_mb(v).ok_or(format!("invalid memory constraint {v}"))?);
+                self.mem_per_cpu = Some(mem_mb(v)?);
                 self.mem = None;
                 self.mem_per_gpu = None;
             }
             "mem-per-gpu" => {
-                self.mem_per_gpu =
-                    Some(parse_mem_mb(v).ok_or(format!("invalid memory constraint {v}"))?);
+                self.mem_per_gpu = Some(mem_mb(v)?);
                 self.mem = None;
                 self.mem_per_cpu = None;
             }
@@ -766,20 +754,15 @@ mod tests {
 
     #[test]
     fn memory() {
-        assert_eq!(parse_mem_mb("954M"), Some(954));
-        assert_eq!(parse_mem_mb("4g"), Some(4096));
-        assert_eq!(parse_mem_mb("1024"), Some(1024));
-        assert_eq!(parse_mem_mb("2048K"), Some(2));
-        assert_eq!(parse_mem_mb("1000k"), Some(1));
-        assert_eq!(parse_mem_mb("1T"), Some(1024 * 1024));
-        assert_eq!(parse_mem_mb("10GB"), Some(10240));
-        assert_eq!(parse_mem_mb("4x"), None);
-        assert_eq!(parse_mem_mb(""), None);
-        assert_eq!(parse_mem_mb("-5"), None);
         assert_eq!(
             apply("mem", Some("4x")).unwrap_err(),
             "invalid memory constraint 4x"
         );
+        assert_eq!(
+            apply("mem", Some("1P")).unwrap_err(),
+            "invalid memory constraint 1P"
+        );
+        assert_eq!(apply("mem", Some("1TB")).unwrap().mem, Some(1024 * 1024));
         let mut o = apply("mem-per-cpu", Some("2G")).unwrap();
         o.apply("mem", Some("8G"), 0).unwrap();
         assert_eq!((o.mem, o.mem_per_cpu), (Some(8192), None));

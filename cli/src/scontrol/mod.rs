@@ -262,7 +262,8 @@ pub fn parse_args(args: &[String]) -> Result<(Flags, Command), Vec<String>> {
 
 /// `show hostnames`: one host per line.
 pub fn hostnames(list: &str) -> Result<String, String> {
-    let hosts = crate::hostlist::expand(list).map_err(|_| format!("Invalid hostlist: {list}"))?;
+    let hosts =
+        drover_conf::hostlist::expand(list).map_err(|_| format!("Invalid hostlist: {list}"))?;
     let mut s = String::new();
     for h in hosts {
         s.push_str(&h);
@@ -281,16 +282,17 @@ pub fn hostlist(arg: &str, sorted: bool) -> Result<String, String> {
     let mut hosts = Vec::new();
     for piece in text.split_whitespace() {
         hosts.extend(
-            crate::hostlist::expand(piece).map_err(|_| format!("Invalid hostlist: {piece}"))?,
+            drover_conf::hostlist::expand(piece)
+                .map_err(|_| format!("Invalid hostlist: {piece}"))?,
         );
     }
     if hosts.is_empty() {
         return Err("Invalid hostlist: (null)".into());
     }
     let s = if sorted {
-        crate::hostlist::compress_sorted(&hosts)
+        drover_conf::hostlist::compress(&hosts)
     } else {
-        crate::hostlist::compress(&hosts)
+        drover_conf::hostlist::compress_in_order(&hosts)
     };
     Ok(format!("{s}\n"))
 }
@@ -529,7 +531,7 @@ async fn execute(
         }
         Command::ShowNode(name) => {
             let names = match &name {
-                Some(n) => match crate::hostlist::expand(n) {
+                Some(n) => match drover_conf::hostlist::expand(n) {
                     Ok(v) => v,
                     Err(_) => {
                         eprintln!("Node {n} not found");

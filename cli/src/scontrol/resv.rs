@@ -6,7 +6,8 @@ use drover_proto::{
 };
 
 use crate::conn;
-use crate::timefmt::{make_time_str, parse_begin, secs2time_str};
+use crate::timefmt::{make_time_str, secs2time_str, Local};
+use drover_conf::datetime::parse_begin;
 
 /// What to do with reservations.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,8 +27,8 @@ pub fn absolute(words: &[String], now: i64) -> Result<Vec<String>, String> {
         };
         let key = k.trim().to_ascii_lowercase();
         if key == "starttime" || key == "endtime" {
-            let t =
-                parse_begin(v, now).ok_or_else(|| format!("Invalid time specification: {v}"))?;
+            let t = parse_begin(v, now, &Local)
+                .ok_or_else(|| format!("Invalid time specification: {v}"))?;
             out.push(format!("{k}={t}"));
         } else {
             out.push(w.clone());

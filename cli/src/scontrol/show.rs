@@ -19,7 +19,7 @@ pub struct ShowOpts {
 /// `scontrol show step`: one running step of job `j`.
 pub fn step(j: &JobInfo, s: &drover_proto::StepInfo, o: &ShowOpts) -> String {
     let mut r = Record::new();
-    let nnodes = crate::hostlist::expand(&s.nodelist).map_or(0, |v| v.len());
+    let nnodes = drover_conf::hostlist::expand(&s.nodelist).map_or(0, |v| v.len());
     r.line(format!(
         "StepId={}.{} UserId={} StartTime={} TimeLimit=UNLIMITED",
         j.job_id,
@@ -148,7 +148,7 @@ fn alloc_lines(j: &JobInfo) -> Vec<String> {
         .map(|(nodes, cpus, mem, gres)| {
             format!(
                 "  Nodes={} CPU_IDs={} Mem={} GRES={}",
-                crate::hostlist::compress(&nodes),
+                drover_conf::hostlist::compress_in_order(&nodes),
                 cpus,
                 mem,
                 gres

@@ -82,7 +82,7 @@ pub fn parse_update(words: &[String]) -> Result<Update, Vec<String>> {
         }
         "jobname" => Err(vec!["update by JobName is not supported, use JobId".into()]),
         "nodename" => {
-            let names = crate::hostlist::expand(&ev)
+            let names = drover_conf::hostlist::expand(&ev)
                 .map_err(|_| vec![format!("Invalid node name specified: {ev}")])?;
             let mut state = String::new();
             let mut reason = String::new();

@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use drover_proto::{NodeInfo, PartitionInfo, INFINITE};
 
 use crate::fmtspec::{self, Format};
-use crate::hostlist;
 use crate::nodestate::NodeState;
 use crate::timefmt;
+use drover_conf::hostlist;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeField {
@@ -420,7 +420,7 @@ pub fn auto_widths(groups: &[Group<'_>], part: bool, node: bool) -> AutoWidth {
 
 pub fn node_list(g: &Group<'_>) -> String {
     let names: Vec<&str> = g.nodes.iter().map(|n| n.name.as_str()).collect();
-    hostlist::compress_sorted(&names)
+    hostlist::compress(&names)
 }
 
 fn min_max(out: &mut String, vals: impl Iterator<Item = u64>) {
@@ -590,7 +590,7 @@ pub fn value(out: &mut String, f: NodeField, g: &Group<'_>, width: usize) -> boo
                     }
                 })
                 .collect();
-            out.push_str(&hostlist::compress_sorted(&names));
+            out.push_str(&hostlist::compress(&names));
         }
         F::NodeAddr => {
             let names: Vec<&str> = g
@@ -604,7 +604,7 @@ pub fn value(out: &mut String, f: NodeField, g: &Group<'_>, width: usize) -> boo
                     }
                 })
                 .collect();
-            out.push_str(&hostlist::compress(&names));
+            out.push_str(&hostlist::compress_in_order(&names));
         }
         F::NodeList => out.push_str(&node_list(g)),
         F::CpuLoad => {

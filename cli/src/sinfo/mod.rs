@@ -164,7 +164,7 @@ pub fn parse_args(
             .collect()
     };
     let nodes = match p.value("nodes") {
-        Some(n) => match crate::hostlist::expand(n) {
+        Some(n) => match drover_conf::hostlist::expand(n) {
             Ok(h) => Some(h),
             Err(_) => {
                 return Err(vec![format!(
@@ -280,7 +280,7 @@ pub fn select<'a>(
             continue;
         }
         let names: Vec<String> = if part.node_names.is_empty() {
-            crate::hostlist::expand(&part.nodes).unwrap_or_default()
+            drover_conf::hostlist::expand(&part.nodes).unwrap_or_default()
         } else {
             part.node_names.clone()
         };
@@ -405,7 +405,7 @@ pub fn run(args: &[String]) -> i32 {
                 }
             } else {
                 if !p.no_header && (p.iterate > 0 || p.long) {
-                    out.push_str(&crate::timefmt::fmt_ctime(&crate::timefmt::localtime(now)));
+                    out.push_str(&drover_conf::datetime::fmt_ctime(&crate::timefmt::localtime(now)));
                     out.push('\n');
                 }
                 render(&mut out, &p, &parts, &nodes);

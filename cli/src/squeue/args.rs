@@ -303,7 +303,7 @@ pub fn parse_args(
     };
 
     let nodes = match p.value("nodelist") {
-        Some(w) => match crate::hostlist::expand(w) {
+        Some(w) => match drover_conf::hostlist::expand(w) {
             Ok(h) => Some(h),
             Err(_) => return Err(fatal(format!("'{w}' invalid entry for --nodelist"))),
         },

@@ -95,7 +95,7 @@ pub fn filter<'a>(job: &'a JobInfo, p: &Params, out: &mut Vec<Row<'a>>) {
         }
     }
     if let Some(nodes) = &p.nodes {
-        let jn = crate::hostlist::expand(&job.nodes).unwrap_or_default();
+        let jn = drover_conf::hostlist::expand(&job.nodes).unwrap_or_default();
         if !jn.iter().any(|n| nodes.contains(n)) {
             return;
         }

@@ -199,7 +199,9 @@ pub fn run(args: &[String]) -> i32 {
                     .and_then(|_| lock.flush());
             } else {
                 if !p.no_header && (p.iterate > 0 || p.verbose > 0 || p.long) {
-                    out.push_str(&crate::timefmt::fmt_ctime(&crate::timefmt::localtime(now)));
+                    out.push_str(&drover_conf::datetime::fmt_ctime(
+                        &crate::timefmt::localtime(now),
+                    ));
                     out.push('\n');
                 }
                 render(&mut out, &p, &resp.jobs, now);

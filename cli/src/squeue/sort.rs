@@ -137,7 +137,7 @@ pub fn sort_rows(rows: &mut Vec<Row<'_>>, spec: &str, now: i64) {
             let ky = &table[y * nk..(y + 1) * nk];
             for (k, &(c, reverse)) in keys.iter().enumerate() {
                 let o = if c == 'N' {
-                    crate::hostlist::natural_cmp(&rows[x].job.nodes, &rows[y].job.nodes)
+                    drover_conf::hostlist::natural_cmp(&rows[x].job.nodes, &rows[y].job.nodes)
                 } else {
                     kx[k].cmp(&ky[k])
                 };

@@ -4,8 +4,6 @@
 
 use drover_proto::{JobInfo, JobState};
 
-use crate::timefmt::secs_short;
-
 /// Slurm's default step format.
 pub const DEFAULT: &str = "%.15i %.8j %.9P %.8u %.9M %N";
 
@@ -95,7 +93,9 @@ pub fn render(out: &mut String, fmt: Option<&str>, no_header: bool, jobs: &[JobI
                             'j' => s.name.clone(),
                             'P' => j.partition.clone(),
                             'u' => j.user_name.clone(),
-                            'M' => secs_short((now - s.start_time).max(0)),
+                            'M' => drover_conf::units::format_elapsed(
+                                (now - s.start_time).max(0) as u64
+                            ),
                             'N' => s.nodelist.clone(),
                             'A' => s.ntasks.to_string(),
                             'S' => crate::timefmt::make_time_str(s.start_time),

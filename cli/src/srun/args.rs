@@ -75,24 +75,6 @@ fn num(p: &Parsed, key: &str, spelled: &str) -> Result<u32, String> {
     }
 }
 
-/// Memory size in MiB: `100`, `2G`, `512M`.
-pub fn mem_mb(v: &str) -> Option<u64> {
-    let v = v.trim();
-    let (digits, unit) = match v.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => (&v[..i], &v[i..]),
-        None => (v, ""),
-    };
-    let n: u64 = digits.parse().ok()?;
-    let mult = match unit.to_ascii_uppercase().as_str() {
-        "" | "M" | "MB" => 1,
-        "K" | "KB" => return Some(n.div_ceil(1024)),
-        "G" | "GB" => 1024,
-        "T" | "TB" => 1024 * 1024,
-        _ => return None,
-    };
-    Some(n * mult)
-}
-
 /// Build srun's request from parsed options, the command and `SLURM_JOB_ID`.
 pub fn build(p: &Parsed, env_job_id: Option<&str>) -> Result<Srun, String> {
     let mut s = Srun::default();
@@ -136,7 +118,8 @@ pub fn build(p: &Parsed, env_job_id: Option<&str>) -> Result<Srun, String> {
     r.gpus_per_node = gpu_count("gpus-per-node", "--gpus-per-node")?;
     r.gpus_per_task = gpu_count("gpus-per-task", "--gpus-per-task")?;
     if let Some(m) = p.value("mem") {
-        r.mem_mb = mem_mb(m).ok_or_else(|| format!("invalid --mem specification: {m}"))?;
+        r.mem_mb = drover_conf::units::parse_mem_mb(m)
+            .map_err(|_| format!("invalid --mem specification: {m}"))?;
     }
     if let Some(v) = p.value("cpu-bind") {
         drover_proto::bindopt::parse_cpu_bind(v).map_err(|e| {
@@ -184,28 +167,6 @@ pub fn build(p: &Parsed, env_job_id: Option<&str>) -> Result<Srun, String> {
         return Err("No command given to execute.".into());
     }
     Ok(s)
-}
-
-/// Task ids as Slurm lists them: `0-3,7`.
-pub fn task_ranges(ids: &[u32]) -> String {
-    let mut v = ids.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            v[i].to_string()
-        } else {
-            format!("{}-{}", v[i], v[j])
-        });
-        i = j + 1;
-    }
-    out.join(",")
 }
 
 /// The words Slurm uses for a task killed by a signal.
@@ -312,13 +273,10 @@ mod tests {
 
     #[test]
     fn texts_and_status() {
-        assert_eq!(task_ranges(&[3, 0, 1, 2, 7]), "0-3,7");
         assert_eq!(exit_status(&[(0, 0), (2, 0), (1, 0)]), 2);
         assert_eq!(exit_status(&[(0, 0), (0, 9)]), 137);
         assert_eq!(exit_status(&[]), 0);
         assert_eq!(signal_text(9), "Killed");
-        assert_eq!(mem_mb("512"), Some(512));
-        assert_eq!(mem_mb("1T"), Some(1024 * 1024));
     }
 
     #[test]

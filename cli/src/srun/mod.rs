@@ -631,7 +631,7 @@ fn report_tasks(
         let which = if tasks.len() == 1 {
             format!("task {}", tasks[0])
         } else {
-            format!("tasks {}", args::task_ranges(&tasks))
+            format!("tasks {}", drover_conf::hostlist::ranges(&tasks))
         };
         if sig != 0 {
             eprintln!("srun: error: {node}: {which}: {}", args::signal_text(sig));

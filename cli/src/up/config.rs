@@ -154,7 +154,7 @@ pub fn read_existing(text: &str) -> Existing {
                     }
                 }
                 "nodename" => {
-                    if let Ok(h) = crate::hostlist::expand(v) {
+                    if let Ok(h) = drover_conf::hostlist::expand(v) {
                         e.nodes += h.len() as u32;
                     }
                 }

@@ -37,38 +37,9 @@ pub(super) fn hold_of_run(a: &RunAlloc) -> Hold {
     }
 }
 
-/// FxHash (as in rustc): fast, and deterministic (a pass never iterates
+/// FxHash (rustc's hasher): fast, and deterministic (a pass never iterates
 /// its maps, so order does not matter anyway).
-#[derive(Default, Clone, Copy)]
-struct Fx(u64);
-
-impl std::hash::Hasher for Fx {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.write_u64(u64::from_le_bytes(w));
-        }
-        for &b in chunks.remainder() {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    fn write_u32(&mut self, w: u32) {
-        self.write_u64(u64::from(w));
-    }
-    fn write_usize(&mut self, w: usize) {
-        self.write_u64(w as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
+type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// Start times tried for a multi-node job's plan.
 const MULTI_NODE_TRIES: usize = 8;

@@ -113,26 +113,8 @@ pub fn memsw_limit_mb(conf: &CgroupConf, ram_mb: u64, alloc_mb: u64, node_mb: u6
 /// Map allocated CPU ids onto the host's CPUs (an emulated node may claim
 /// more CPUs than the host has: ids wrap around) and print a cpuset list.
 pub fn cpuset_list(cpu_ids: &[u32], host_cpus: u32) -> String {
-    let mut ids: Vec<u32> = cpu_ids.iter().map(|c| c % host_cpus.max(1)).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ids.len() {
-        let start = ids[i];
-        let mut end = start;
-        while i + 1 < ids.len() && ids[i + 1] == end + 1 {
-            i += 1;
-            end = ids[i];
-        }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    out.join(",")
+    let ids: Vec<u32> = cpu_ids.iter().map(|c| c % host_cpus.max(1)).collect();
+    drover_conf::hostlist::ranges(&ids)
 }
 
 /// The device nodes of the node's GRES that the job was NOT given. GRES

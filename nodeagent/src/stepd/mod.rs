@@ -71,20 +71,12 @@ fn log_line(msg: &str, routine: bool) {
     let Some(f) = log.file.as_mut() else {
         return;
     };
-    // SAFETY: time/gmtime_r write into the provided struct.
-    let stamp = unsafe {
-        let t = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::gmtime_r(&t, &mut tm);
-        format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-            tm.tm_year + 1900,
-            tm.tm_mon + 1,
-            tm.tm_mday,
-            tm.tm_hour,
-            tm.tm_min,
-            tm.tm_sec
-        )
+    let stamp = {
+        use drover_conf::datetime::{fmt_iso, Utc, Zone};
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        format!("{}Z", fmt_iso(&Utc.to_tm(now)))
     };
     let _ = writeln!(f, "{stamp} stepd[{}]: {msg}", std::process::id());
 }

@@ -19,6 +19,7 @@ mod multihost;
 mod node_health;
 mod output_safety;
 mod oversubscribe;
+mod parsers;
 mod placement;
 mod privacy;
 mod recovery;
