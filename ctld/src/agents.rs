@@ -56,7 +56,14 @@ impl Ctld {
                 .map(|j| (j.job_id, j.restart_count))
                 .collect();
             kill.extend(self.strays(&reg.name, &reported_runs));
-            let reported: Vec<u32> = reported_runs
+            // Batch scripts the agent has (step tasks alone say nothing of those).
+            let batch_runs: Vec<(u32, u32)> = req
+                .jobs
+                .iter()
+                .filter(|j| j.node == reg.name && !j.steps_only)
+                .map(|j| (j.job_id, j.restart_count))
+                .collect();
+            let reported: Vec<u32> = batch_runs
                 .iter()
                 .filter(|(id, run)| {
                     self.jobs

@@ -95,3 +95,109 @@ fn a_returned_node_stays_up_across_controller_restarts() {
     let id = c.sbatch(&["-w", "node2", "-o", "/dev/null"], "#!/bin/sh\nhostname\n");
     c.expect_end(id, "COMPLETED");
 }
+
+/// Pids of step tasks whose command line holds `marker`, srun itself left out.
+fn tasks_marked(marker: &str, srun: &[u32]) -> Vec<i32> {
+    drover_tests::pids_mentioning(marker)
+        .into_iter()
+        .filter(|p| !srun.contains(&(*p as u32)))
+        .collect()
+}
+
+/// Kills what a test started when it ends, passed or failed: the sruns
+/// (one may be frozen) and the tasks marked with the test's markers.
+struct Leftovers(Vec<u32>, &'static [&'static str]);
+
+impl Drop for Leftovers {
+    fn drop(&mut self) {
+        let pids = self
+            .0
+            .iter()
+            .map(|p| *p as i32)
+            .chain(self.1.iter().flat_map(|m| tasks_marked(m, &[])));
+        for p in pids {
+            // SAFETY: kill(2) on processes this test started.
+            unsafe {
+                libc::kill(p, libc::SIGKILL);
+                libc::kill(p, libc::SIGCONT);
+            }
+        }
+    }
+}
+
+fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !ok() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A node of a running step is cut off: the job ends NODE_FAIL, srun says
+/// Slurm's `Node failure on node2` and exits (it used to wait for ever), and
+/// when node2 is back its agent kills the step tasks of the ended job (only
+/// batch scripts used to be killed): here from an allocation srun made
+/// itself (no batch script anywhere), with its srun frozen so that nothing
+/// but the re-registration can end them.
+#[test]
+fn a_failed_node_ends_srun_and_its_tasks_are_killed_when_it_returns() {
+    use std::process::Stdio;
+    let Some(c) = hosts(2, &[]) else { return };
+    let srun = |marker: &str| {
+        c.cmd("srun")
+            .args(["-N2", "-n2", "-c1", "sh", "-c"])
+            .arg(format!("sleep 300; echo {marker}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("srun")
+    };
+    let mut a = srun("mh-step-a");
+    let mut b = srun("mh-step-b");
+    let sruns = [a.id(), b.id()];
+    let _cleanup = Leftovers(sruns.to_vec(), &["mh-step-a", "mh-step-b"]);
+    for m in ["mh-step-a", "mh-step-b"] {
+        wait_until(&format!("both tasks of {m} run"), 30, || {
+            tasks_marked(m, &sruns).len() >= 2
+        });
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(b.id() as i32, libc::SIGSTOP) };
+    c.net.as_ref().unwrap().set_link("node2", false);
+    // srun a reports the failure and exits while node2 is still away.
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let status = loop {
+        if let Some(st) = a.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "srun never exited after node2 failed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = a.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("srun: error: Node failure on node2"), "{err}");
+    assert!(!status.success(), "{status:?} {err}");
+    eprintln!("srun after the node failure: {status}\n{err}");
+    // Both allocations ended NODE_FAIL.
+    let states = c.ok("squeue", &["-h", "-t", "all", "-o", "%T"]);
+    assert_eq!(
+        states.split_whitespace().collect::<Vec<_>>(),
+        ["NODE_FAIL"; 2],
+        "{states}"
+    );
+    // node2 comes back: its agent registers and the tasks of both ended
+    // jobs go (srun b is frozen: its connection says nothing).
+    c.net.as_ref().unwrap().set_link("node2", true);
+    wait_until("the tasks on node2 are killed", 40, || {
+        tasks_marked("mh-step-a", &sruns).is_empty() && tasks_marked("mh-step-b", &sruns).is_empty()
+    });
+    let log = c.log_text("droverd-node2");
+    assert!(log.contains("killing its step tasks"), "{log}");
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(b.id() as i32, libc::SIGKILL) };
+    let _ = b.wait();
+}
