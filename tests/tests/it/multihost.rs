@@ -201,3 +201,61 @@ fn a_failed_node_ends_srun_and_its_tasks_are_killed_when_it_returns() {
     unsafe { libc::kill(b.id() as i32, libc::SIGKILL) };
     let _ = b.wait();
 }
+
+/// A copy of the cluster's config with `from` replaced by `to`, as `name`.
+fn conf_variant(c: &Cluster, name: &str, from: &str, to: &str) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(&c.conf).unwrap();
+    assert!(text.contains(from), "{from} not in the config");
+    let p = c.path().join(name);
+    std::fs::write(&p, text.replace(from, to)).unwrap();
+    p
+}
+
+/// A host with the wrong key: its agent and its commands are refused, and
+/// the controller's log says so with the host's address, once (a peer that
+/// keeps failing is rate-limited: one line per minute with a count).
+#[test]
+fn a_wrong_key_is_refused_and_logged_with_the_peer_address() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(mut c) = hosts(2, &[]) else { return };
+    let key = c.path().join("drover.key").display().to_string();
+    let bad_key = c.path().join("bad.key");
+    std::fs::write(&bad_key, "not the cluster key, but long enough 0123\n").unwrap();
+    std::fs::set_permissions(&bad_key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let bad_conf = conf_variant(
+        &c,
+        "bad.conf",
+        &format!("AuthKeyFile={key}"),
+        &format!("AuthKeyFile={}", bad_key.display()),
+    );
+    c.signal_host_agent("node2", libc::SIGTERM);
+    c.start_host_agent_with("node2", &bad_conf).unwrap();
+    let addr = c.net.as_ref().unwrap().host("node2").addr.clone();
+    let sinfo = |c: &Cluster| {
+        c.cmd_on("node2", "sinfo")
+            .env("DROVER_CONF", &bad_conf)
+            .output()
+            .unwrap()
+    };
+    // Once node2's new agent serves its auth socket, its commands are refused.
+    let mut refused = String::new();
+    wait_until("a command on node2 is refused", 30, || {
+        let o = sinfo(&c);
+        refused = String::from_utf8_lossy(&o.stderr).into_owned();
+        !o.status.success() && refused.contains("Authentication failure")
+    });
+    for _ in 0..3 {
+        assert!(!sinfo(&c).status.success());
+    }
+    let log = c.log_text("droverctld");
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(&format!("authentication failure from {addr}:")))
+        .collect();
+    assert_eq!(lines.len(), 1, "{refused}\n{log}");
+    assert!(lines[0].contains("WARN"), "{}", lines[0]);
+    assert!(lines[0].contains("wrong cluster key"), "{}", lines[0]);
+    eprintln!("{}\n{refused}", lines[0]);
+    // The cluster's own hosts are not affected.
+    c.ok("sinfo", &[]);
+}
