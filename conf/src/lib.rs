@@ -7,6 +7,7 @@
 
 pub mod cgroupconf;
 pub mod dbdconf;
+mod digest;
 pub mod error;
 mod general;
 pub mod gresconf;

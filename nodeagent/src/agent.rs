@@ -789,6 +789,7 @@ fn register_request(shared: &Shared) -> RegisterRequest {
         jobs: reported_jobs(shared),
         agent_start_time: shared.start_time,
         version: env!("CARGO_PKG_VERSION").to_string(),
+        conf_hash: shared.settings.conf_hash,
     }
 }
 

@@ -259,3 +259,61 @@ fn a_wrong_key_is_refused_and_logged_with_the_peer_address() {
     // The cluster's own hosts are not affected.
     c.ok("sinfo", &[]);
 }
+
+/// Restart host `host`'s agent with config `conf` and wait until it has
+/// registered with the controller.
+fn restart_agent_with(c: &mut Cluster, host: &str, conf: &std::path::Path) {
+    let log = format!("droverd-{host}");
+    let before = c.log_text(&log).matches("registered 1 node(s)").count();
+    c.signal_host_agent(host, libc::SIGTERM);
+    c.start_host_agent_with(host, conf).unwrap();
+    wait_until(&format!("{host}'s agent registers again"), 30, || {
+        c.log_text(&log).matches("registered 1 node(s)").count() > before
+    });
+}
+
+const DRIFT: &str = "appears to have a different slurm.conf than the slurmctld";
+
+/// Config drift: an agent whose file differs from the controller's (here
+/// SlurmdTimeout) is named in a warning at registration, the others are
+/// not; an agent whose file gives its node less memory than the
+/// controller's registers it drained "Low RealMemory".
+#[test]
+fn an_agent_with_a_different_config_is_named_by_the_controller() {
+    let Some(mut c) = hosts(2, &[]) else { return };
+    assert!(!c.log_text("droverctld").contains(DRIFT));
+    let drift = conf_variant(&c, "drift.conf", "SlurmdTimeout=4\n", "SlurmdTimeout=5\n");
+    restart_agent_with(&mut c, "node2", &drift);
+    let log = c.log_text("droverctld");
+    let warned: Vec<&str> = log.lines().filter(|l| l.contains(DRIFT)).collect();
+    assert_eq!(warned.len(), 1, "{log}");
+    assert!(
+        warned[0].contains("WARN") && warned[0].contains("Node node2 "),
+        "{}",
+        warned[0]
+    );
+    assert!(
+        warned[0].contains("DebugFlags=NO_CONF_HASH"),
+        "{}",
+        warned[0]
+    );
+    // Less memory in the agent's file than in the controller's: drained.
+    let mem = format!("RealMemory={}\nPartitionName", c.spec.mem_mb);
+    let low = conf_variant(&c, "low.conf", &mem, "RealMemory=1000\nPartitionName");
+    restart_agent_with(&mut c, "node2", &low);
+    let reason = c.ok("sinfo", &["-h", "-R", "-o", "%n|%E"]);
+    assert_eq!(reason.trim(), "node2|Low RealMemory", "{reason}");
+    assert_eq!(c.log_text("droverctld").matches(DRIFT).count(), 2);
+}
+
+/// `DebugFlags=NO_CONF_HASH`: no warning for a different config (Slurm's
+/// way to say the difference is intended).
+#[test]
+fn no_conf_hash_silences_the_drift_warning() {
+    let Some(mut c) = hosts(2, &["DebugFlags=NO_CONF_HASH"]) else {
+        return;
+    };
+    let drift = conf_variant(&c, "drift.conf", "SlurmdTimeout=4\n", "SlurmdTimeout=5\n");
+    restart_agent_with(&mut c, "node2", &drift);
+    assert!(!c.log_text("droverctld").contains(DRIFT));
+}
