@@ -317,3 +317,63 @@ fn no_conf_hash_silences_the_drift_warning() {
     restart_agent_with(&mut c, "node2", &drift);
     assert!(!c.log_text("droverctld").contains(DRIFT));
 }
+
+/// srun typed on the controller host, a submit host that is no node: it
+/// gets its own two-node allocation and the nodes connect back to it, so it
+/// listens on the address it reaches the controller by (10.x), not on
+/// 127.0.0.1 (which on a node is the node itself).
+#[test]
+fn srun_on_a_submit_host_runs_a_step_on_both_hosts() {
+    let Some(c) = hosts(2, &[]) else { return };
+    let out = c.run(
+        "srun",
+        &[
+            "-N2",
+            "-n2",
+            "-l",
+            "sh",
+            "-c",
+            "echo $(hostname) $SLURM_PROCID",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(lines, ["0: node1 0", "1: node2 1"], "{text}");
+}
+
+/// A batch job over both hosts: the script on node1, one step task on each
+/// host, each host's output file written by that host (`%N`) and read back
+/// from the host that wrote it.
+#[test]
+fn a_batch_job_over_both_hosts_writes_each_hosts_output() {
+    let Some(c) = hosts(2, &[]) else { return };
+    let d = c.path().display().to_string();
+    let id = c.sbatch(
+        &["-N2", "-n2", "-o", &format!("{d}/batch-%j.out")],
+        &format!(
+            "#!/bin/sh\necho batch on $(hostname)\n\
+             srun -o {d}/step-%N.out sh -c 'echo task $SLURM_PROCID on $(hostname)'\n"
+        ),
+    );
+    c.expect_end(id, "COMPLETED");
+    let batch = std::fs::read_to_string(c.path().join(format!("batch-{id}.out"))).unwrap();
+    assert_eq!(batch.trim(), "batch on node1", "{batch}");
+    for (i, host) in ["node1", "node2"].iter().enumerate() {
+        let out = c
+            .net
+            .as_ref()
+            .unwrap()
+            .command(host, "cat")
+            .arg(c.path().join(format!("step-{host}.out")))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text.trim(), format!("task {i} on {host}"), "{host}: {text}");
+    }
+}
