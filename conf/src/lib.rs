@@ -9,6 +9,7 @@
 pub mod cgroupconf;
 pub mod datetime;
 pub mod dbdconf;
+mod digest;
 pub mod error;
 mod general;
 pub mod gresconf;

@@ -133,6 +133,9 @@ pub struct Config {
     /// Every general (non-entity) Key=Value seen, in file order, with the
     /// key's canonical spelling (unknown keys as written).
     pub raw: Vec<(String, String)>,
+    /// Digest of the configuration as parsed (`Include`s spliced in):
+    /// agents send it at registration (Slurm's slurm.conf hash).
+    pub conf_hash: u64,
 }
 
 impl Default for Config {
@@ -219,6 +222,7 @@ impl Default for Config {
             nodesets: Vec::new(),
             other_entities: Vec::new(),
             raw: Vec::new(),
+            conf_hash: 0,
         }
     }
 }
@@ -240,6 +244,12 @@ impl Config {
             .rev()
             .find(|(k, _)| k.eq_ignore_ascii_case(key))
             .map(|(_, v)| v.as_str())
+    }
+
+    /// Is `flag` among `DebugFlags` (comma-separated, any case)?
+    pub fn debug_flag(&self, flag: &str) -> bool {
+        self.get("DebugFlags")
+            .is_some_and(|v| v.split(',').any(|f| f.trim().eq_ignore_ascii_case(flag)))
     }
 
     pub fn node(&self, name: &str) -> Option<&NodeConf> {
@@ -603,7 +613,10 @@ pub(crate) fn parse_with(
 ) -> Result<(Config, Vec<ConfWarning>), ConfError> {
     let mut warnings = Vec::new();
     let lines = include::collect(text, file_name, resolver, &mut warnings)?;
-    build(lines, file_name, warnings)
+    let hash = crate::digest::of_lines(&lines);
+    let (mut cfg, warnings) = build(lines, file_name, warnings)?;
+    cfg.conf_hash = hash;
+    Ok((cfg, warnings))
 }
 
 /// The `Include` callback of [`parse_str`]: path as written ->

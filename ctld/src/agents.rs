@@ -41,6 +41,9 @@ impl Ctld {
         let mut lost = Vec::new();
         // Nodes whose durable state (drain, down) changed here.
         let mut changed = Vec::new();
+        let conf_differs = req.conf_hash != 0
+            && req.conf_hash != self.cfg.conf_hash
+            && !self.cfg.debug_flag("NO_CONF_HASH");
         for reg in &req.nodes {
             let Some(i) = self.cluster.node_idx(&reg.name) else {
                 errors.push(format!(
@@ -56,7 +59,14 @@ impl Ctld {
                 .map(|j| (j.job_id, j.restart_count))
                 .collect();
             kill.extend(self.strays(&reg.name, &reported_runs));
-            let reported: Vec<u32> = reported_runs
+            // Batch scripts the agent has (step tasks alone say nothing of those).
+            let batch_runs: Vec<(u32, u32)> = req
+                .jobs
+                .iter()
+                .filter(|j| j.node == reg.name && !j.steps_only)
+                .map(|j| (j.job_id, j.restart_count))
+                .collect();
+            let reported: Vec<u32> = batch_runs
                 .iter()
                 .filter(|(id, run)| {
                     self.jobs
@@ -65,6 +75,16 @@ impl Ctld {
                 })
                 .map(|(id, _)| *id)
                 .collect();
+            if conf_differs {
+                // Slurm's words (slurmctld's node registration).
+                tracing::warn!(
+                    "Node {} appears to have a different slurm.conf than the slurmctld.  \
+                     This could cause issues with communication and functionality.  \
+                     Please review both files and make sure they are the same.  \
+                     If this is expected ignore, and set DebugFlags=NO_CONF_HASH in your slurm.conf.",
+                    reg.name
+                );
+            }
             let rts = self.cfg.return_to_service;
             let n = &mut self.cluster.nodes[i];
             n.registered = true;
@@ -111,6 +131,19 @@ impl Ctld {
                     n.reason_time = t;
                     changed.push(i);
                 }
+            }
+            let n = &self.cluster.nodes[i];
+            if (reg.host_cpus > 0 && reg.host_cpus < n.conf.cpus)
+                || (reg.host_memory > 0 && reg.host_memory < n.conf.real_memory)
+            {
+                tracing::warn!(
+                    "node {}: the host has {} CPUs / {} MB, configured CPUs={} RealMemory={}",
+                    reg.name,
+                    reg.host_cpus,
+                    reg.host_memory,
+                    n.conf.cpus,
+                    n.conf.real_memory
+                );
             }
             // Jobs we believe run there but the agent does not know.
             let ours: Vec<u32> = n.jobs.iter().copied().collect();

@@ -355,14 +355,22 @@ pub(crate) async fn to_supervisor(
 
 /// Terminate jobs the controller does not know. Only the runs this agent
 /// reported in the request being answered are concerned (a requeued job may
-/// have started a newer run meanwhile).
+/// have started a newer run meanwhile). Their step tasks on the nodes
+/// reported go too: a job may have nothing else here.
 fn kill_jobs(shared: &Arc<Shared>, ids: &[u32], reported: &[AgentJob]) {
+    let kill_wait = shared.settings.kill_wait;
     for &id in ids {
-        let Some(run) = reported
-            .iter()
-            .find(|j| j.job_id == id)
-            .map(|j| j.restart_count)
-        else {
+        let mine: Vec<&AgentJob> = reported.iter().filter(|j| j.job_id == id).collect();
+        for j in &mine {
+            if crate::steps::has_tasks(id, &j.node) {
+                info!(
+                    "job {id}: the controller does not run it on {}: killing its step tasks",
+                    j.node
+                );
+                crate::steps::signal_job(id, Some(&j.node), 0, kill_wait);
+            }
+        }
+        let Some(run) = mine.iter().find(|j| !j.steps_only).map(|j| j.restart_count) else {
             continue;
         };
         let running = shared.jobs().disown(id, run);
@@ -374,7 +382,6 @@ fn kill_jobs(shared: &Arc<Shared>, ids: &[u32], reported: &[AgentJob]) {
         }
         info!("job {id}: the controller does not know it: terminating");
         let s = shared.clone();
-        let kill_wait = s.settings.kill_wait;
         tokio::spawn(async move {
             let req = StepdRequest::Terminate {
                 kill_wait,
@@ -757,12 +764,32 @@ pub async fn reattach(shared: &Arc<Shared>) {
     }
 }
 
+/// Every job with something running here: the job table's (batch scripts)
+/// and, once per node, the jobs of which only step tasks run there (srun
+/// inside salloc, or the other nodes of a batch job).
+fn reported_jobs(shared: &Shared) -> Vec<AgentJob> {
+    let mut v = shared.jobs().agent_jobs();
+    for (job_id, node, run) in crate::steps::running_jobs() {
+        if !v.iter().any(|j| j.job_id == job_id && j.node == node) {
+            v.push(AgentJob {
+                job_id,
+                node,
+                running: true,
+                restart_count: run,
+                steps_only: true,
+            });
+        }
+    }
+    v
+}
+
 fn register_request(shared: &Shared) -> RegisterRequest {
     RegisterRequest {
         nodes: shared.settings.registrations(shared.boot_time, &shared.os),
-        jobs: shared.jobs().agent_jobs(),
+        jobs: reported_jobs(shared),
         agent_start_time: shared.start_time,
         version: env!("CARGO_PKG_VERSION").to_string(),
+        conf_hash: shared.settings.conf_hash,
     }
 }
 
@@ -810,7 +837,7 @@ pub async fn control_loop(shared: Arc<Shared>) {
             let n = shared.settings.nodes.len();
             let load = crate::hostinfo::loadavg_x100();
             let free = crate::hostinfo::mem_available_mb().unwrap_or(0);
-            let reported = shared.jobs().agent_jobs();
+            let reported = reported_jobs(&shared);
             let hb = HeartbeatRequest {
                 nodes: shared.settings.node_names(),
                 jobs: reported.clone(),

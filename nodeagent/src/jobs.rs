@@ -143,6 +143,7 @@ impl Jobs {
                 node: e.node.clone(),
                 running: e.phase != Phase::Ended,
                 restart_count: e.run,
+                steps_only: false,
             })
             .collect();
         v.sort_by_key(|j| j.job_id);

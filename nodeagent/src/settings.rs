@@ -59,6 +59,8 @@ pub struct Settings {
     pub drain_reason: Option<String>,
     /// `TaskPlugin` includes task/affinity: srun tasks are bound to CPUs.
     pub task_affinity: bool,
+    /// Digest of the config file as parsed, sent at registration.
+    pub conf_hash: u64,
 }
 
 /// `-f`, else `$DROVER_CONF`, else `$SLURM_CONF`, else `/etc/drover/drover.conf`.
@@ -361,6 +363,7 @@ pub fn from_config(
         host,
         drain_reason: None,
         task_affinity: cfg.task_plugin.iter().any(|p| p == "task/affinity"),
+        conf_hash: cfg.conf_hash,
     };
     Ok((settings, warnings))
 }
@@ -393,6 +396,16 @@ impl Settings {
                 os: os.to_string(),
                 tmp_disk: n.tmp_disk,
                 drain_reason: self.drain_reason.clone().unwrap_or_default(),
+                host_cpus: if self.emulated {
+                    0
+                } else {
+                    crate::hostinfo::online_cpus()
+                },
+                host_memory: if self.emulated {
+                    0
+                } else {
+                    crate::hostinfo::mem_total_mb().unwrap_or(0)
+                },
             })
             .collect()
     }

@@ -201,6 +201,19 @@ impl ClusterKey {
     }
 }
 
+/// The host a token names (unverified: for log lines about refused
+/// tokens), reduced to hostname characters and 64 of them at most.
+pub fn claimed_host(token: &str) -> String {
+    token
+        .split(':')
+        .nth(7)
+        .unwrap_or("")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+        .take(64)
+        .collect()
+}
+
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) || !s.is_ascii() {
         return None;
@@ -329,5 +342,9 @@ mod tests {
         let body = format!("v1:u:1:1::{}:00:h", now_secs() - 5);
         let t = format!("{body}:{}", k.sign(&body));
         assert!(matches!(k.verify(&t), Err(AuthError::Expired)));
+        assert_eq!(claimed_host(&t), "h");
+        assert_eq!(claimed_host(&k.issue_daemon("n-1.x")), "n-1.x");
+        assert_eq!(claimed_host("v1:u:0:0::1:ab:h$o\nst:sig"), "host");
+        assert_eq!(claimed_host("garbage"), "");
     }
 }

@@ -113,13 +113,24 @@ pub fn identity<T>(
     key: &ClusterKey,
     req: &tonic::Request<T>,
 ) -> Result<crate::auth::Identity, tonic::Status> {
-    let tok = req
+    let Some(tok) = req
         .metadata()
         .get(METADATA_KEY)
         .and_then(|v| v.to_str().ok())
-        .ok_or_else(|| tonic::Status::unauthenticated("Authentication failure: no credential"))?;
-    key.verify(tok)
-        .map_err(|e| tonic::Status::unauthenticated(format!("Authentication failure: {e}")))
+    else {
+        crate::authlog::refused(req.remote_addr(), "no credential", "");
+        return Err(tonic::Status::unauthenticated(
+            "Authentication failure: no credential",
+        ));
+    };
+    key.verify(tok).map_err(|e| {
+        crate::authlog::refused(
+            req.remote_addr(),
+            &e.to_string(),
+            &crate::auth::claimed_host(tok),
+        );
+        tonic::Status::unauthenticated(format!("Authentication failure: {e}"))
+    })
 }
 
 /// Client of the scheduler service (priorities, shares, reservations).

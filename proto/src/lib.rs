@@ -16,6 +16,7 @@ mod generated {
 pub use generated::*;
 
 pub mod auth;
+pub mod authlog;
 pub mod bindopt;
 pub mod client;
 pub mod logging;

@@ -398,11 +398,18 @@ impl Cluster {
     /// Multi-host mode: start the agent of host `host` (it serves the
     /// nodes whose NodeHostname is that host); its log is `droverd-HOST`.
     pub fn start_host_agent(&mut self, host: &str) -> Result<(), String> {
+        let conf = self.conf.clone();
+        self.start_host_agent_with(host, &conf)
+    }
+
+    /// [`Cluster::start_host_agent`] with another config file (a host
+    /// whose files differ from the controller's).
+    pub fn start_host_agent_with(&mut self, host: &str, conf: &Path) -> Result<(), String> {
         let log = format!("droverd-{host}");
         let child = self
             .daemon_on(host, "droverd")
             .arg("-f")
-            .arg(&self.conf)
+            .arg(conf)
             .arg("-D")
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())

@@ -112,7 +112,7 @@ pub async fn recv(sig: &mut Option<Signal>) {
 
 /// A client with a fresh credential (tokens expire; an allocation may
 /// last for days), or None while the authentication socket does not answer.
-fn fresh_client(cfg: &Config) -> Option<Controller> {
+pub(crate) fn fresh_client(cfg: &Config) -> Option<Controller> {
     let token = drover_proto::auth::fetch_token(std::path::Path::new(&cfg.auth_socket())).ok()?;
     drover_proto::client::controller(
         &cfg.controller_addr(),
@@ -123,7 +123,7 @@ fn fresh_client(cfg: &Config) -> Option<Controller> {
 
 /// Is this answer the controller saying the allocation is over (rather
 /// than the controller being away)?
-fn is_gone(st: &tonic::Status) -> bool {
+pub(crate) fn is_gone(st: &tonic::Status) -> bool {
     matches!(
         st.code(),
         Code::NotFound | Code::FailedPrecondition | Code::PermissionDenied | Code::InvalidArgument

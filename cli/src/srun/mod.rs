@@ -8,6 +8,7 @@
 //! task exit code (128+signal for a killed task).
 
 pub mod args;
+mod nodefail;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
@@ -320,7 +321,11 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
         }
     }
     accept.abort();
-    run_io(&s, job_id, &resp, conns, sig_rx).await
+    let step_nodes: Vec<String> = resp.nodes.iter().map(|n| n.node.clone()).collect();
+    let mut failed = tokio::spawn(nodefail::failed_nodes(cfg, job_id, step_nodes));
+    let code = run_io(&s, job_id, &resp, conns, sig_rx, &mut failed).await;
+    failed.abort();
+    code
 }
 
 struct Io<'a> {
@@ -378,6 +383,7 @@ async fn run_io(
     resp: &CreateStepResponse,
     conns: Vec<(u32, TcpStream)>,
     mut sig_rx: mpsc::UnboundedReceiver<i32>,
+    failed: &mut tokio::task::JoinHandle<Vec<String>>,
 ) -> i32 {
     let step = format!("{job_id}.{}", resp.step_id);
     let node_name: HashMap<u32, String> = resp
@@ -493,12 +499,48 @@ async fn run_io(
     let mut last_int: Option<Instant> = None;
     let mut killed = false;
     let mut lost: Vec<u32> = Vec::new();
+    // Nodes the controller declared failed: srun no longer waits for them.
+    let mut failed_nodes: Vec<u32> = Vec::new();
+    let mut closed: Vec<u32> = Vec::new();
+    let mut watching = true;
     while open > 0 {
         tokio::select! {
+            names = &mut *failed, if watching => {
+                watching = false;
+                let Ok(names) = names else { continue };
+                // None down any more (back already): those still silent.
+                let names: Vec<String> = if names.is_empty() {
+                    node_name
+                        .iter()
+                        .filter(|(n, _)| writers.contains_key(n) && !closed.contains(n))
+                        .map(|(_, name)| name.clone())
+                        .collect()
+                } else {
+                    names
+                };
+                if names.is_empty() {
+                    continue;
+                }
+                eprintln!("srun: error: Node failure on {}", crate::hostlist::compress(&names));
+                for (nid, name) in &node_name {
+                    if !names.contains(name) {
+                        continue;
+                    }
+                    failed_nodes.push(*nid);
+                    if writers.contains_key(nid) && !closed.contains(nid) {
+                        closed.push(*nid);
+                        open -= 1;
+                    }
+                }
+            }
             ev = ev_rx.recv() => {
                 let Some((nid, f)) = ev else { break };
+                if failed_nodes.contains(&nid) {
+                    continue; // given up on: what it still says is late
+                }
                 let Some(f) = f else {
                     open -= 1;
+                    closed.push(nid);
                     let node = node_name.get(&nid).cloned().unwrap_or_default();
                     let unreported: Vec<u32> = task_node
                         .iter()
@@ -567,7 +609,14 @@ async fn run_io(
     }
     io.flush();
     report_tasks(&node_name, &task_node, &results, &lost);
-    args::exit_status(&results.values().copied().collect::<Vec<_>>())
+    let code = args::exit_status(&results.values().copied().collect::<Vec<_>>());
+    // The tasks of a failed node have no exit status (Slurm marks them
+    // done): the step did not succeed though.
+    if failed_nodes.is_empty() {
+        code
+    } else {
+        code.max(1)
+    }
 }
 
 /// The size of srun's terminal (rows, columns), if stdin is one.

@@ -30,9 +30,17 @@ use crate::agent::Shared;
 use crate::cgroup::step::StepStats;
 use spawn::Task;
 
-/// Process groups of running step tasks, by (job, step, node): one agent
-/// may serve several nodes of a step.
-type Running = HashMap<(u32, u32, String), Vec<i32>>;
+/// Running step tasks, by (job, step, node): one agent may serve several
+/// nodes of a step.
+type Running = HashMap<(u32, u32, String), StepTasks>;
+
+/// One node's part of a running step.
+struct StepTasks {
+    /// Which run of the job (its restart count) the step belongs to.
+    run: u32,
+    /// The tasks' process groups.
+    pgids: Vec<i32>,
+}
 static RUNNING: LazyLock<Mutex<Running>> = LazyLock::new(Default::default);
 
 fn running() -> std::sync::MutexGuard<'static, Running> {
@@ -53,9 +61,28 @@ pub fn signal_job(job_id: u32, node: Option<&str>, signal: i32, kill_wait: u32) 
     let pgids: Vec<i32> = running()
         .iter()
         .filter(|((j, _, n), _)| *j == job_id && node.is_none_or(|x| x == n))
-        .flat_map(|(_, v)| v.iter().copied())
+        .flat_map(|(_, v)| v.pgids.iter().copied())
         .collect();
     signal_groups(pgids, signal, kill_wait);
+}
+
+/// Does the job have step tasks running on `node`?
+pub fn has_tasks(job_id: u32, node: &str) -> bool {
+    running().keys().any(|(j, _, n)| *j == job_id && n == node)
+}
+
+/// The jobs with step tasks running here: (job, node, run), each once.
+/// The agent reports them with its jobs, so the controller can name those
+/// it no longer runs here (an allocation that ended while this node was cut
+/// off) and the agent kill their tasks.
+pub fn running_jobs() -> Vec<(u32, String, u32)> {
+    let mut v: Vec<(u32, String, u32)> = running()
+        .iter()
+        .map(|((j, _, n), t)| (*j, n.clone(), t.run))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
 }
 
 /// Signals for steps whose tasks are not started yet (the controller's
@@ -68,7 +95,7 @@ pub fn signal_step(job_id: u32, step_id: u32, signal: i32, kill_wait: u32) {
     let pgids: Vec<i32> = running()
         .iter()
         .filter(|((j, s, _), _)| *j == job_id && *s == step_id)
-        .flat_map(|(_, v)| v.iter().copied())
+        .flat_map(|(_, v)| v.pgids.iter().copied())
         .collect();
     if pgids.is_empty() {
         let mut early = EARLY.lock().unwrap_or_else(|p| p.into_inner());
@@ -173,7 +200,14 @@ async fn launch_once(shared: Arc<Shared>, req: StepLaunchRequest) -> Result<(), 
         .map_err(|e| Status::internal(e.to_string()))?;
     let key = (job.job_id, req.step_id);
     let pgids: Vec<i32> = started.tasks.iter().filter_map(|t| t.pgid).collect();
-    running().insert((key.0, key.1, this.node.clone()), pgids.clone());
+    let run = job.info.as_ref().map_or(0, |i| i.restart_count);
+    running().insert(
+        (key.0, key.1, this.node.clone()),
+        StepTasks {
+            run,
+            pgids: pgids.clone(),
+        },
+    );
     let early = EARLY.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
     if let Some((signal, kill_wait)) = early {
         signal_groups(pgids, signal, kill_wait);

@@ -1,0 +1,115 @@
+//! Failed authentication in a daemon's log: every daemon that verifies
+//! tokens (controller, agent, accounting daemon) goes through
+//! [`crate::client::identity`], which reports each refusal here. A peer
+//! that keeps failing (a host with the wrong key retrying every second)
+//! gets one warning per [`WINDOW`], the next one counting what was left
+//! out meanwhile.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+/// At most one line per peer address in this long.
+pub const WINDOW: Duration = Duration::from_secs(60);
+
+/// Peers remembered at most; the oldest are forgotten first.
+const MAX_PEERS: usize = 4096;
+
+/// Per-peer rate limit (pure: the caller gives the time).
+#[derive(Default)]
+pub struct RateLimit {
+    /// peer -> (when its last line was written, failures left out since).
+    peers: HashMap<Option<IpAddr>, (Instant, u64)>,
+}
+
+impl RateLimit {
+    /// A failure from `peer` at `now`: `Some(left_out)` when a line is due
+    /// (with the number of failures not logged since the previous one),
+    /// None when it is to be counted silently.
+    pub fn note(&mut self, peer: Option<IpAddr>, now: Instant) -> Option<u64> {
+        if let Some((last, left_out)) = self.peers.get_mut(&peer) {
+            if now.duration_since(*last) < WINDOW {
+                *left_out += 1;
+                return None;
+            }
+            let n = *left_out;
+            *last = now;
+            *left_out = 0;
+            return Some(n);
+        }
+        if self.peers.len() >= MAX_PEERS {
+            self.peers
+                .retain(|_, (last, _)| now.duration_since(*last) < WINDOW);
+            if self.peers.len() >= MAX_PEERS {
+                if let Some(oldest) = self.peers.iter().min_by_key(|(_, v)| v.0).map(|(k, _)| *k) {
+                    self.peers.remove(&oldest);
+                }
+            }
+        }
+        self.peers.insert(peer, (now, 0));
+        Some(0)
+    }
+}
+
+static LIMIT: LazyLock<Mutex<RateLimit>> = LazyLock::new(Default::default);
+
+/// Log a refused credential from `peer` (rate-limited, warn level).
+/// `claimed_host` is what the token says of its origin (unverified).
+pub fn refused(peer: Option<std::net::SocketAddr>, why: &str, claimed_host: &str) {
+    let due = LIMIT
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .note(peer.map(|p| p.ip()), Instant::now());
+    let Some(left_out) = due else { return };
+    let from = peer.map_or_else(|| "an unknown address".to_string(), |p| p.to_string());
+    let host = if claimed_host.is_empty() {
+        String::new()
+    } else {
+        format!(" (token says host {claimed_host})")
+    };
+    let more = if left_out > 0 {
+        format!(
+            "; {left_out} more from this address in the last {} s not logged",
+            WINDOW.as_secs()
+        )
+    } else {
+        String::new()
+    };
+    tracing::warn!("authentication failure from {from}{host}: {why}{more}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_per_peer_per_window_with_the_count_left_out() {
+        let mut r = RateLimit::default();
+        let t = Instant::now();
+        let a: Option<IpAddr> = Some("10.1.0.3".parse().unwrap());
+        let b: Option<IpAddr> = Some("10.1.0.4".parse().unwrap());
+        assert_eq!(r.note(a, t), Some(0));
+        for i in 1..=5 {
+            assert_eq!(r.note(a, t + Duration::from_secs(i)), None);
+        }
+        // Another peer is not held back by the first.
+        assert_eq!(r.note(b, t + Duration::from_secs(2)), Some(0));
+        assert_eq!(r.note(None, t + Duration::from_secs(2)), Some(0));
+        // After the window: a line, counting the five left out.
+        assert_eq!(r.note(a, t + WINDOW), Some(5));
+        assert_eq!(r.note(a, t + WINDOW + Duration::from_secs(1)), None);
+        assert_eq!(r.note(a, t + WINDOW * 2), Some(1));
+    }
+
+    #[test]
+    fn the_peer_table_stays_bounded() {
+        let mut r = RateLimit::default();
+        let t = Instant::now();
+        for i in 0..(MAX_PEERS as u32 + 10) {
+            let ip = IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            assert_eq!(r.note(Some(ip), t), Some(0));
+        }
+        assert!(r.peers.len() <= MAX_PEERS);
+    }
+}
