@@ -521,7 +521,7 @@ async fn run_io(
                 if names.is_empty() {
                     continue;
                 }
-                eprintln!("srun: error: Node failure on {}", crate::hostlist::compress(&names));
+                eprintln!("srun: error: Node failure on {}", drover_conf::hostlist::compress(&names));
                 for (nid, name) in &node_name {
                     if !names.contains(name) {
                         continue;
