@@ -134,3 +134,30 @@ async fn attempt(
     std::future::poll_fn(|cx| tower::Service::poll_ready(inner, cx)).await?;
     Ok(tower::Service::call(inner, req).await?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::AuthError;
+
+    #[test]
+    fn only_a_before_start_refusal_is_retried() {
+        let before = tonic::Status::unauthenticated(format!(
+            "Authentication failure: {}",
+            AuthError::BeforeStart
+        ))
+        .into_http();
+        assert!(refused_as_before_start(&before));
+        let replayed = tonic::Status::unauthenticated(format!(
+            "Authentication failure: {}",
+            AuthError::Replayed
+        ))
+        .into_http();
+        assert!(!refused_as_before_start(&replayed));
+        let other = tonic::Status::permission_denied(BEFORE_START).into_http();
+        assert!(!refused_as_before_start(&other));
+        assert!(!refused_as_before_start(
+            &http::Response::new(Body::empty())
+        ));
+    }
+}

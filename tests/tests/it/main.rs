@@ -22,6 +22,7 @@ mod oversubscribe;
 mod placement;
 mod privacy;
 mod recovery;
+mod replay;
 mod scheduler;
 mod script_cmds;
 mod step_limits;
