@@ -94,7 +94,7 @@ impl DbdConf {
             .flat_map(|(_, v)| crate::general::parse_kv_list(v))
             .filter(|(k, _)| k.eq_ignore_ascii_case("skew"))
             .filter_map(|(_, v)| v?.parse().ok())
-            .last()
+            .next_back()
             .unwrap_or(60)
     }
 
