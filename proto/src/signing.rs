@@ -17,6 +17,7 @@ use tonic::body::Body;
 use tonic::transport::Channel;
 
 use crate::auth::{Binding, ClusterKey, BEFORE_START, METADATA_KEY};
+use crate::authsock::AuthConn;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -28,7 +29,7 @@ pub struct Credential {
 
 enum CredInner {
     /// A user asking the local auth socket, once per call.
-    User(PathBuf),
+    User(AuthConn),
     /// A daemon signing its own, with the cluster key.
     Daemon { key: ClusterKey, host: String },
 }
@@ -37,7 +38,7 @@ impl Credential {
     /// A user's credentials, from the auth socket at `socket`.
     pub fn user(socket: PathBuf) -> Credential {
         Credential {
-            inner: Arc::new(CredInner::User(socket)),
+            inner: Arc::new(CredInner::User(AuthConn::new(socket))),
         }
     }
 
@@ -50,7 +51,7 @@ impl Credential {
     /// A credential for one request.
     pub async fn token_for(&self, bind: &Binding) -> Result<String, String> {
         match &*self.inner {
-            CredInner::User(sock) => crate::auth::request_token(sock, bind).await,
+            CredInner::User(conn) => conn.request(bind).await,
             CredInner::Daemon { key, host } => Ok(key.issue_daemon(host, bind)),
         }
     }

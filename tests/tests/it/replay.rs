@@ -9,6 +9,7 @@ use std::time::Duration;
 use drover_proto::acct::accounting_client::AccountingClient;
 use drover_proto::acct::DbdPingRequest;
 use drover_proto::auth::{request_token, Binding, ClusterKey, METADATA_KEY};
+use drover_proto::authsock::AuthConn;
 use drover_proto::controller_client::ControllerClient;
 use drover_proto::node_agent_client::NodeAgentClient;
 use drover_proto::{AgentPingRequest, GetJobsRequest, PingRequest};
@@ -79,6 +80,23 @@ fn controller_refuses_a_replayed_or_rebound_credential() {
         cl.ping(PingRequest {}).await.expect("first use passes");
         refused(cl.ping(PingRequest {}).await, "credential replayed");
 
+        // Several credentials over one kept connection, each its own.
+        let conn = AuthConn::new(c.path().join("auth.sock"));
+        let bind = Binding::new(PING, &body(&PingRequest {}));
+        let (a, b) = (
+            conn.request(&bind).await.unwrap(),
+            conn.request(&bind).await.unwrap(),
+        );
+        assert_ne!(a, b);
+        ctld(&c, &a)
+            .ping(PingRequest {})
+            .await
+            .expect("first of two");
+        ctld(&c, &b)
+            .ping(PingRequest {})
+            .await
+            .expect("second of two");
+
         // Attached to another method.
         let tok = user_token(&c, PING, &PingRequest {}).await;
         refused(
@@ -130,8 +148,16 @@ fn credential_from_before_a_controller_restart_is_refused() {
     let mut c = Cluster::start(Spec::default());
     let rt = runtime();
     let tok = rt.block_on(user_token(&c, PING, &PingRequest {}));
+    // A kept auth-socket connection dies with the controller ...
+    let conn = AuthConn::new(c.path().join("auth.sock"));
+    let bind = Binding::new(PING, &body(&PingRequest {}));
+    rt.block_on(conn.request(&bind)).unwrap();
     c.stop_ctld();
     c.start_ctld().unwrap();
+    // ... and is made again.
+    let fresh = rt.block_on(conn.request(&bind)).unwrap();
+    rt.block_on(async { ctld(&c, &fresh).ping(PingRequest {}).await })
+        .expect("fresh credential after the restart");
     // Unused, within its lifetime and the skew, yet issued before the start.
     rt.block_on(async {
         refused(
