@@ -21,17 +21,17 @@ pub fn client(cmd: &str, cfg: &Config) -> Result<Accounting, i32> {
         eprintln!("{cmd}: error: {DISABLED}");
         return Err(1);
     }
-    let token = match drover_proto::auth::fetch_token(Path::new(&cfg.auth_socket())) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("{cmd}: error: {e}");
-            return Err(1);
-        }
-    };
-    drover_proto::client::accounting(&cfg.dbd_addr(), Credential::user(token)).map_err(|e| {
+    let socket = cfg.auth_socket();
+    if let Err(e) = drover_proto::auth::probe_socket(Path::new(&socket)) {
         eprintln!("{cmd}: error: {e}");
-        1
-    })
+        return Err(1);
+    }
+    drover_proto::client::accounting(&cfg.dbd_addr(), Credential::user(socket.into())).map_err(
+        |e| {
+            eprintln!("{cmd}: error: {e}");
+            1
+        },
+    )
 }
 
 /// Print a failed call the way Slurm's tools do.

@@ -64,8 +64,8 @@ pub fn controller_name(cfg: &Config) -> String {
 /// Connect to the controller (lazily: the first call reports a failure).
 /// Must be called inside the runtime.
 pub fn client_for(cmd: &str, cfg: &Config) -> Result<Controller, i32> {
-    let token = drover_proto::auth::fetch_token(Path::new(&cfg.auth_socket()));
-    controller_with(cmd, cfg, token)
+    let probe = drover_proto::auth::probe_socket(Path::new(&cfg.auth_socket()));
+    controller_with(cmd, cfg, probe)
 }
 
 /// [`client_for`], trying again for up to `patience` while the
@@ -77,25 +77,22 @@ pub async fn client_waiting(
 ) -> Result<Controller, i32> {
     let deadline = std::time::Instant::now() + patience;
     let sock = cfg.auth_socket();
-    let mut token = drover_proto::auth::fetch_token(Path::new(&sock));
-    while token.is_err() && std::time::Instant::now() < deadline {
+    let mut probe = drover_proto::auth::probe_socket(Path::new(&sock));
+    while probe.is_err() && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        token = drover_proto::auth::fetch_token(Path::new(&sock));
+        probe = drover_proto::auth::probe_socket(Path::new(&sock));
     }
-    controller_with(cmd, cfg, token)
+    controller_with(cmd, cfg, probe)
 }
 
-fn controller_with(
-    cmd: &str,
-    cfg: &Config,
-    token: Result<String, String>,
-) -> Result<Controller, i32> {
-    let token = token.map_err(|e| {
+fn controller_with(cmd: &str, cfg: &Config, probe: Result<(), String>) -> Result<Controller, i32> {
+    probe.map_err(|e| {
         eprintln!("{cmd}: error: {e}");
         eprintln!("{cmd}: error: {CONNECT_FAILURE}");
         1
     })?;
-    drover_proto::client::controller(&cfg.controller_addr(), Credential::user(token)).map_err(|e| {
+    let cred = Credential::user(cfg.auth_socket().into());
+    drover_proto::client::controller(&cfg.controller_addr(), cred).map_err(|e| {
         eprintln!("{cmd}: error: {e}");
         1
     })
@@ -104,14 +101,16 @@ fn controller_with(
 /// The Scheduler service (sprio, sshare, reservations) on the controller's
 /// port, with the caller's credential; errors printed as `<cmd>: error: ...`.
 pub fn scheduler_for(cmd: &str, cfg: &Config) -> Result<drover_proto::client::Scheduler, i32> {
-    let token = drover_proto::auth::fetch_token(Path::new(&cfg.auth_socket())).map_err(|e| {
+    let socket = cfg.auth_socket();
+    drover_proto::auth::probe_socket(Path::new(&socket)).map_err(|e| {
         eprintln!("{cmd}: error: {e}");
         1
     })?;
-    drover_proto::client::scheduler(&cfg.controller_addr(), Credential::user(token)).map_err(|e| {
-        eprintln!("{cmd}: error: {e}");
-        1
-    })
+    drover_proto::client::scheduler(&cfg.controller_addr(), Credential::user(socket.into()))
+        .map_err(|e| {
+            eprintln!("{cmd}: error: {e}");
+            1
+        })
 }
 
 /// Phase timings on stderr when `DROVER_TIMING` is set (for benchmarks).

@@ -85,6 +85,19 @@ impl Default for DbdConf {
 }
 
 impl DbdConf {
+    /// `AuthInfo=skew=N` (seconds of clock difference tolerated in
+    /// credentials), default 60 like drover.conf's.
+    pub fn auth_skew_secs(&self) -> u64 {
+        self.raw
+            .iter()
+            .filter(|(k, _)| k == "AuthInfo")
+            .flat_map(|(_, v)| crate::general::parse_kv_list(v))
+            .filter(|(k, _)| k.eq_ignore_ascii_case("skew"))
+            .filter_map(|(_, v)| v?.parse().ok())
+            .next_back()
+            .unwrap_or(60)
+    }
+
     /// The sqlx connection URL these settings describe.
     pub fn url(&self) -> String {
         if let Some(u) = &self.storage_url {
@@ -283,6 +296,9 @@ mod tests {
         assert_eq!(c.url(), "sqlite:///var/dbd/drover_acct.db?mode=rwc");
         assert_eq!(c.dbd_port, 6819);
         assert_eq!(c.dbd_addr, "127.0.0.1");
+        assert_eq!(c.auth_skew_secs(), 60);
+        let (c, _) = parse_str("AuthInfo=socket=/s,skew=7\n", "dbd.conf").unwrap();
+        assert_eq!(c.auth_skew_secs(), 7);
     }
 
     #[test]

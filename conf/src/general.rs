@@ -264,7 +264,7 @@ fn parse_ctld_host(v: &str) -> Result<CtldHost, String> {
 }
 
 /// `a=1,b,c=x` -> [(a, Some(1)), (b, None), (c, Some(x))].
-fn parse_kv_list(v: &str) -> Vec<(String, Option<String>)> {
+pub(crate) fn parse_kv_list(v: &str) -> Vec<(String, Option<String>)> {
     values::parse_list(v)
         .into_iter()
         .map(|item| match item.split_once('=') {
@@ -353,12 +353,12 @@ pub(crate) fn apply_general(
                 .into_iter()
                 .map(|(k, val)| (k, val.unwrap_or_default()))
                 .collect();
-            if let Some((_, ttl)) = cfg
-                .auth_info
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case("ttl"))
-            {
-                values::parse_u64(ttl).map_err(|m| e(format!("ttl: {m}")))?;
+            for (k, val) in &cfg.auth_info {
+                for key in ["ttl", "skew"] {
+                    if k.eq_ignore_ascii_case(key) {
+                        values::parse_u64(val).map_err(|m| e(format!("{key}: {m}")))?;
+                    }
+                }
             }
         }
         "AuthKeyFile" => cfg.auth_key_file = nonempty()?,

@@ -279,6 +279,14 @@ impl Config {
             .unwrap_or(300)
     }
 
+    /// `skew=` of AuthInfo: seconds a credential's issue time may differ
+    /// from the verifier's clock, default 60.
+    pub fn auth_skew_secs(&self) -> u64 {
+        self.auth_info_value("skew")
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(60)
+    }
+
     fn auth_info_value(&self, key: &str) -> Option<&str> {
         self.auth_info
             .iter()

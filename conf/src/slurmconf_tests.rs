@@ -131,6 +131,7 @@ fn defaults() {
     assert_eq!(c.auth_type, "auth/drover");
     assert_eq!(c.auth_socket(), "/run/drover/auth.sock");
     assert_eq!(c.auth_ttl_secs(), 300);
+    assert_eq!(c.auth_skew_secs(), 60);
     assert_eq!(c.auth_key_file, "/etc/drover/drover.key");
     assert_eq!(c.first_job_id, 1);
     assert_eq!(c.max_job_id, 0x03ff0000);
@@ -223,7 +224,7 @@ fn typed_general_keys() {
         "SlurmctldHost=c\n\
          SlurmctldPort=6817-6818 SlurmdPort=6820 SlurmUser=slurm SlurmdUser=root\n\
          StateSaveLocation=/s SlurmdSpoolDir=/d AuthType=auth/munge AuthKeyFile=/k\n\
-         AuthInfo=socket=/run/x.sock,ttl=60\n\
+         AuthInfo=socket=/run/x.sock,ttl=60,skew=5\n\
          FirstJobId=100 MaxJobId=5000 MaxJobCount=20 MaxArraySize=11 MinJobAge=5\n\
          SlurmdTimeout=1 SlurmctldTimeout=2 KillWait=3 OverTimeLimit=UNLIMITED InactiveLimit=4\n\
          MessageTimeout=5 BatchStartTimeout=6 UnkillableStepTimeout=7 ReturnToService=2\n\
@@ -256,6 +257,7 @@ fn typed_general_keys() {
     assert_eq!(c.auth_key_file, "/k");
     assert_eq!(c.auth_socket(), "/run/x.sock");
     assert_eq!(c.auth_ttl_secs(), 60);
+    assert_eq!(c.auth_skew_secs(), 5);
     assert_eq!(
         (
             c.first_job_id,
@@ -741,6 +743,7 @@ fn value_errors_name_file_line_and_key() {
         ("SlurmctldHost=(b)", 1, "SlurmctldHost"),
         ("SlurmUser=", 1, "SlurmUser"),
         ("AuthInfo=ttl=abc", 1, "AuthInfo"),
+        ("AuthInfo=socket=/x,skew=-1", 1, "AuthInfo"),
         ("ClusterName=", 1, "ClusterName"),
         ("ControlMachine=", 1, "ControlMachine"),
         ("AccountingStoragePort=http", 1, "AccountingStoragePort"),

@@ -124,6 +124,14 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     // queue) may be much bigger.
     let max_request =
         crate::fieldlimits::max_request_bytes(cfg.sched_params().max_script_size as usize);
+    // Credentials issued before this point are refused (the replay cache
+    // starts empty).
+    let auth = drover_proto::verify::AuthLayer::new(
+        "droverctld",
+        key.clone(),
+        cfg.auth_skew_secs(),
+        max_request.saturating_add(5),
+    );
     let mut ctld = match Ctld::recover(cfg, path, key.clone(), tx.clone()) {
         Ok(c) => c,
         Err(e) => {
@@ -184,6 +192,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         .tcp_nodelay(true)
         .initial_stream_window_size(Some(8 * 1024 * 1024))
         .initial_connection_window_size(Some(16 * 1024 * 1024))
+        .layer(auth)
         .add_service(svc)
         .add_service(
             drover_proto::scheduler_server::SchedulerServer::new(crate::sched_svc::SchedSvc(Svc {

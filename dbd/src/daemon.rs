@@ -173,6 +173,12 @@ async fn serve(cfg: DbdConf, path: PathBuf, key: ClusterKey) -> i32 {
     } else {
         uid_of(&cfg.slurm_user).unwrap_or(0)
     };
+    let auth = drover_proto::verify::AuthLayer::new(
+        "droverdbd",
+        key.clone(),
+        cfg.auth_skew_secs(),
+        drover_proto::MAX_MESSAGE_BYTES + 5,
+    );
     let dbd = Arc::new(Dbd {
         job_sql: crate::jobs::JobSql::new(&store),
         store,
@@ -212,6 +218,7 @@ async fn serve(cfg: DbdConf, path: PathBuf, key: ClusterKey) -> i32 {
         .tcp_nodelay(true)
         .initial_stream_window_size(Some(8 * 1024 * 1024))
         .initial_connection_window_size(Some(16 * 1024 * 1024))
+        .layer(auth)
         .add_service(svc)
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await;

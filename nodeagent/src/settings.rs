@@ -39,6 +39,8 @@ pub struct Settings {
     pub controller: String,
     pub auth_socket: PathBuf,
     pub auth_ttl: i64,
+    /// `AuthInfo=skew`: seconds of clock difference tolerated.
+    pub auth_skew: u64,
     pub key_file: PathBuf,
     pub kill_wait: u32,
     pub log_file: Option<PathBuf>,
@@ -352,6 +354,7 @@ pub fn from_config(
         controller,
         auth_socket: PathBuf::from(cfg.auth_socket()),
         auth_ttl: cfg.auth_ttl_secs().min(i64::MAX as u64) as i64,
+        auth_skew: cfg.auth_skew_secs(),
         key_file: PathBuf::from(&cfg.auth_key_file),
         kill_wait: cfg.kill_wait.min(u64::from(u32::MAX)) as u32,
         log_file: cfg.slurmd_log_file.as_ref().map(PathBuf::from),

@@ -277,6 +277,12 @@ async fn serve(
         }
     };
     let cred = Credential::daemon(key.clone(), settings.host.clone());
+    let auth = drover_proto::verify::AuthLayer::new(
+        "droverd",
+        key.clone(),
+        settings.auth_skew,
+        drover_proto::MAX_MESSAGE_BYTES + 5,
+    );
     let ctl = match drover_proto::client::controller(&settings.controller, cred) {
         Ok(c) => c,
         Err(e) => {
@@ -332,6 +338,7 @@ async fn serve(
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let mut stop_server = stop_rx.clone();
     let server = tonic::transport::Server::builder()
+        .layer(auth)
         .add_service(svc)
         .serve_with_incoming_shutdown(incoming, async move {
             let _ = stop_server.wait_for(|s| *s).await;

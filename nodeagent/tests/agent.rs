@@ -425,9 +425,15 @@ async fn agent_end_to_end() {
     // The agent serves the auth socket since nothing else does.
     let auth = c.tmp.path().join("auth.sock");
     wait_until("auth socket", || auth.exists()).await;
-    let token = drover_proto::auth::fetch_token(&auth).unwrap();
-    let id = c.key.verify(&token).unwrap();
-    assert!(!id.daemon);
+    let bind = drover_proto::auth::Binding::new("/drover.NodeAgent/Ping", b"");
+    let token = drover_proto::auth::request_token(&auth, &bind)
+        .await
+        .unwrap();
+    let v = c
+        .key
+        .verify(&token, &bind, drover_proto::auth::now_millis(), 60_000)
+        .unwrap();
+    assert!(!v.identity.daemon);
 
     let mut agent = c.client();
 
@@ -469,11 +475,10 @@ async fn agent_end_to_end() {
         "ran 1 on node2\nran 1 on node2\n"
     );
 
-    // Authentication: a user token may not launch; no token is refused.
-    let user_tok = c.key.issue_user(1000, 1000, &[], "h", 60);
+    // Authentication: a user credential may not launch; no credential is refused.
     let mut user_agent = drover_proto::client::agent(
         &format!("127.0.0.1:{}", c.agent_port),
-        Credential::user(user_tok),
+        Credential::user(auth.clone()),
     )
     .unwrap();
     let e = user_agent

@@ -41,11 +41,50 @@ impl std::fmt::Debug for ClusterKey {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum AuthError {
     Malformed,
     BadSignature,
     Expired,
+    /// The credential was made for another gRPC method.
+    WrongMethod {
+        signed: String,
+        called: String,
+    },
+    /// The credential was made for another request body.
+    WrongBody,
+    /// `issued` is further from the verifier's clock than `AuthInfo=skew`.
+    Skew {
+        issued_ms: i64,
+        now_ms: i64,
+    },
+    /// Issued before this daemon started (its replay cache is younger).
+    BeforeStart,
+    /// The nonce was seen before: a replay.
+    Replayed,
+    /// The replay cache is full: nothing can be checked, so nothing passes.
+    CacheFull,
+}
+
+/// Words of [`AuthError::BeforeStart`]'s message; a client that reads them
+/// retries once with a fresh credential.
+pub const BEFORE_START: &str = "credential issued before this daemon started";
+
+impl AuthError {
+    /// The kind of failure, for rate-limiting log lines per kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AuthError::Malformed => "malformed",
+            AuthError::BadSignature => "bad signature",
+            AuthError::Expired => "expired",
+            AuthError::WrongMethod { .. } => "wrong method",
+            AuthError::WrongBody => "wrong body",
+            AuthError::Skew { .. } => "skew",
+            AuthError::BeforeStart => "before start",
+            AuthError::Replayed => "replayed",
+            AuthError::CacheFull => "cache full",
+        }
+    }
 }
 
 impl std::fmt::Display for AuthError {
@@ -54,6 +93,20 @@ impl std::fmt::Display for AuthError {
             AuthError::Malformed => f.write_str("malformed credential"),
             AuthError::BadSignature => f.write_str("invalid credential (wrong cluster key?)"),
             AuthError::Expired => f.write_str("credential expired (clock skew?)"),
+            AuthError::WrongMethod { signed, called } => {
+                write!(f, "credential made for {signed} used for {called}")
+            }
+            AuthError::WrongBody => f.write_str("credential made for another request"),
+            AuthError::Skew { issued_ms, now_ms } => write!(
+                f,
+                "credential issued {:.1} s from this host's clock, more than AuthInfo=skew allows",
+                (issued_ms - now_ms) as f64 / 1000.0
+            ),
+            AuthError::BeforeStart => f.write_str(BEFORE_START),
+            AuthError::Replayed => f.write_str("credential replayed (already used)"),
+            AuthError::CacheFull => {
+                f.write_str("replay cache full: cannot check credentials, try again later")
+            }
         }
     }
 }
@@ -65,6 +118,89 @@ pub fn now_secs() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
+}
+
+/// Milliseconds since the epoch (a credential's `issued`).
+pub fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The request a credential is bound to: the gRPC path and the SHA-256 of
+/// the request body's bytes (hex).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    pub method: String,
+    pub digest: String,
+}
+
+impl Binding {
+    pub fn new(method: &str, body: &[u8]) -> Binding {
+        Binding {
+            method: method.to_string(),
+            digest: hex(ring::digest::digest(&ring::digest::SHA256, body).as_ref()),
+        }
+    }
+
+    /// Parse the auth socket's request line `sign METHOD DIGEST`.
+    pub fn parse_request(line: &str) -> Result<Binding, String> {
+        let mut w = line.split_ascii_whitespace();
+        let (Some("sign"), Some(method), Some(digest), None) =
+            (w.next(), w.next(), w.next(), w.next())
+        else {
+            return Err("expected 'sign METHOD DIGEST'".into());
+        };
+        let method_ok = method.len() <= 200
+            && method.starts_with('/')
+            && method[1..]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/'));
+        if !method_ok {
+            return Err(format!("bad method '{}'", crate::text::printable(method)));
+        }
+        if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err("bad digest (want 64 hex characters)".into());
+        }
+        Ok(Binding {
+            method: method.to_string(),
+            digest: digest.to_ascii_lowercase(),
+        })
+    }
+
+    /// The auth socket's request line for this binding.
+    pub fn request_line(&self) -> String {
+        format!("sign {} {}\n", self.method, self.digest)
+    }
+}
+
+/// A verified credential: who, and what the replay cache must remember.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    pub identity: Identity,
+    pub nonce: u128,
+    pub issued_ms: i64,
+    /// Until when the credential could be accepted (the cache keeps its
+    /// nonce that long): the earlier of its expiry and issued + skew.
+    pub usable_until_ms: i64,
+}
+
+/// Who a credential claims to be (unchecked: for log lines about refusals).
+pub fn claimed(token: &str) -> String {
+    let p: Vec<&str> = token.split(':').collect();
+    match (p.get(2), p.get(8)) {
+        (Some(uid), Some(host)) => format!(
+            "uid {} host {}",
+            crate::text::printable(uid),
+            crate::text::printable(host)
+        ),
+        _ => "unreadable credential".to_string(),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl ClusterKey {
@@ -120,22 +256,30 @@ impl ClusterKey {
     }
 
     fn sign(&self, body: &str) -> String {
-        let tag = hmac::sign(&self.key, body.as_bytes());
-        tag.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+        hex(hmac::sign(&self.key, body.as_bytes()).as_ref())
     }
 
-    /// Issue a token for a user identity, valid `ttl` seconds.
-    pub fn issue_user(&self, uid: u32, gid: u32, groups: &[u32], host: &str, ttl: i64) -> String {
-        self.issue('u', uid, gid, groups, host, ttl)
+    /// A user's credential for one request, valid `ttl` seconds.
+    pub fn issue_user(
+        &self,
+        uid: u32,
+        gid: u32,
+        groups: &[u32],
+        host: &str,
+        ttl: i64,
+        bind: &Binding,
+    ) -> String {
+        self.issue('u', uid, gid, groups, host, ttl, bind, now_millis())
     }
 
-    /// A daemon's own token (uid/gid of the daemon's process).
-    pub fn issue_daemon(&self, host: &str) -> String {
+    /// A daemon's own credential for one request (uid/gid of the process).
+    pub fn issue_daemon(&self, host: &str, bind: &Binding) -> String {
         // SAFETY: getuid/getgid never fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        self.issue('d', uid, gid, &[], host, 300)
+        self.issue('d', uid, gid, &[], host, 300, bind, now_millis())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn issue(
         &self,
         kind: char,
@@ -144,32 +288,44 @@ impl ClusterKey {
         groups: &[u32],
         host: &str,
         ttl: i64,
+        bind: &Binding,
+        issued_ms: i64,
     ) -> String {
-        let mut nonce = [0u8; 8];
+        let mut nonce = [0u8; 16];
         let _ = SystemRandom::new().fill(&mut nonce);
-        let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
         let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
         let host: String = host
             .chars()
             .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
             .collect();
-        let expires = now_secs() + ttl.max(1);
+        let expires = issued_ms / 1000 + ttl.max(1);
         let body = format!(
-            "v1:{kind}:{uid}:{gid}:{}:{expires}:{nonce}:{host}",
-            groups.join(",")
+            "v2:{kind}:{uid}:{gid}:{}:{issued_ms}:{expires}:{}:{host}:{}:{}",
+            groups.join(","),
+            hex(&nonce),
+            bind.method,
+            bind.digest
         );
         let sig = self.sign(&body);
         format!("{body}:{sig}")
     }
 
-    /// Check a token; returns who it speaks for.
-    pub fn verify(&self, token: &str) -> Result<Identity, AuthError> {
+    /// Check a credential against the request it came with, at `now_ms`,
+    /// tolerating `skew_ms` between the issuer's clock and ours. The replay
+    /// cache is the caller's ([`crate::replay::ReplayCache`]).
+    pub fn verify(
+        &self,
+        token: &str,
+        bind: &Binding,
+        now_ms: i64,
+        skew_ms: i64,
+    ) -> Result<Verified, AuthError> {
         let (body, sig) = token.rsplit_once(':').ok_or(AuthError::Malformed)?;
         let sig_bytes = decode_hex(sig).ok_or(AuthError::Malformed)?;
         hmac::verify(&self.key, body.as_bytes(), &sig_bytes)
             .map_err(|_| AuthError::BadSignature)?;
         let parts: Vec<&str> = body.split(':').collect();
-        if parts.len() != 8 || parts[0] != "v1" {
+        if parts.len() != 11 || parts[0] != "v2" {
             return Err(AuthError::Malformed);
         }
         let daemon = match parts[1] {
@@ -177,6 +333,7 @@ impl ClusterKey {
             "d" => true,
             _ => return Err(AuthError::Malformed),
         };
+        let num = |s: &str| s.parse::<i64>().map_err(|_| AuthError::Malformed);
         let uid = parts[2].parse().map_err(|_| AuthError::Malformed)?;
         let gid = parts[3].parse().map_err(|_| AuthError::Malformed)?;
         let groups = if parts[4].is_empty() {
@@ -187,31 +344,42 @@ impl ClusterKey {
                 .map(|g| g.parse().map_err(|_| AuthError::Malformed))
                 .collect::<Result<Vec<u32>, _>>()?
         };
-        let expires: i64 = parts[5].parse().map_err(|_| AuthError::Malformed)?;
-        if expires < now_secs() {
+        let issued_ms = num(parts[5])?;
+        let expires = num(parts[6])?;
+        let nonce = decode_hex(parts[7])
+            .and_then(|b| <[u8; 16]>::try_from(b).ok())
+            .map(u128::from_be_bytes)
+            .ok_or(AuthError::Malformed)?;
+        if parts[9] != bind.method {
+            return Err(AuthError::WrongMethod {
+                signed: parts[9].to_string(),
+                called: bind.method.clone(),
+            });
+        }
+        if parts[10] != bind.digest {
+            return Err(AuthError::WrongBody);
+        }
+        if expires.saturating_mul(1000) < now_ms {
             return Err(AuthError::Expired);
         }
-        Ok(Identity {
-            uid,
-            gid,
-            groups,
-            daemon,
-            host: parts[7].to_string(),
+        if (issued_ms - now_ms).abs() > skew_ms {
+            return Err(AuthError::Skew { issued_ms, now_ms });
+        }
+        Ok(Verified {
+            identity: Identity {
+                uid,
+                gid,
+                groups,
+                daemon,
+                host: parts[8].to_string(),
+            },
+            nonce,
+            issued_ms,
+            usable_until_ms: expires
+                .saturating_mul(1000)
+                .min(issued_ms.saturating_add(skew_ms)),
         })
     }
-}
-
-/// The host a token names (unverified: for log lines about refused
-/// tokens), reduced to hostname characters and 64 of them at most.
-pub fn claimed_host(token: &str) -> String {
-    token
-        .split(':')
-        .nth(7)
-        .unwrap_or("")
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
-        .take(64)
-        .collect()
 }
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
@@ -252,99 +420,122 @@ pub fn hostname() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-/// Serve the local auth socket until the task is dropped: each connection
-/// gets one token line for the peer's kernel-reported identity.
-pub async fn serve_auth_socket(path: &Path, key: ClusterKey, ttl: i64) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    use tokio::io::AsyncWriteExt;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let _ = std::fs::remove_file(path);
-    let listener = tokio::net::UnixListener::bind(path)?;
-    // Every local user must be able to ask for their own token.
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777))?;
-    let host = hostname();
-    loop {
-        let (mut stream, _) = match listener.accept().await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!("auth socket accept: {e}");
-                continue;
-            }
-        };
-        let cred = match stream.peer_cred() {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!("auth socket: no peer credentials: {e}");
-                continue;
-            }
-        };
-        let groups = cred.pid().map(process_groups).unwrap_or_default();
-        let token = key.issue_user(cred.uid(), cred.gid(), &groups, &host, ttl);
-        tokio::spawn(async move {
-            let _ = stream.write_all(token.as_bytes()).await;
-            let _ = stream.write_all(b"\n").await;
-        });
-    }
-}
-
-/// Ask the local auth socket for a token (blocking; clients call it once).
-pub fn fetch_token(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    let mut s = std::os::unix::net::UnixStream::connect(path).map_err(|e| {
-        format!(
-            "cannot reach the authentication socket {}: {e} (is droverctld or droverd running on this host?)",
-            path.display()
-        )
-    })?;
-    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(10)));
-    let mut out = String::new();
-    s.read_to_string(&mut out)
-        .map_err(|e| format!("authentication socket {}: {e}", path.display()))?;
-    let t = out.trim().to_string();
-    if t.is_empty() {
-        return Err(format!(
-            "authentication socket {} gave no credential",
-            path.display()
-        ));
-    }
-    Ok(t)
-}
+pub use crate::authsock::{probe_socket, request_token, serve_auth_socket};
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn round_trip_and_tamper() {
-        let k = ClusterKey::from_bytes(b"0123456789abcdef0123456789abcdef");
-        let t = k.issue_user(1000, 100, &[27, 44], "node1", 60);
-        let id = k.verify(&t).unwrap();
-        assert_eq!(id.uid, 1000);
-        assert_eq!(id.gid, 100);
-        assert_eq!(id.groups, vec![27, 44]);
-        assert!(!id.daemon);
-        let forged = t.replacen(":1000:", ":0:", 1);
-        assert!(matches!(k.verify(&forged), Err(AuthError::BadSignature)));
-        let other = ClusterKey::from_bytes(b"another key of sixteen+ bytes");
-        assert!(other.verify(&t).is_err());
-        assert!(k.verify("garbage").is_err());
-        assert!(k.verify("").is_err());
-        assert!(k.verify("a:zz").is_err());
-        let d = k.issue_daemon("h");
-        assert!(k.verify(&d).unwrap().daemon);
+    const SKEW: i64 = 60_000;
+
+    fn key() -> ClusterKey {
+        ClusterKey::from_bytes(b"0123456789abcdef0123456789abcdef")
+    }
+
+    fn bind() -> Binding {
+        Binding::new("/drover.Controller/SubmitJob", b"\0\0\0\0\x02ab")
     }
 
     #[test]
-    fn expired_is_refused() {
-        let k = ClusterKey::from_bytes(b"0123456789abcdef0123456789abcdef");
-        let body = format!("v1:u:1:1::{}:00:h", now_secs() - 5);
-        let t = format!("{body}:{}", k.sign(&body));
-        assert!(matches!(k.verify(&t), Err(AuthError::Expired)));
-        assert_eq!(claimed_host(&t), "h");
-        assert_eq!(claimed_host(&k.issue_daemon("n-1.x")), "n-1.x");
-        assert_eq!(claimed_host("v1:u:0:0::1:ab:h$o\nst:sig"), "host");
-        assert_eq!(claimed_host("garbage"), "");
+    fn round_trip_and_tamper() {
+        let k = key();
+        let t = k.issue_user(1000, 100, &[27, 44], "node1", 60, &bind());
+        let v = k.verify(&t, &bind(), now_millis(), SKEW).unwrap();
+        assert_eq!(v.identity.uid, 1000);
+        assert_eq!(v.identity.gid, 100);
+        assert_eq!(v.identity.groups, vec![27, 44]);
+        assert_eq!(v.identity.host, "node1");
+        assert!(!v.identity.daemon);
+        assert!(v.usable_until_ms <= v.issued_ms + SKEW);
+        let forged = t.replacen(":1000:", ":0:", 1);
+        assert_eq!(
+            k.verify(&forged, &bind(), now_millis(), SKEW),
+            Err(AuthError::BadSignature)
+        );
+        let other = ClusterKey::from_bytes(b"another key of sixteen+ bytes");
+        assert!(other.verify(&t, &bind(), now_millis(), SKEW).is_err());
+        for bad in ["garbage", "", "a:zz", "v1:u:1:1::9:00:h:00"] {
+            assert!(k.verify(bad, &bind(), now_millis(), SKEW).is_err());
+        }
+        let d = k.issue_daemon("h", &bind());
+        assert!(
+            k.verify(&d, &bind(), now_millis(), SKEW)
+                .unwrap()
+                .identity
+                .daemon
+        );
+    }
+
+    #[test]
+    fn bound_to_method_and_body() {
+        let k = key();
+        let t = k.issue_user(1000, 100, &[], "h", 60, &bind());
+        let other_method = Binding::new("/drover.Controller/CancelJob", b"\0\0\0\0\x02ab");
+        assert_eq!(
+            k.verify(&t, &other_method, now_millis(), SKEW),
+            Err(AuthError::WrongMethod {
+                signed: "/drover.Controller/SubmitJob".into(),
+                called: "/drover.Controller/CancelJob".into()
+            })
+        );
+        let other_body = Binding::new("/drover.Controller/SubmitJob", b"\0\0\0\0\x02ac");
+        assert_eq!(
+            k.verify(&t, &other_body, now_millis(), SKEW),
+            Err(AuthError::WrongBody)
+        );
+        // Two credentials for the same request differ (fresh nonce).
+        let t2 = k.issue_user(1000, 100, &[], "h", 60, &bind());
+        let n1 = k.verify(&t, &bind(), now_millis(), SKEW).unwrap().nonce;
+        let n2 = k.verify(&t2, &bind(), now_millis(), SKEW).unwrap().nonce;
+        assert_ne!(n1, n2);
+    }
+
+    #[test]
+    fn clock_skew_and_expiry() {
+        let k = key();
+        let issued = 1_000_000_000_000;
+        let t = k.issue('u', 1, 1, &[], "h", 300, &bind(), issued);
+        assert!(k.verify(&t, &bind(), issued + SKEW, SKEW).is_ok());
+        assert!(k.verify(&t, &bind(), issued - SKEW, SKEW).is_ok());
+        assert!(matches!(
+            k.verify(&t, &bind(), issued + SKEW + 1, SKEW),
+            Err(AuthError::Skew { .. })
+        ));
+        assert!(matches!(
+            k.verify(&t, &bind(), issued - SKEW - 1, SKEW),
+            Err(AuthError::Skew { .. })
+        ));
+        let short = k.issue('u', 1, 1, &[], "h", 1, &bind(), issued);
+        assert_eq!(
+            k.verify(&short, &bind(), issued + 1_001, SKEW),
+            Err(AuthError::Expired)
+        );
+        let v = k.verify(&short, &bind(), issued, SKEW).unwrap();
+        assert_eq!(v.usable_until_ms, issued + 1_000);
+    }
+
+    #[test]
+    fn socket_request_lines() {
+        let b = bind();
+        assert_eq!(Binding::parse_request(&b.request_line()), Ok(b.clone()));
+        for bad in [
+            "",
+            "sign",
+            "sign /a/B",
+            "sign a/B 00",
+            &format!("sign /a:b/C {}", b.digest),
+            &format!("sign /a/B {}x", b.digest),
+            &format!("sign /a/B {} extra", b.digest),
+            &format!("token /a/B {}", b.digest),
+        ] {
+            assert!(Binding::parse_request(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn claimed_reads_unchecked_fields() {
+        let t = key().issue_user(1234, 1, &[], "node7", 60, &bind());
+        assert_eq!(claimed(&t), "uid 1234 host node7");
+        assert_eq!(claimed("junk"), "unreadable credential");
     }
 }

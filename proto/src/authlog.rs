@@ -1,9 +1,11 @@
 //! Failed authentication in a daemon's log: every daemon that verifies
-//! tokens (controller, agent, accounting daemon) goes through
-//! [`crate::client::identity`], which reports each refusal here. A peer
-//! that keeps failing (a host with the wrong key retrying every second)
-//! gets one warning per [`WINDOW`], the next one counting what was left
-//! out meanwhile.
+//! credentials (controller, agent, accounting daemon) does it in
+//! [`crate::verify::AuthLayer`] (and [`crate::client::identity`] for a call
+//! with none), which report each refusal here. A peer that keeps failing
+//! the same way (a host with the wrong key retrying every second) gets one
+//! warning per [`WINDOW`], the next one counting what was left out
+//! meanwhile; another kind of failure from it (a replay after a wrong key)
+//! has a line of its own.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -19,15 +21,17 @@ const MAX_PEERS: usize = 4096;
 /// Per-peer rate limit (pure: the caller gives the time).
 #[derive(Default)]
 pub struct RateLimit {
-    /// peer -> (when its last line was written, failures left out since).
-    peers: HashMap<Option<IpAddr>, (Instant, u64)>,
+    /// (peer, kind of failure) -> (when its last line was written,
+    /// failures left out since).
+    peers: HashMap<(Option<IpAddr>, &'static str), (Instant, u64)>,
 }
 
 impl RateLimit {
     /// A failure from `peer` at `now`: `Some(left_out)` when a line is due
     /// (with the number of failures not logged since the previous one),
     /// None when it is to be counted silently.
-    pub fn note(&mut self, peer: Option<IpAddr>, now: Instant) -> Option<u64> {
+    pub fn note(&mut self, peer: Option<IpAddr>, kind: &'static str, now: Instant) -> Option<u64> {
+        let peer = (peer, kind);
         if let Some((last, left_out)) = self.peers.get_mut(&peer) {
             if now.duration_since(*last) < WINDOW {
                 *left_out += 1;
@@ -54,29 +58,25 @@ impl RateLimit {
 
 static LIMIT: LazyLock<Mutex<RateLimit>> = LazyLock::new(Default::default);
 
-/// Log a refused credential from `peer` (rate-limited, warn level).
-/// `claimed_host` is what the token says of its origin (unverified).
-pub fn refused(peer: Option<std::net::SocketAddr>, why: &str, claimed_host: &str) {
-    let due = LIMIT
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .note(peer.map(|p| p.ip()), Instant::now());
+/// Log a refused credential from `peer` (rate-limited per peer and `kind`
+/// of failure, warn level): `authentication failure from ADDR: WHAT`.
+pub fn refused(peer: Option<std::net::SocketAddr>, kind: &'static str, what: &str) {
+    let due = LIMIT.lock().unwrap_or_else(|p| p.into_inner()).note(
+        peer.map(|p| p.ip()),
+        kind,
+        Instant::now(),
+    );
     let Some(left_out) = due else { return };
     let from = peer.map_or_else(|| "an unknown address".to_string(), |p| p.to_string());
-    let host = if claimed_host.is_empty() {
-        String::new()
-    } else {
-        format!(" (token says host {claimed_host})")
-    };
     let more = if left_out > 0 {
         format!(
-            "; {left_out} more from this address in the last {} s not logged",
+            "; {left_out} more like it from this address in the last {} s not logged",
             WINDOW.as_secs()
         )
     } else {
         String::new()
     };
-    tracing::warn!("authentication failure from {from}{host}: {why}{more}");
+    tracing::warn!("authentication failure from {from}: {what}{more}");
 }
 
 #[cfg(test)]
@@ -89,17 +89,22 @@ mod tests {
         let t = Instant::now();
         let a: Option<IpAddr> = Some("10.1.0.3".parse().unwrap());
         let b: Option<IpAddr> = Some("10.1.0.4".parse().unwrap());
-        assert_eq!(r.note(a, t), Some(0));
+        assert_eq!(r.note(a, "bad key", t), Some(0));
         for i in 1..=5 {
-            assert_eq!(r.note(a, t + Duration::from_secs(i)), None);
+            assert_eq!(r.note(a, "bad key", t + Duration::from_secs(i)), None);
         }
         // Another peer is not held back by the first.
-        assert_eq!(r.note(b, t + Duration::from_secs(2)), Some(0));
-        assert_eq!(r.note(None, t + Duration::from_secs(2)), Some(0));
+        assert_eq!(r.note(b, "bad key", t + Duration::from_secs(2)), Some(0));
+        assert_eq!(r.note(None, "bad key", t + Duration::from_secs(2)), Some(0));
+        // Another kind of failure from the same peer has a line of its own.
+        assert_eq!(r.note(a, "replayed", t + Duration::from_secs(3)), Some(0));
         // After the window: a line, counting the five left out.
-        assert_eq!(r.note(a, t + WINDOW), Some(5));
-        assert_eq!(r.note(a, t + WINDOW + Duration::from_secs(1)), None);
-        assert_eq!(r.note(a, t + WINDOW * 2), Some(1));
+        assert_eq!(r.note(a, "bad key", t + WINDOW), Some(5));
+        assert_eq!(
+            r.note(a, "bad key", t + WINDOW + Duration::from_secs(1)),
+            None
+        );
+        assert_eq!(r.note(a, "bad key", t + WINDOW * 2), Some(1));
     }
 
     #[test]
@@ -108,7 +113,7 @@ mod tests {
         let t = Instant::now();
         for i in 0..(MAX_PEERS as u32 + 10) {
             let ip = IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i));
-            assert_eq!(r.note(Some(ip), t), Some(0));
+            assert_eq!(r.note(Some(ip), "bad key", t), Some(0));
         }
         assert!(r.peers.len() <= MAX_PEERS);
     }

@@ -1,78 +1,15 @@
 //! Authenticated gRPC clients for the controller and node agents.
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tonic::metadata::MetadataValue;
-use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
-use crate::auth::{ClusterKey, METADATA_KEY};
 use crate::controller_client::ControllerClient;
 use crate::node_agent_client::NodeAgentClient;
+pub use crate::signing::{Credential, Signed};
 
-/// Adds the credential to every request.
-#[derive(Clone)]
-pub struct Credential {
-    inner: Arc<CredInner>,
-}
-
-enum CredInner {
-    /// A user's token from the local auth socket.
-    Fixed(String),
-    /// A daemon signing its own tokens, refreshed well before they expire.
-    Daemon(Box<DaemonCred>),
-}
-
-struct DaemonCred {
-    key: ClusterKey,
-    host: String,
-    cached: Mutex<(String, Instant)>,
-}
-
-impl Credential {
-    pub fn user(token: String) -> Credential {
-        Credential {
-            inner: Arc::new(CredInner::Fixed(token)),
-        }
-    }
-
-    pub fn daemon(key: ClusterKey, host: String) -> Credential {
-        let tok = key.issue_daemon(&host);
-        Credential {
-            inner: Arc::new(CredInner::Daemon(Box::new(DaemonCred {
-                key,
-                host,
-                cached: Mutex::new((tok, Instant::now())),
-            }))),
-        }
-    }
-
-    pub fn token(&self) -> String {
-        match &*self.inner {
-            CredInner::Fixed(t) => t.clone(),
-            CredInner::Daemon(d) => {
-                let mut c = d.cached.lock().unwrap_or_else(|p| p.into_inner());
-                if c.1.elapsed() > Duration::from_secs(60) {
-                    *c = (d.key.issue_daemon(&d.host), Instant::now());
-                }
-                c.0.clone()
-            }
-        }
-    }
-}
-
-impl tonic::service::Interceptor for Credential {
-    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        let v = MetadataValue::try_from(self.token())
-            .map_err(|_| tonic::Status::unauthenticated("credential is not valid metadata"))?;
-        req.metadata_mut().insert(METADATA_KEY, v);
-        Ok(req)
-    }
-}
-
-pub type Controller = ControllerClient<InterceptedService<Channel, Credential>>;
-pub type Agent = NodeAgentClient<InterceptedService<Channel, Credential>>;
+pub type Controller = ControllerClient<Signed>;
+pub type Agent = NodeAgentClient<Signed>;
 
 /// A channel to `host:port` that connects on first use.
 pub fn channel(addr: &str, connect_timeout: Duration) -> Result<Channel, String> {
@@ -96,64 +33,52 @@ pub fn channel(addr: &str, connect_timeout: Duration) -> Result<Channel, String>
 
 pub fn controller(addr: &str, cred: Credential) -> Result<Controller, String> {
     let ch = channel(addr, Duration::from_secs(5))?;
-    Ok(ControllerClient::with_interceptor(ch, cred)
+    Ok(ControllerClient::new(Signed::new(ch, cred))
         .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(crate::MAX_MESSAGE_BYTES))
 }
 
 pub fn agent(addr: &str, cred: Credential) -> Result<Agent, String> {
     let ch = channel(addr, Duration::from_secs(5))?;
-    Ok(NodeAgentClient::with_interceptor(ch, cred)
+    Ok(NodeAgentClient::new(Signed::new(ch, cred))
         .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(crate::MAX_MESSAGE_BYTES))
 }
 
-/// Verify the credential on an incoming request.
+/// Who sent an incoming request, as the daemon's [`crate::verify::AuthLayer`]
+/// verified it (credential bound to this request, not replayed).
 pub fn identity<T>(
-    key: &ClusterKey,
+    _key: &crate::auth::ClusterKey,
     req: &tonic::Request<T>,
 ) -> Result<crate::auth::Identity, tonic::Status> {
-    let Some(tok) = req
-        .metadata()
-        .get(METADATA_KEY)
-        .and_then(|v| v.to_str().ok())
-    else {
-        crate::authlog::refused(req.remote_addr(), "no credential", "");
-        return Err(tonic::Status::unauthenticated(
-            "Authentication failure: no credential",
-        ));
-    };
-    key.verify(tok).map_err(|e| {
-        crate::authlog::refused(
-            req.remote_addr(),
-            &e.to_string(),
-            &crate::auth::claimed_host(tok),
-        );
-        tonic::Status::unauthenticated(format!("Authentication failure: {e}"))
-    })
+    req.extensions()
+        .get::<crate::auth::Identity>()
+        .cloned()
+        .ok_or_else(|| {
+            crate::authlog::refused(req.remote_addr(), "none", "a call without a credential");
+            tonic::Status::unauthenticated("Authentication failure: no credential")
+        })
 }
 
 /// Client of the scheduler service (priorities, shares, reservations).
-pub type Scheduler =
-    crate::scheduler_client::SchedulerClient<InterceptedService<Channel, Credential>>;
+pub type Scheduler = crate::scheduler_client::SchedulerClient<Signed>;
 
 pub fn scheduler(addr: &str, cred: Credential) -> Result<Scheduler, String> {
     let ch = channel(addr, Duration::from_secs(5))?;
     Ok(
-        crate::scheduler_client::SchedulerClient::with_interceptor(ch, cred)
+        crate::scheduler_client::SchedulerClient::new(Signed::new(ch, cred))
             .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
             .max_encoding_message_size(crate::MAX_MESSAGE_BYTES),
     )
 }
 
-pub type Accounting =
-    crate::acct::accounting_client::AccountingClient<InterceptedService<Channel, Credential>>;
+pub type Accounting = crate::acct::accounting_client::AccountingClient<Signed>;
 
 /// Client for the accounting daemon (droverdbd).
 pub fn accounting(addr: &str, cred: Credential) -> Result<Accounting, String> {
     let ch = channel(addr, Duration::from_secs(5))?;
     Ok(
-        crate::acct::accounting_client::AccountingClient::with_interceptor(ch, cred)
+        crate::acct::accounting_client::AccountingClient::new(Signed::new(ch, cred))
             .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
             .max_encoding_message_size(crate::MAX_MESSAGE_BYTES),
     )

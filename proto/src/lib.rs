@@ -17,14 +17,18 @@ pub use generated::*;
 
 pub mod auth;
 pub mod authlog;
+pub mod authsock;
 pub mod bindopt;
 pub mod client;
 pub mod logging;
 pub mod pattern;
 pub mod private;
+pub mod replay;
+pub mod signing;
 pub mod stepio;
 pub mod sysdb;
 pub mod text;
+pub mod verify;
 
 /// Minutes value meaning UNLIMITED (Slurm's INFINITE).
 pub const INFINITE: u32 = u32::MAX;

@@ -113,10 +113,11 @@ pub async fn recv(sig: &mut Option<Signal>) {
 /// A client with a fresh credential (tokens expire; an allocation may
 /// last for days), or None while the authentication socket does not answer.
 pub(crate) fn fresh_client(cfg: &Config) -> Option<Controller> {
-    let token = drover_proto::auth::fetch_token(std::path::Path::new(&cfg.auth_socket())).ok()?;
+    let socket = cfg.auth_socket();
+    drover_proto::auth::probe_socket(std::path::Path::new(&socket)).ok()?;
     drover_proto::client::controller(
         &cfg.controller_addr(),
-        drover_proto::client::Credential::user(token),
+        drover_proto::client::Credential::user(socket.into()),
     )
     .ok()
 }

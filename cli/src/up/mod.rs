@@ -108,10 +108,10 @@ fn make_gpu_devices(dir: &Path, gpus: u32) -> Result<(), String> {
 
 /// Does the controller answer a ping?
 async fn ctld_answers(addr: &str, socket: &str) -> bool {
-    let Ok(token) = drover_proto::auth::fetch_token(Path::new(socket)) else {
+    if drover_proto::auth::probe_socket(Path::new(socket)).is_err() {
         return false;
-    };
-    let Ok(mut c) = drover_proto::client::controller(addr, Credential::user(token)) else {
+    }
+    let Ok(mut c) = drover_proto::client::controller(addr, Credential::user(socket.into())) else {
         return false;
     };
     c.ping(PingRequest {}).await.is_ok()
@@ -119,10 +119,10 @@ async fn ctld_answers(addr: &str, socket: &str) -> bool {
 
 /// Is the cluster up: controller answers and all nodes respond?
 async fn cluster_ready(addr: &str, socket: &str, nodes: u32) -> bool {
-    let Ok(token) = drover_proto::auth::fetch_token(Path::new(socket)) else {
+    if drover_proto::auth::probe_socket(Path::new(socket)).is_err() {
         return false;
-    };
-    let Ok(mut c) = drover_proto::client::controller(addr, Credential::user(token)) else {
+    }
+    let Ok(mut c) = drover_proto::client::controller(addr, Credential::user(socket.into())) else {
         return false;
     };
     if c.ping(PingRequest {}).await.is_err() {

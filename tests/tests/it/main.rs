@@ -23,6 +23,7 @@ mod parsers;
 mod placement;
 mod privacy;
 mod recovery;
+mod replay;
 mod scheduler;
 mod script_cmds;
 mod step_limits;
