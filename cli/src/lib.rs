@@ -8,6 +8,7 @@
 //! command has one module for its I/O glue.
 
 pub mod acctconn;
+pub mod agentconn;
 pub mod bench;
 pub mod benchacct;
 pub mod conn;
@@ -53,7 +54,7 @@ pub fn print_version() {
 /// The commands this binary answers to.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sstat", "sprio", "sshare",
-    "sacctmgr", "sreport", "seff", "srun", "salloc", "sdiag",
+    "sacctmgr", "sreport", "seff", "srun", "salloc", "sdiag", "sbcast", "sattach",
 ];
 
 fn drover_usage() -> String {

@@ -339,7 +339,12 @@ fn drover_up_files_are_safe_whatever_the_umask() {
     for p in ["state", "log", "dbd"] {
         assert_eq!(mode(p), 0o700, "{p}");
     }
-    for p in ["drover.key", "log/droverctld.log", "log/droverd.log", "log/droverdbd.log"] {
+    for p in [
+        "drover.key",
+        "log/droverctld.log",
+        "log/droverd.log",
+        "log/droverdbd.log",
+    ] {
         assert_eq!(mode(p), 0o600, "{p}");
     }
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
