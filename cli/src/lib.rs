@@ -24,7 +24,9 @@ mod proptests;
 pub mod sacct;
 pub mod sacctmgr;
 pub mod salloc;
+pub mod sattach;
 pub mod sbatch;
+pub mod sbcast;
 pub mod scancel;
 pub mod scontrol;
 pub mod sdiag;
@@ -90,6 +92,8 @@ pub fn run_command(cmd: &str, args: &[String]) -> i32 {
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
         "sdiag" => sdiag::run(args),
+        "sbcast" => sbcast::run(args),
+        "sattach" => sattach::run(args),
         "up" => up::run(args),
         "keygen" => up::keygen(args),
         "bench" => bench::run(args),

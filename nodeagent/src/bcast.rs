@@ -113,6 +113,7 @@ pub async fn receive(
     }
     let who = write_as(&caller, admin, job.user_id, job.group_id)
         .ok_or_else(|| Status::permission_denied("Access/permission denied"))?;
+    let (job_id, node) = (first.job_id, first.node.clone());
     let (force, preserve, mode, atime, mtime) = (
         first.force,
         first.preserve,
@@ -180,11 +181,8 @@ pub async fn receive(
     .map_err(|e| Status::internal(e.to_string()))?
     .map_err(|e| io_status(&e))?;
     info!(
-        "sbcast: job {}: {} bytes written to {} on {}",
-        chunk.job_id,
-        written,
-        dest.display(),
-        chunk.node
+        "sbcast: job {job_id}: {written} bytes written to {} on {node}",
+        dest.display()
     );
     Ok(BcastResponse { bytes: written })
 }
