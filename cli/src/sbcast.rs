@@ -114,12 +114,6 @@ pub fn build(p: &opts::Parsed, env_job: Option<&str>, cwd: &Path) -> Result<Requ
     })
 }
 
-/// strerror's text of an I/O error (Slurm's `%m`).
-fn plain(e: &std::io::Error) -> String {
-    let t = e.to_string();
-    t.split(" (os error").next().unwrap_or_default().to_string()
-}
-
 pub fn run(args: &[String]) -> i32 {
     let p = match opts::parse(TABLE, args, false) {
         Ok(p) => p,
@@ -161,7 +155,7 @@ pub fn run(args: &[String]) -> i32 {
             eprintln!(
                 "sbcast: error: Can't open `{}`: {}",
                 req.source.display(),
-                plain(&e)
+                conn::os_error_text(&e)
             );
             return 1;
         }
@@ -264,8 +258,13 @@ async fn send(
 ) -> Result<(), tonic::Status> {
     let (tx, rx) = tokio::sync::mpsc::channel::<BcastChunk>(4);
     let reader = tokio::task::spawn_blocking(move || -> Result<(), String> {
-        let mut f = std::fs::File::open(&src)
-            .map_err(|e| format!("Can't open `{}`: {}", src.display(), plain(&e)))?;
+        let mut f = std::fs::File::open(&src).map_err(|e| {
+            format!(
+                "Can't open `{}`: {}",
+                src.display(),
+                conn::os_error_text(&e)
+            )
+        })?;
         let mut msg = head;
         loop {
             let mut buf = vec![0u8; chunk];
@@ -275,7 +274,13 @@ async fn send(
                     Ok(0) => break,
                     Ok(n) => got += n,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(format!("read `{}`: {}", src.display(), plain(&e))),
+                    Err(e) => {
+                        return Err(format!(
+                            "read `{}`: {}",
+                            src.display(),
+                            conn::os_error_text(&e)
+                        ))
+                    }
                 }
             }
             buf.truncate(got);
