@@ -44,7 +44,27 @@ fn rows(out: &str) -> Vec<(i32, u32, String, String, String)> {
 
 #[test]
 fn scontrol_listpids_shows_batch_and_step_processes_to_their_owner() {
-    let c = Cluster::start(Spec::default());
+    listpids_on(Spec::default(), "301.25", "302.5");
+}
+
+/// The same without cgroups: the processes come from the process trees.
+#[test]
+fn scontrol_listpids_without_cgroups() {
+    listpids_on(
+        Spec {
+            files: vec![("cgroup.conf".into(), "CgroupPlugin=disabled\n".into())],
+            ..Spec::default()
+        },
+        "301.75",
+        "302.75",
+    );
+}
+
+/// `batch`, `task`: how long the batch script's and the step's sleeps are
+/// (distinct per test: the tests run side by side and find their
+/// processes by command line).
+fn listpids_on(spec: Spec, batch: &str, task: &str) {
+    let c = Cluster::start(spec);
     // Nothing runs yet.
     let o = c.run("scontrol", &["listpids"]);
     assert_eq!(o.status.code(), Some(1));
@@ -56,12 +76,12 @@ fn scontrol_listpids_shows_batch_and_step_processes_to_their_owner() {
 
     let job = c.sbatch(
         &["-o", "/dev/null", "-N2", "-n4"],
-        "#!/bin/sh\nsleep 301.25 &\nwait\n",
+        &format!("#!/bin/sh\nsleep {batch} &\nwait\n"),
     );
     let js = job.to_string();
     c.wait_state(&js, &["RUNNING"], Duration::from_secs(60));
     let sleep = wait_for("the batch job's sleep", || {
-        pids_mentioning("301.25").first().copied()
+        pids_mentioning(batch).first().copied()
     });
     let out = wait_for("listpids to show the sleep", || {
         let o = c.run("scontrol", &["listpids", &js]);
@@ -80,7 +100,7 @@ fn scontrol_listpids_shows_batch_and_step_processes_to_their_owner() {
         "{out}"
     );
     // An srun step's tasks carry their ranks.
-    let mut step = srun_cmd(&c, job, &["-n2", "-N1", "sleep", "302.5"])
+    let mut step = srun_cmd(&c, job, &["-n2", "-N1", "sleep", task])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .spawn()
@@ -105,7 +125,7 @@ fn scontrol_listpids_shows_batch_and_step_processes_to_their_owner() {
     );
     for (pid, ..) in rows(&out) {
         let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        assert!(text(&cmd).contains("302.5"), "pid {pid} is not a task");
+        assert!(text(&cmd).contains(task), "pid {pid} is not a task");
     }
     // The whole job: both steps.
     let all = c.ok("scontrol", &["listpids", &js]);
