@@ -21,6 +21,9 @@ use tracing::info;
 use crate::agent::Shared;
 use crate::asuser::{self, Creds};
 
+/// Largest chunk accepted (sbcast sends at most 8 MiB).
+pub const MAX_CHUNK: usize = 16 << 20;
+
 /// Who the file is written as: the caller when they own the job (with
 /// their groups), else (an administrator) the job's user and group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +149,12 @@ pub async fn receive(
     let mut written: u64 = 0;
     let mut chunk = first;
     loop {
+        if chunk.data.len() > MAX_CHUNK {
+            return Err(Status::invalid_argument(format!(
+                "sbcast: a chunk of {} bytes is over the limit of {MAX_CHUNK}",
+                chunk.data.len()
+            )));
+        }
         if !chunk.data.is_empty() {
             let data = std::mem::take(&mut chunk.data);
             written += data.len() as u64;
