@@ -445,3 +445,65 @@ fn sattach_follows_a_running_step_and_ends_with_it() {
     assert!(st.success());
     c.ok("scancel", &[&job.to_string()]);
 }
+
+/// On hosts of their own: `scontrol listpids` finds the agent of the host
+/// it runs on (by host name) and lists that node's processes only;
+/// `sattach` follows the tasks of every node of a step.
+#[test]
+fn listpids_and_sattach_on_several_hosts() {
+    let Some(c) = Cluster::start_hosts(Spec {
+        nodes: 2,
+        cpus: 2,
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let job = crate::steps::allocation(&c, &["-N2", "-n2"]);
+    let srun = srun_cmd(
+        &c,
+        job,
+        &[
+            "-N2",
+            "-n2",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 60 ]; do echo task $SLURM_PROCID $i; i=$((i+1)); sleep 0.1; done",
+        ],
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let step = format!("{job}.0");
+    // node2 has the step's task 1 and no batch script.
+    let out = wait_for("task 1 on node2", || {
+        let o = c.run_on("node2", "scontrol", &["listpids"]);
+        let t = text(&o.stdout);
+        rows(&t).iter().any(|r| r.2 == "0").then_some(t)
+    });
+    for r in rows(&out) {
+        assert_eq!(r.1, job, "{out}");
+        assert_eq!(r.2, "0", "only the step runs on node2: {out}");
+    }
+    assert!(rows(&out).iter().any(|r| r.3 == "0" && r.4 == "1"), "{out}");
+    // node1 has the batch script and task 0.
+    let out = c.run_on("node1", "scontrol", &["listpids", &job.to_string()]);
+    let t = text(&out.stdout);
+    assert!(rows(&t).iter().any(|r| r.2 == "batch" && r.3 == "0"), "{t}");
+    assert!(rows(&t).iter().any(|r| r.2 == "0" && r.4 == "0"), "{t}");
+    assert!(!rows(&t).iter().any(|r| r.2 == "0" && r.4 == "1"), "{t}");
+    // sattach from the controller's host hears both nodes.
+    let o = c
+        .cmd("sattach")
+        .args(["-l", &step])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for t in ["0: task 0 59", "1: task 1 59"] {
+        assert!(out.lines().any(|l| l == t), "{t} missing: {out}");
+    }
+    let _ = srun.wait_with_output();
+    c.ok("scancel", &[&job.to_string()]);
+}
