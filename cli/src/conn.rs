@@ -113,6 +113,13 @@ pub fn scheduler_for(cmd: &str, cfg: &Config) -> Result<drover_proto::client::Sc
         })
 }
 
+/// An I/O error as the C library's strerror words it (Slurm's `%m`),
+/// without Rust's ` (os error N)`.
+pub fn os_error_text(e: &std::io::Error) -> String {
+    let t = e.to_string();
+    t.split(" (os error").next().unwrap_or_default().to_string()
+}
+
 /// Phase timings on stderr when `DROVER_TIMING` is set (for benchmarks).
 pub struct Timer {
     start: std::time::Instant,

@@ -8,6 +8,7 @@
 //! command has one module for its I/O glue.
 
 pub mod acctconn;
+pub mod agentconn;
 pub mod bench;
 pub mod benchacct;
 pub mod conn;
@@ -22,7 +23,9 @@ mod proptests;
 pub mod sacct;
 pub mod sacctmgr;
 pub mod salloc;
+pub mod sattach;
 pub mod sbatch;
+pub mod sbcast;
 pub mod scancel;
 pub mod scontrol;
 pub mod sdiag;
@@ -52,7 +55,7 @@ pub fn print_version() {
 /// The commands this binary answers to.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sstat", "sprio", "sshare",
-    "sacctmgr", "sreport", "seff", "srun", "salloc", "sdiag",
+    "sacctmgr", "sreport", "seff", "srun", "salloc", "sdiag", "sbcast", "sattach",
 ];
 
 fn drover_usage() -> String {
@@ -88,6 +91,8 @@ pub fn run_command(cmd: &str, args: &[String]) -> i32 {
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
         "sdiag" => sdiag::run(args),
+        "sbcast" => sbcast::run(args),
+        "sattach" => sattach::run(args),
         "up" => up::run(args),
         "keygen" => up::keygen(args),
         "bench" => bench::run(args),

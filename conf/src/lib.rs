@@ -16,6 +16,7 @@ pub mod gresconf;
 pub mod hostlist;
 mod include;
 mod lexer;
+pub mod local;
 pub mod nodes;
 pub mod partitions;
 pub mod private;

@@ -14,9 +14,10 @@ use drover_proto::auth::{now_secs, ClusterKey};
 use drover_proto::client::Controller;
 use drover_proto::node_agent_server::NodeAgent;
 use drover_proto::{
-    AgentJob, AgentPingRequest, AgentPingResponse, HeartbeatRequest, JobEndedRequest,
-    JobStatsRequest, JobStatsResponse, LaunchRequest, LaunchResponse, RegisterRequest,
-    SignalJobRequest, SignalJobResponse, StepLaunchRequest, StepLaunchResponse, SuspendJobRequest,
+    AgentJob, AgentPingRequest, AgentPingResponse, AttachInput, BcastChunk, BcastResponse,
+    HeartbeatRequest, JobEndedRequest, JobStatsRequest, JobStatsResponse, LaunchRequest,
+    LaunchResponse, ListPidsRequest, ListPidsResponse, RegisterRequest, SignalJobRequest,
+    SignalJobResponse, StepLaunchRequest, StepLaunchResponse, SuspendJobRequest,
     SuspendJobResponse,
 };
 
@@ -538,6 +539,14 @@ impl AgentService {
         }
         Ok(())
     }
+
+    /// A user's call (listpids, sbcast, sattach): who, and whether an
+    /// administrator (root, SlurmUser, a daemon).
+    fn caller<T>(&self, req: &Request<T>) -> Result<(drover_proto::auth::Identity, bool), Status> {
+        let id = drover_proto::client::identity(&self.shared.key, req)?;
+        let admin = id.daemon || id.uid == 0 || id.uid == self.shared.settings.slurm_user_uid;
+        Ok((id, admin))
+    }
 }
 
 #[tonic::async_trait]
@@ -689,6 +698,42 @@ impl NodeAgent for AgentService {
             steps,
             errors: Vec::new(),
         }))
+    }
+
+    async fn list_pids(
+        &self,
+        request: Request<ListPidsRequest>,
+    ) -> Result<Response<ListPidsResponse>, Status> {
+        let (id, admin) = self.caller(&request)?;
+        let r = request.into_inner();
+        let caller = crate::listpids::Caller { uid: id.uid, admin };
+        let shared = self.shared.clone();
+        let procs = tokio::task::spawn_blocking(move || {
+            crate::listpids::list(&shared, r.job_id, &r.node, caller)
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))??;
+        Ok(Response::new(ListPidsResponse { procs }))
+    }
+
+    async fn file_bcast(
+        &self,
+        request: Request<tonic::Streaming<BcastChunk>>,
+    ) -> Result<Response<BcastResponse>, Status> {
+        let (id, admin) = self.caller(&request)?;
+        let r = crate::bcast::receive(self.shared.clone(), id, admin, request.into_inner()).await?;
+        Ok(Response::new(r))
+    }
+
+    type AttachStepStream = crate::attach::OutputStream;
+
+    async fn attach_step(
+        &self,
+        request: Request<tonic::Streaming<AttachInput>>,
+    ) -> Result<Response<Self::AttachStepStream>, Status> {
+        let (id, admin) = self.caller(&request)?;
+        let s = crate::attach::attach(id.uid, admin, request.into_inner()).await?;
+        Ok(Response::new(s))
     }
 
     async fn ping(

@@ -8,6 +8,8 @@
 pub mod agent;
 pub mod args;
 pub mod asuser;
+pub mod attach;
+pub mod bcast;
 pub mod cgroup;
 pub mod daemon;
 pub mod env;
@@ -15,6 +17,7 @@ pub mod gpu;
 pub mod hostinfo;
 pub mod jobs;
 pub mod launch;
+pub mod listpids;
 pub mod proctree;
 pub mod settings;
 pub mod spawner;

@@ -63,6 +63,9 @@ pub struct Settings {
     pub task_affinity: bool,
     /// Digest of the config file as parsed, sent at registration.
     pub conf_hash: u64,
+    /// uid of `SlurmUser`: with root, may act on any job here (listpids,
+    /// sbcast, sattach).
+    pub slurm_user_uid: u32,
 }
 
 /// `-f`, else `$DROVER_CONF`, else `$SLURM_CONF`, else `/etc/drover/drover.conf`.
@@ -97,20 +100,8 @@ pub enum Selection<'a> {
     Host,
 }
 
-fn short(name: &str) -> &str {
-    name.split('.').next().unwrap_or(name)
-}
-
-/// Whether an address names this host (loopback, `localhost`, our host name).
-pub fn is_local_addr(addr: &str, host_short: &str, host_full: &str) -> bool {
-    let a = addr.trim().trim_start_matches('[').trim_end_matches(']');
-    if let Ok(ip) = a.parse::<IpAddr>() {
-        return ip.is_loopback();
-    }
-    a.eq_ignore_ascii_case("localhost")
-        || a.eq_ignore_ascii_case(host_full)
-        || short(a).eq_ignore_ascii_case(host_short)
-}
+pub use drover_conf::local::is_local_addr;
+use drover_conf::local::{is_this_host, short_host as short};
 
 /// Pick the served nodes (indices into `nodes`), plus warnings. Pure.
 pub fn select_nodes(
@@ -168,14 +159,7 @@ pub fn select_nodes(
             let out: Vec<usize> = nodes
                 .iter()
                 .enumerate()
-                .filter(|(_, c)| {
-                    let h = if c.hostname.is_empty() {
-                        c.name
-                    } else {
-                        c.hostname
-                    };
-                    short(h).eq_ignore_ascii_case(host_short)
-                })
+                .filter(|(_, c)| is_this_host(c.hostname, c.name, host_short))
                 .map(|(i, _)| i)
                 .collect();
             if out.is_empty() {
@@ -367,6 +351,12 @@ pub fn from_config(
         drain_reason: None,
         task_affinity: cfg.task_plugin.iter().any(|p| p == "task/affinity"),
         conf_hash: cfg.conf_hash,
+        slurm_user_uid: cfg
+            .slurm_user
+            .parse()
+            .ok()
+            .or_else(|| drover_proto::sysdb::passwd_by_name(&cfg.slurm_user).map(|p| p.uid))
+            .unwrap_or(0),
     };
     Ok((settings, warnings))
 }

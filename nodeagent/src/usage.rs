@@ -82,7 +82,7 @@ fn proc_usage(jobdir: &Path) -> (u64, u64, Vec<u32>) {
 
 /// The supervisor owns the job's socket: find it through /proc/net/unix is
 /// costly, so ask the kernel who listens via SO_PEERCRED on a connection.
-fn supervisor_pid(jobdir: &Path) -> Option<i32> {
+pub fn supervisor_pid(jobdir: &Path) -> Option<i32> {
     use std::os::fd::AsRawFd;
     let s =
         std::os::unix::net::UnixStream::connect(jobdir.join(crate::status::SOCKET_FILE)).ok()?;

@@ -186,6 +186,19 @@ pub struct Verified {
     pub usable_until_ms: i64,
 }
 
+/// The streaming calls (sbcast's upload, sattach's two-way stream): their
+/// body is not known before the call starts, so their credential binds the
+/// method and an empty body; it is still used once only (replay cache).
+pub const STREAMING_METHODS: &[&str] = &[
+    "/drover.NodeAgent/FileBcast",
+    "/drover.NodeAgent/AttachStep",
+];
+
+/// Is `method` one of [`STREAMING_METHODS`]?
+pub fn is_streaming(method: &str) -> bool {
+    STREAMING_METHODS.contains(&method)
+}
+
 /// Who a credential claims to be (unchecked: for log lines about refusals).
 pub fn claimed(token: &str) -> String {
     let p: Vec<&str> = token.split(':').collect();

@@ -1,5 +1,6 @@
 //! Client side of the credentials: a service over the tonic channel that
-//! collects each (unary, bounded) request body, gets a credential bound to
+//! collects each (unary, bounded) request body (a streaming call's is passed
+//! on as it comes: its credential binds the method only), gets a credential bound to
 //! its method and digest (from the local auth socket, or signed with the
 //! cluster key by a daemon), adds it to the headers and sends the same
 //! bytes. A refusal because the credential predates the daemon's start (it
@@ -93,6 +94,21 @@ impl tower::Service<http::Request<Body>> for Signed {
         let cred = self.cred.clone();
         Box::pin(async move {
             let (parts, body) = req.into_parts();
+            if crate::auth::is_streaming(parts.uri.path()) {
+                // The body is a stream: sign the method, pass the stream on.
+                let bind = Binding::new(parts.uri.path(), &[]);
+                let token = match cred.token_for(&bind).await {
+                    Ok(t) => t,
+                    Err(e) => return Ok(tonic::Status::unauthenticated(e).into_http()),
+                };
+                let mut parts = parts;
+                let value = http::HeaderValue::from_str(&token)
+                    .map_err(|_| "credential is not a valid header value")?;
+                parts.headers.insert(METADATA_KEY, value);
+                let req = http::Request::from_parts(parts, body);
+                std::future::poll_fn(|cx| tower::Service::poll_ready(&mut inner, cx)).await?;
+                return Ok(tower::Service::call(&mut inner, req).await?);
+            }
             let bytes: Bytes = body.collect().await?.to_bytes();
             let bind = Binding::new(parts.uri.path(), &bytes);
             let again = (

@@ -35,6 +35,28 @@ struct State {
 }
 
 impl State {
+    /// Log a refused credential (rate-limited) and make the caller's answer.
+    fn refuse(
+        &self,
+        peer: Option<std::net::SocketAddr>,
+        method: &str,
+        token: &str,
+        e: AuthError,
+    ) -> http::Response<Body> {
+        crate::authlog::refused(
+            peer,
+            e.kind(),
+            &format!(
+                "{}: refused {method} ({} claimed): {e}",
+                self.daemon,
+                claimed(token)
+            ),
+        );
+        refusal(tonic::Status::unauthenticated(format!(
+            "Authentication failure: {e}"
+        )))
+    }
+
     fn check(&self, token: &str, bind: &Binding) -> Result<Identity, AuthError> {
         let now = now_millis();
         let v = self.key.verify(token, bind, now, self.skew_ms)?;
@@ -129,6 +151,20 @@ where
                     .get::<TcpConnectInfo>()
                     .and_then(|c| c.remote_addr());
                 let method = parts.uri.path().to_string();
+                if crate::auth::is_streaming(&method) {
+                    // A stream cannot be collected first: the credential
+                    // binds the method (and is used once, as any other).
+                    let token = token.to_str().unwrap_or("");
+                    match state.check(token, &Binding::new(&method, &[])) {
+                        Ok(id) => {
+                            parts.extensions.insert(id);
+                        }
+                        Err(e) => return Ok(state.refuse(peer, &method, token, e)),
+                    }
+                    let req = http::Request::from_parts(parts, body);
+                    let resp = inner.call(req).await.map_err(Into::into)?;
+                    return Ok(resp.map(Body::new));
+                }
                 let bytes = match Limited::new(body, state.max_body).collect().await {
                     Ok(c) => c.to_bytes(),
                     Err(e) => {
@@ -148,20 +184,7 @@ where
                     Ok(id) => {
                         parts.extensions.insert(id);
                     }
-                    Err(e) => {
-                        crate::authlog::refused(
-                            peer,
-                            e.kind(),
-                            &format!(
-                                "{}: refused {method} ({} claimed): {e}",
-                                state.daemon,
-                                claimed(token)
-                            ),
-                        );
-                        return Ok(refusal(tonic::Status::unauthenticated(format!(
-                            "Authentication failure: {e}"
-                        ))));
-                    }
+                    Err(e) => return Ok(state.refuse(peer, &method, token, e)),
                 }
                 let req = http::Request::from_parts(parts, Body::new(Full::new(bytes)));
                 let resp = inner.call(req).await.map_err(Into::into)?;

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sstat", "sprio", "sshare",
-    "sacctmgr", "sreport", "seff", "srun", "salloc", "sdiag",
+    "sacctmgr", "sreport", "seff", "srun", "salloc", "sdiag", "sbcast", "sattach",
 ];
 
 /// Directory holding `drover`, `droverctld`, `droverd`.

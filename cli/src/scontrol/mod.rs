@@ -1,5 +1,6 @@
 //! `scontrol`: view and change jobs, nodes, partitions and the controller.
 
+pub mod listpids;
 pub mod resv;
 pub mod show;
 pub mod update;
@@ -57,6 +58,7 @@ const USAGE: &str = "Usage: scontrol [<OPTION>] [<COMMAND>]
      suspend <job_list>       resume <job_list>
      update <SPECIFICATIONS>  (JobId=... or NodeName=...)
      write batch_script <job_id> [<file>|-]
+     listpids [<job_id>[.<step_id>]] [<NodeName>]
      ping  reconfigure  shutdown  version
 ";
 
@@ -85,6 +87,8 @@ pub enum Command {
     Resv(resv::ResvOp),
     /// `write batch_script JOBID [FILE|-]`
     WriteBatchScript(String, Option<String>),
+    /// `listpids [JOBID[.STEPID]] [NODENAME]`
+    ListPids(Option<String>, Option<String>),
     Ping,
     Reconfigure,
     Shutdown,
@@ -157,6 +161,12 @@ pub fn parse_command(words: &[String]) -> Result<Command, Vec<String>> {
         "resume" => action("resume"),
         "top" => action("top"),
         "ping" => Ok(Command::Ping),
+        "listpids" => match rest {
+            [] | [_] | [_, _] => Ok(Command::ListPids(one(rest), rest.get(1).cloned())),
+            _ => Err(vec![
+                "scontrol: error: too many arguments for keyword:listpids".to_string(),
+            ]),
+        },
         "write" => match rest {
             [what, job, file @ ..] if kw(what, "batch_script", 5) && file.len() <= 1 => Ok(
                 Command::WriteBatchScript(job.clone(), file.first().cloned()),
@@ -377,6 +387,9 @@ pub fn run(args: &[String]) -> i32 {
         Err(rc) => return rc,
     };
     rt.block_on(async move {
+        if let Command::ListPids(job, node) = &cmd {
+            return listpids::run(&cfg, job.as_deref(), node.as_deref()).await;
+        }
         if let Command::Resv(op) = cmd {
             return resv::run(&cfg, op, flags.one_liner, flags.quiet).await;
         }
@@ -680,6 +693,7 @@ async fn execute(
         | Command::Hostnames(_)
         | Command::Resv(_)
         | Command::WriteBatchScript(..)
+        | Command::ListPids(..)
         | Command::Hostlist(..) => 0,
     }
 }

@@ -43,9 +43,7 @@ pub async fn batch_script(
         }
         Some(path) => {
             if let Err(e) = std::fs::write(&path, &script) {
-                // strerror's text, as Slurm's %m.
-                let e = e.to_string();
-                let e = e.split(" (os error").next().unwrap_or_default();
+                let e = crate::conn::os_error_text(&e);
                 eprintln!("failed to open file `{path}`: {e}");
                 return 1;
             }

@@ -358,7 +358,8 @@ impl Io<'_> {
     }
 }
 
-fn write_out(err: bool, data: &[u8]) {
+/// Task output to our stdout or stderr, flushed (srun, sattach).
+pub(crate) fn write_out(err: bool, data: &[u8]) {
     if data.is_empty() {
         return;
     }

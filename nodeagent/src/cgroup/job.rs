@@ -372,6 +372,19 @@ impl JobCgroup {
         out
     }
 
+    /// The processes of one group under the job's (`step_batch`,
+    /// `step_<id>`) and its sub-groups, sorted (scontrol listpids).
+    pub fn group_pids(&self, group: &str) -> Vec<i32> {
+        let Some(dir) = self.dir_of("freezer") else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        collect_pids(&dir.join(group), &mut out, 0);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// Thaw the job's groups (a suspended job about to be killed: signals
     /// other than SIGKILL reach frozen tasks only once they are thawed).
     pub fn thaw(&self) {

@@ -12,6 +12,7 @@
 mod cpubind;
 pub mod env;
 mod gpubind;
+pub mod here;
 mod spawn;
 
 use std::collections::{HashMap, HashSet};
@@ -219,30 +220,70 @@ async fn launch_once(shared: Arc<Shared>, req: StepLaunchRequest) -> Result<(), 
         started.tasks.len(),
         job.node
     );
-    tokio::spawn(run_step(shared, req, this.node, started, rd, wr));
+    tokio::spawn(run_step(shared, req, this, started, rd, wr));
     Ok(())
 }
 
 async fn run_step(
     shared: Arc<Shared>,
     req: StepLaunchRequest,
-    node: String,
+    this: drover_proto::StepNode,
     started: spawn::Started,
     mut rd: tokio::net::tcp::OwnedReadHalf,
     mut wr: tokio::net::tcp::OwnedWriteHalf,
 ) {
+    let node = this.node.clone();
     let job_id = req.job.as_ref().map_or(0, |j| j.job_id);
     let step_id = req.step_id;
     let (tx, mut rx) = mpsc::channel::<Frame>(256);
+    // Output also goes to whoever attached (sattach); none listening is fine.
+    let (out_tx, _) = tokio::sync::broadcast::channel::<Frame>(1024);
+    let attached = out_tx.clone();
     let writer = tokio::spawn(async move {
         let mut ok = true;
         while let Some(f) = rx.recv().await {
+            if matches!(f.kind, Kind::Stdout | Kind::Stderr) {
+                let _ = attached.send(f.clone());
+            }
             if ok && write_frame(&mut wr, &f).await.is_err() {
                 ok = false; // srun gone: drain, the reader side kills the tasks
             }
         }
         let _ = wr.shutdown().await;
     });
+    // srun's frames, and stdin from attached clients, into one queue (a
+    // frame read is not cancel-safe, so it has a task of its own).
+    let (ctl_tx, mut ctl_rx) = mpsc::channel::<Option<Frame>>(64);
+    let srun_tx = ctl_tx.clone();
+    let reader = tokio::spawn(async move {
+        loop {
+            match read_frame(&mut rd).await {
+                Ok(Some(f)) => {
+                    if srun_tx.send(Some(f)).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(None) | Err(_) => {
+                    let _ = srun_tx.send(None).await;
+                    return;
+                }
+            }
+        }
+    });
+    let ranks: Vec<(u32, Option<i32>)> =
+        started.tasks.iter().map(|t| (t.task_id, t.pgid)).collect();
+    here::insert(
+        job_id,
+        step_id,
+        &node,
+        here::StepHere {
+            uid: req.job.as_ref().map_or(0, |j| j.uid),
+            tasks: here::task_pids(&ranks, &this.task_ids),
+            cgroup: started.cgroup.clone(),
+            output: out_tx,
+            control: ctl_tx,
+        },
+    );
     let pgids: Vec<i32> = started.tasks.iter().filter_map(|t| t.pgid).collect();
     type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
     let mut stdins: HashMap<u32, Writer> = HashMap::new();
@@ -267,8 +308,8 @@ async fn run_step(
     let control_pgids = pgids.clone();
     let control = tokio::spawn(async move {
         loop {
-            match read_frame(&mut rd).await {
-                Ok(Some(f)) => match f.kind {
+            match ctl_rx.recv().await {
+                Some(Some(f)) => match f.kind {
                     Kind::Stdin => {
                         if f.data.is_empty() {
                             // End of input; a terminal stays open (closing
@@ -296,7 +337,7 @@ async fn run_step(
                     }
                     _ => {}
                 },
-                Ok(None) | Err(_) => {
+                Some(None) | None => {
                     debug!("step {job_id}.{step_id}: srun disconnected; killing the tasks");
                     kill_groups(&control_pgids, libc::SIGKILL);
                     return;
@@ -315,6 +356,8 @@ async fn run_step(
         }
     }
     control.abort();
+    reader.abort();
+    here::remove(job_id, step_id, &node);
     let name = format!("step_{step_id}");
     let stats = match &started.cgroup {
         Some(cg) => {

@@ -16,6 +16,7 @@ mod kill_finish;
 mod launch_failures;
 mod limits;
 mod multihost;
+mod node_cmds;
 mod node_health;
 mod output_safety;
 mod oversubscribe;
