@@ -362,14 +362,16 @@ fn sattach_follows_a_running_step_and_ends_with_it() {
             .contains(&step)
             .then_some(())
     });
-    // Someone else may not attach.
-    let o = c.run_as(NOBODY, "sattach", &[&step]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        text(&o.stderr).contains("Access/permission denied"),
-        "{}",
-        text(&o.stderr)
-    );
+    // Someone else may not attach. (squeue lists the step a moment before
+    // its node's agent has it: until then sattach says it is not there.)
+    let mut last = String::new();
+    let o = wait_for("sattach refused to another user", || {
+        let o = c.run_as(NOBODY, "sattach", &[&step]);
+        last = text(&o.stderr);
+        (!last.contains("not found") && !last.contains("does not exist on this node")).then_some(o)
+    });
+    assert_eq!(o.status.code(), Some(1), "{last}");
+    assert!(last.contains("Access/permission denied"), "{last}");
     let started = Instant::now();
     let o = c
         .cmd("sattach")
@@ -409,9 +411,12 @@ fn sattach_follows_a_running_step_and_ends_with_it() {
     .spawn()
     .unwrap();
     let step = format!("{job}.1");
-    wait_for("step 1", || {
-        c.ok("squeue", &["-s", "-h", "-o", "%i"])
-            .contains(&step)
+    // Its node's agent has it (squeue may list it a moment earlier).
+    let node = c.ok("squeue", &["-j", &job.to_string(), "-h", "-o", "%N"]);
+    wait_for("step 1 on its node", || {
+        c.run("scontrol", &["listpids", &step, node.trim()])
+            .status
+            .success()
             .then_some(())
     });
     let mut att = c
@@ -487,8 +492,14 @@ fn listpids_and_sattach_on_several_hosts() {
     }
     assert!(rows(&out).iter().any(|r| r.3 == "0" && r.4 == "1"), "{out}");
     // node1 has the batch script and task 0.
-    let out = c.run_on("node1", "scontrol", &["listpids", &job.to_string()]);
-    let t = text(&out.stdout);
+    let t = wait_for("task 0 on node1", || {
+        let o = c.run_on("node1", "scontrol", &["listpids", &job.to_string()]);
+        let t = text(&o.stdout);
+        rows(&t)
+            .iter()
+            .any(|r| r.2 == "0" && r.4 == "0")
+            .then_some(t)
+    });
     assert!(rows(&t).iter().any(|r| r.2 == "batch" && r.3 == "0"), "{t}");
     assert!(rows(&t).iter().any(|r| r.2 == "0" && r.4 == "0"), "{t}");
     assert!(!rows(&t).iter().any(|r| r.2 == "0" && r.4 == "1"), "{t}");
