@@ -9,16 +9,20 @@ pub mod agent;
 pub mod args;
 pub mod asuser;
 pub mod attach;
+pub mod auth_socket;
+pub mod batch_launch;
 pub mod bcast;
 pub mod cgroup;
 pub mod daemon;
 pub mod env;
+pub mod every;
 pub mod gpu;
 pub mod hostinfo;
 pub mod jobs;
 pub mod launch;
 pub mod listpids;
 pub mod proctree;
+pub mod registration;
 pub mod settings;
 pub mod spawner;
 pub mod startup;
@@ -26,8 +30,10 @@ pub mod status;
 pub mod stepd;
 pub mod stepd_client;
 pub mod steps;
+pub mod supervisors;
 pub mod suspend;
 pub mod usage;
+pub mod usercalls;
 
 /// `main` of the `droverd` binary; returns the exit code.
 pub fn main_entry() -> i32 {

@@ -11,7 +11,7 @@ use drover_proto::auth::ClusterKey;
 use drover_proto::client::Credential;
 use drover_proto::node_agent_server::NodeAgentServer;
 
-use crate::agent::{self, AgentService, Shared};
+use crate::agent::{AgentService, Shared};
 use crate::args::Args;
 use crate::settings::{self, Settings};
 
@@ -301,7 +301,7 @@ async fn serve(
             return 1;
         }
     };
-    agent::reattach(&shared).await;
+    crate::supervisors::reattach(&shared).await;
     let has_gpus = shared
         .settings
         .nodes
@@ -324,8 +324,8 @@ async fn serve(
             }
         });
     }
-    tokio::spawn(agent::auth_socket_loop(shared.clone()));
-    tokio::spawn(agent::control_loop(shared.clone()));
+    tokio::spawn(crate::auth_socket::auth_socket_loop(shared.clone()));
+    tokio::spawn(crate::registration::control_loop(shared.clone()));
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {

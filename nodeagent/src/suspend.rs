@@ -63,7 +63,7 @@ pub async fn apply(
     };
     crate::steps::signal_job(job_id, Some(node), sig, 0);
     if shared.jobs().get(job_id).is_some() {
-        crate::agent::to_supervisor(
+        crate::supervisors::to_supervisor(
             shared,
             job_id,
             StepdRequest::Signal {

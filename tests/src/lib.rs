@@ -7,7 +7,12 @@
 //! integration tests of its own, which makes cargo build its binaries).
 
 pub mod acct;
+pub mod gpu;
 pub mod hosts;
+pub mod procs;
+
+pub use gpu::{can_bind_devices, fake_gpus, gpu_cluster, gpu_cluster_with};
+pub use procs::{cpu_seconds, pids_mentioning};
 
 use std::fs;
 use std::net::TcpListener;
@@ -700,39 +705,6 @@ pub fn unique() -> u64 {
     N.fetch_add(1, Ordering::Relaxed)
 }
 
-/// CPU time (user + system, all threads) a process has used so far, in
-/// seconds, from `/proc/PID/stat`.
-pub fn cpu_seconds(pid: u32) -> f64 {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces) in parentheses.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    // utime and stime are fields 14 and 15 of stat(5); `rest` starts at 3.
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    (ticks(11) + ticks(12)) as f64 / hz
-}
-
-/// Pids whose command line mentions `needle`.
-pub fn pids_mentioning(needle: &str) -> Vec<i32> {
-    let mut out = Vec::new();
-    let Ok(rd) = fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        if let Ok(cmd) = fs::read(format!("/proc/{pid}/cmdline")) {
-            if String::from_utf8_lossy(&cmd).contains(needle) {
-                out.push(pid);
-            }
-        }
-    }
-    out
-}
-
 impl Drop for Cluster {
     fn drop(&mut self) {
         self.pause_agent(false); // a test that failed while it was paused
@@ -786,70 +758,4 @@ impl Drop for Cluster {
             }
         }
     }
-}
-
-/// Fake GPUs for binding tests: character devices 195:N named `nvidiaN` in
-/// `dir` (no driver behind them: opening an allowed one gives ENXIO, one the
-/// device cgroup denies gives EPERM). Needs root.
-pub fn fake_gpus(dir: &Path, n: u32) {
-    for i in 0..n {
-        let p = dir.join(format!("nvidia{i}"));
-        let cp = std::ffi::CString::new(p.to_str().expect("utf-8 path")).expect("no NUL");
-        // SAFETY: mknod with a valid NUL-terminated path.
-        let r = unsafe { libc::mknod(cp.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(195, i)) };
-        assert_eq!(r, 0, "mknod {}", p.display());
-    }
-}
-
-/// Can this machine confine jobs with cgroup v1 devices and cpusets (and
-/// create device nodes)? Says why not when it cannot.
-pub fn can_bind_devices() -> bool {
-    // SAFETY: geteuid never fails.
-    let root = unsafe { libc::geteuid() } == 0;
-    let v1 = |c: &str| {
-        Path::new("/sys/fs/cgroup")
-            .join(c)
-            .join("cgroup.procs")
-            .exists()
-    };
-    if !root || !v1("devices") || !v1("cpuset") {
-        eprintln!("needs root and the v1 devices and cpuset controllers");
-        return false;
-    }
-    true
-}
-
-/// A one-node cluster (2 CPUs) with two fake GPUs in `devs` and this
-/// cgroup.conf; None when the machine cannot bind devices.
-pub fn gpu_cluster(devs: &Path, cgroup_conf: &str) -> Option<Cluster> {
-    gpu_cluster_with(devs, cgroup_conf, &[])
-}
-
-/// [`gpu_cluster`] with extra drover.conf lines (`TaskPlugin=...`).
-pub fn gpu_cluster_with(devs: &Path, cgroup_conf: &str, extra: &[&str]) -> Option<Cluster> {
-    if !can_bind_devices() {
-        return None;
-    }
-    fake_gpus(devs, 2);
-    let d = devs.display().to_string();
-    Some(Cluster::start(Spec {
-        nodes: 1,
-        extra: std::iter::once("GresTypes=gpu")
-            .chain(extra.iter().copied())
-            .map(String::from)
-            .collect(),
-        topology: Some(
-            "NodeName=node1 NodeAddr=127.0.0.1 Port={AGENT_PORT} CPUs=2 RealMemory=4000 Gres=gpu:2\n\
-             PartitionName=debug Nodes=ALL Default=YES MaxTime=UNLIMITED State=UP\n"
-                .into(),
-        ),
-        files: vec![
-            (
-                "gres.conf".into(),
-                format!("NodeName=node1 Name=gpu File={d}/nvidia[0-1]\n"),
-            ),
-            ("cgroup.conf".into(), cgroup_conf.into()),
-        ],
-        ..Spec::default()
-    }))
 }

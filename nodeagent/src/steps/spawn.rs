@@ -111,7 +111,7 @@ fn step_cgroup(
 ) -> (Option<JobCgroup>, Vec<CString>, bool) {
     let job = req.job.clone().unwrap_or_default();
     let dir = crate::launch::job_dir(&shared.settings.spool_dir, job.job_id);
-    let Some(mine) = crate::agent::cgroup_plan(&shared.settings, &job) else {
+    let Some(mine) = crate::batch_launch::cgroup_plan(&shared.settings, &job) else {
         return (None, Vec::new(), false);
     };
     // Emulated nodes share one job directory: the plan there is ours only
