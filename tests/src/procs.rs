@@ -17,7 +17,7 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) as f64 / hz
 }
 
-/// Pids whose command line mentions `needle`.
+/// Pids whose command line (arguments joined by spaces) mentions `needle`.
 pub fn pids_mentioning(needle: &str) -> Vec<i32> {
     let mut out = Vec::new();
     let Ok(rd) = fs::read_dir("/proc") else {
@@ -27,7 +27,12 @@ pub fn pids_mentioning(needle: &str) -> Vec<i32> {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
         };
-        if let Ok(cmd) = fs::read(format!("/proc/{pid}/cmdline")) {
+        if let Ok(mut cmd) = fs::read(format!("/proc/{pid}/cmdline")) {
+            // Arguments are NUL-separated: read them as the shell shows
+            // them, so "sleep 37.25" matches `sleep 37.25`.
+            for b in cmd.iter_mut().filter(|b| **b == 0) {
+                *b = b' ';
+            }
             if String::from_utf8_lossy(&cmd).contains(needle) {
                 out.push(pid);
             }
