@@ -136,6 +136,34 @@ fn find_long<'t>(table: &'t [OptDef], name: &str) -> Result<&'t OptDef, OptError
     }
 }
 
+/// A command's usual start: parse `args` against `table`; a bad option
+/// prints `CMD: error` and the usage (exit 1); `--help`/`--usage` print the
+/// usage and `--version` the version (exit 0). `Err` is the exit code.
+pub fn parse_command(
+    cmd: &str,
+    usage: &str,
+    table: &[OptDef],
+    args: &[String],
+) -> Result<Parsed, i32> {
+    let p = match parse(table, args, false) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{cmd}: {e}");
+            eprint!("{usage}");
+            return Err(1);
+        }
+    };
+    if p.has("help") || p.has("usage") {
+        print!("{usage}");
+        return Err(0);
+    }
+    if p.has("version") {
+        crate::print_version();
+        return Err(0);
+    }
+    Ok(p)
+}
+
 /// Parse `args` (without the program name) against `table`.
 pub fn parse<S: AsRef<str>>(
     table: &[OptDef],

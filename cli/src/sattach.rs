@@ -84,22 +84,10 @@ pub fn shown(r: &Request, task: u32, stderr: bool) -> bool {
 }
 
 pub fn run(args: &[String]) -> i32 {
-    let p = match opts::parse(TABLE, args, false) {
+    let p = match opts::parse_command("sattach", USAGE, TABLE, args) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("sattach: {e}");
-            eprint!("{USAGE}");
-            return 1;
-        }
+        Err(code) => return code,
     };
-    if p.has("help") || p.has("usage") {
-        print!("{USAGE}");
-        return 0;
-    }
-    if p.has("version") {
-        crate::print_version();
-        return 0;
-    }
     let req = match build(&p) {
         Ok(r) => r,
         Err(e) => {

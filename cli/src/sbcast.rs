@@ -115,22 +115,10 @@ pub fn build(p: &opts::Parsed, env_job: Option<&str>, cwd: &Path) -> Result<Requ
 }
 
 pub fn run(args: &[String]) -> i32 {
-    let p = match opts::parse(TABLE, args, false) {
+    let p = match opts::parse_command("sbcast", USAGE, TABLE, args) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("sbcast: {e}");
-            eprint!("{USAGE}");
-            return 1;
-        }
+        Err(code) => return code,
     };
-    if p.has("help") || p.has("usage") {
-        print!("{USAGE}");
-        return 0;
-    }
-    if p.has("version") {
-        crate::print_version();
-        return 0;
-    }
     let env_job = std::env::var("SLURM_JOB_ID")
         .ok()
         .or_else(|| std::env::var("SLURM_JOBID").ok());

@@ -87,22 +87,10 @@ pub fn render(r: &DiagResponse) -> String {
 }
 
 pub fn run(args: &[String]) -> i32 {
-    let p = match opts::parse(TABLE, args, false) {
+    let p = match opts::parse_command("sdiag", USAGE, TABLE, args) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("sdiag: {e}");
-            eprint!("{USAGE}");
-            return 1;
-        }
+        Err(code) => return code,
     };
-    if p.has("help") || p.has("usage") {
-        print!("{USAGE}");
-        return 0;
-    }
-    if p.has("version") {
-        crate::print_version();
-        return 0;
-    }
     if let Some(x) = p.positional.first() {
         eprintln!("sdiag: error: unexpected argument '{x}'");
         eprint!("{USAGE}");
