@@ -82,23 +82,7 @@ fn num_prefix(level: usize) -> &'static str {
 
 /// Append an integer without the formatting machinery.
 pub fn push_int(out: &mut String, n: i64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let neg = n < 0;
-    let mut v = n.unsigned_abs();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if neg {
-        out.push('-');
-    }
-    // The buffer holds ASCII digits only.
-    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
+    out.push_str(itoa::Buffer::new().format(n));
 }
 
 /// Append a JSON string literal.

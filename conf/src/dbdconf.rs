@@ -260,7 +260,8 @@ fn parse_with(
             "AuthKeyFile" => c.auth_key_file = nonempty()?,
             "SlurmUser" => c.slurm_user = nonempty()?,
             "PrivateData" => {
-                c.private_data = values::parse_list(v)
+                c.private_data = crate::private::check(&values::parse_list(v))
+                    .map_err(e)?
                     .into_iter()
                     .map(|s| s.to_ascii_lowercase())
                     .collect()
@@ -327,6 +328,8 @@ mod tests {
     fn errors_name_file_line_key() {
         let e = parse_str("\nStorageType=oracle", "dbd.conf").unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (2, "StorageType"));
+        let e = parse_str("PrivateData=jobs,jobz", "dbd.conf").unwrap_err();
+        assert!(e.to_string().contains("invalid value 'jobz'"), "{e}");
         let e = parse_str("DbdPort=70000", "dbd.conf").unwrap_err();
         assert!(e.to_string().starts_with("dbd.conf:1: DbdPort: "), "{e}");
         let (_, w) = parse_str("Bogus=1 PurgeJobAfter=12", "dbd.conf").unwrap();

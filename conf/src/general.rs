@@ -460,7 +460,9 @@ pub(crate) fn apply_general(
         "AccountingStorageEnforce" => cfg.accounting_storage_enforce = values::parse_list(v),
         "AccountingStorageTRES" => cfg.accounting_storage_tres = values::parse_list(v),
         "JobCompType" => cfg.job_comp_type = nonempty()?,
-        "PrivateData" => cfg.private_data = values::parse_list(v),
+        "PrivateData" => {
+            cfg.private_data = crate::private::check(&values::parse_list(v)).map_err(e)?
+        }
         "SlurmctldLogFile" => cfg.slurmctld_log_file = values::opt_string(v),
         "SlurmdLogFile" => cfg.slurmd_log_file = values::opt_string(v),
         "SlurmctldDebug" | "SlurmdDebug" => {

@@ -13,6 +13,34 @@ pub struct Private {
     pub accounts: bool,
 }
 
+/// Every value Slurm documents for `PrivateData`.
+pub const VALUES: &[&str] = &[
+    "accounts",
+    "cloud",
+    "events",
+    "jobs",
+    "nodes",
+    "partitions",
+    "reservations",
+    "usage",
+    "users",
+];
+
+/// Check a configured `PrivateData` list: a word that is not one of
+/// [`VALUES`] is an error (a typo must not leave data visible silently).
+pub fn check(words: &[String]) -> Result<Vec<String>, String> {
+    for w in words {
+        let lower = w.trim().to_ascii_lowercase();
+        if !VALUES.contains(&lower.as_str()) {
+            return Err(format!(
+                "invalid value '{w}' (valid: {})",
+                VALUES.join(", ")
+            ));
+        }
+    }
+    Ok(words.to_vec())
+}
+
 impl Private {
     /// From the configured words (case-insensitive). Slurm's other values
     /// (`cloud`, `events`, `partitions`) are accepted and hide nothing here.

@@ -837,3 +837,11 @@ fn down_nodes_default_state() {
     assert_eq!(n2.state, "DOWN");
     assert_eq!(n2.reason.as_deref(), Some("old"));
 }
+
+#[test]
+fn private_data_typo_is_an_error_naming_the_line() {
+    let e = assert_err("ClusterName=c\nPrivateData=jobs,nodez\n", 2, "PrivateData");
+    assert!(e.to_string().contains("invalid value 'nodez'"), "{e}");
+    let (c, _) = parse("PrivateData=Jobs,cloud,events,partitions\n");
+    assert_eq!(c.private_data.len(), 4);
+}

@@ -116,18 +116,8 @@ fn push_two(out: &mut String, v: u64) {
 }
 
 /// Decimal digits of `v`.
-fn push_u64(out: &mut String, mut v: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend(buf[i..].iter().map(|&b| char::from(b)));
+fn push_u64(out: &mut String, v: u64) {
+    out.push_str(itoa::Buffer::new().format(v));
 }
 
 /// scontrol style: always `HH:MM:SS`, with a `D-` prefix from one day on.

@@ -159,7 +159,8 @@ impl Ctld {
         // PrivateData=jobs: other users' jobs are left out; naming only
         // such jobs is refused, as Slurm does.
         let before = ids.len();
-        ids.retain(|id| self.may_see_job(who, *id));
+        let viewer = self.job_viewer(who);
+        ids.retain(|id| self.jobs.get(id).is_none_or(|j| viewer.sees(j.rec.uid)));
         if !f.job_ids.is_empty() && before > 0 && ids.is_empty() {
             return Err(Status::permission_denied(msg::ACCESS));
         }
@@ -230,8 +231,9 @@ impl Ctld {
             // another user's job is reported (Slurm's "Kill job error on
             // job id N: Access/permission denied"), not silently skipped.
             let (_, ids) = self.matching(&f)?.into_iter().next().unwrap_or_default();
+            let viewer = self.job_viewer(&who);
             for id in ids {
-                if !self.may_see_job(&who, id) {
+                if self.jobs.get(&id).is_some_and(|j| !viewer.sees(j.rec.uid)) {
                     continue;
                 }
                 if !self.may_touch(&who, id) {

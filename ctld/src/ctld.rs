@@ -293,6 +293,20 @@ impl Ctld {
         id.daemon || id.uid == 0 || id.uid == self.slurm_user_uid
     }
 
+    /// Job `id`, when `who` owns it or is an admin: else Slurm's
+    /// `Invalid job id specified` / `Access/permission denied`.
+    pub fn owned_job(&self, who: &Identity, id: u32) -> Result<&Job, tonic::Status> {
+        use crate::submit::msg;
+        let job = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| tonic::Status::not_found(msg::INVALID_JOB))?;
+        if !self.is_admin(who) && job.rec.uid != who.uid {
+            return Err(tonic::Status::permission_denied(msg::ACCESS));
+        }
+        Ok(job)
+    }
+
     // ------------------------------------------------------------ logging
 
     /// Put a job where it belongs in the pending queue (or take it out).

@@ -50,13 +50,7 @@ impl Ctld {
         who: &Identity,
         r: AllocationAliveRequest,
     ) -> Result<AllocationAliveResponse, Status> {
-        let job = self
-            .jobs
-            .get(&r.job_id)
-            .ok_or_else(|| Status::not_found(msg::INVALID_JOB))?;
-        if !self.is_admin(who) && job.rec.uid != who.uid {
-            return Err(Status::permission_denied(msg::ACCESS));
-        }
+        let job = self.owned_job(who, r.job_id)?;
         if !job.spec().interactive {
             return Err(Status::invalid_argument(format!(
                 "job {} is a batch job, not an allocation",

@@ -19,9 +19,19 @@ use crate::ctld::Ctld;
 
 pub use drover_conf::private::Private;
 
-/// May a viewer see a job owned by `job_uid`? `privileged` = admin/operator.
-pub fn job_visible(p: Private, privileged: bool, viewer_uid: u32, job_uid: u32) -> bool {
-    !p.jobs || privileged || viewer_uid == job_uid
+/// Whose jobs a caller may see under `PrivateData=jobs`.
+#[derive(Debug, Clone, Copy)]
+pub struct JobViewer {
+    pub uid: u32,
+    /// `PrivateData=jobs` and the caller is no admin or operator.
+    pub hides_others: bool,
+}
+
+impl JobViewer {
+    /// May this viewer see a job owned by `job_uid`?
+    pub fn sees(&self, job_uid: u32) -> bool {
+        !self.hides_others || self.uid == job_uid
+    }
 }
 
 /// May `user` (with accounts `accounts`) use the reservation, i.e. see it
@@ -41,18 +51,21 @@ impl Ctld {
         self.is_admin(who) || self.is_operator(who)
     }
 
+    /// Who `who` may see the jobs of, decided once per request (the
+    /// queries then filter many jobs with [`JobViewer::sees`]).
+    pub fn job_viewer(&mut self, who: &Identity) -> JobViewer {
+        let hides = self.private().jobs && !self.sees_all(who);
+        JobViewer {
+            uid: who.uid,
+            hides_others: hides,
+        }
+    }
+
     /// May `who` see job `id` (a missing job is "visible": the caller
     /// reports it as unknown)?
     pub fn may_see_job(&mut self, who: &Identity, id: u32) -> bool {
-        let p = self.private();
-        if !p.jobs {
-            return true;
-        }
-        let Some(owner) = self.jobs.get(&id).map(|j| j.rec.uid) else {
-            return true;
-        };
-        let privileged = owner != who.uid && self.sees_all(who);
-        job_visible(p, privileged, who.uid, owner)
+        let viewer = self.job_viewer(who);
+        self.jobs.get(&id).is_none_or(|j| viewer.sees(j.rec.uid))
     }
 
     /// The accounts `user` has associations under.
@@ -80,15 +93,18 @@ mod tests {
 
     #[test]
     fn jobs_hidden_only_when_private_and_not_own() {
-        let open = Private::default();
-        let closed = Private {
-            jobs: true,
-            ..Private::default()
+        // No PrivateData=jobs, or an admin/operator: everything.
+        let open = JobViewer {
+            uid: 1000,
+            hides_others: false,
         };
-        assert!(job_visible(open, false, 1000, 0));
-        assert!(!job_visible(closed, false, 1000, 0));
-        assert!(job_visible(closed, false, 1000, 1000));
-        assert!(job_visible(closed, true, 1000, 0));
+        let closed = JobViewer {
+            uid: 1000,
+            hides_others: true,
+        };
+        assert!(open.sees(0));
+        assert!(!closed.sees(0));
+        assert!(closed.sees(1000));
     }
 
     #[test]

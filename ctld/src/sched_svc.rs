@@ -57,6 +57,7 @@ impl Ctld {
             self.recompute_priorities(t, &pc);
         }
         let mut jobs = Vec::new();
+        let viewer = self.job_viewer(who);
         let ids: Vec<u32> = self.queue.iter().map(|(_, id)| *id).collect();
         for id in ids {
             let Some(job) = self.jobs.get(&id) else {
@@ -68,12 +69,9 @@ impl Ctld {
             if !req.users.is_empty() && !req.users.contains(&job.rec.user_name) {
                 continue;
             }
-            if !self.may_see_job(who, id) {
+            if !viewer.sees(job.rec.uid) {
                 continue;
             }
-            let Some(job) = self.jobs.get(&id) else {
-                continue;
-            };
             let o = self.owner(job);
             let f = self.sched.factors.get(&id).cloned().unwrap_or_default();
             let part = job.spec().partition.split(',').next().unwrap_or("").trim();

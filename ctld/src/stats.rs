@@ -5,7 +5,6 @@ use drover_proto::JobState;
 use tonic::Status;
 
 use crate::ctld::Ctld;
-use crate::submit::msg;
 
 /// Where to ask for a running job's live usage: (node, its agent).
 pub type StatsTargets = Vec<(String, drover_proto::client::Agent)>;
@@ -14,13 +13,7 @@ impl Ctld {
     /// `sstat`: check the caller may see the job and that it runs, and name
     /// the agents to ask (the fan-out runs outside the owner task).
     pub fn stats_targets(&mut self, who: &Identity, job_id: u32) -> Result<StatsTargets, Status> {
-        let job = self
-            .jobs
-            .get(&job_id)
-            .ok_or_else(|| Status::not_found(msg::INVALID_JOB))?;
-        if !self.is_admin(who) && job.rec.uid != who.uid {
-            return Err(Status::permission_denied(msg::ACCESS));
-        }
+        let job = self.owned_job(who, job_id)?;
         if job.state() != JobState::Running {
             return Err(Status::failed_precondition(format!(
                 "no steps running for job {job_id}"

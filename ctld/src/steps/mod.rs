@@ -363,13 +363,7 @@ impl Ctld {
         who: &Identity,
         r: CompleteAllocationRequest,
     ) -> Result<CompleteAllocationResponse, Status> {
-        let job = self
-            .jobs
-            .get(&r.job_id)
-            .ok_or_else(|| Status::not_found(msg::INVALID_JOB))?;
-        if !self.is_admin(who) && job.rec.uid != who.uid {
-            return Err(Status::permission_denied(msg::ACCESS));
-        }
+        let job = self.owned_job(who, r.job_id)?;
         if job.state().is_final() {
             return Ok(CompleteAllocationResponse {});
         }

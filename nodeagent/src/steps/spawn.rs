@@ -240,20 +240,10 @@ fn write_all_fd(fd: i32, b: &[u8]) {
     }
 }
 
-/// Decimal digits of `n` without allocating (after fork).
+/// Decimal digits of `n` without allocating (after fork: itoa formats
+/// into a buffer on the stack).
 fn write_pid(fd: i32, n: i32) {
-    let mut buf = [0u8; 12];
-    let mut i = buf.len();
-    let mut v = n.unsigned_abs();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    write_all_fd(fd, &buf[i..]);
+    write_all_fd(fd, itoa::Buffer::new().format(n).as_bytes());
 }
 
 /// Open a task's output file as the job's user (never as root: the user
