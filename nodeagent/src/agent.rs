@@ -21,11 +21,11 @@ use drover_proto::{
     SuspendJobResponse,
 };
 
+use crate::jobdir;
 use crate::jobs::Jobs;
-use crate::launch;
 use crate::settings::Settings;
-use crate::spawner::Spawner;
 use crate::stepd::protocol::Request as StepdRequest;
+use crate::supervisor_start::Spawner;
 use crate::supervisors::to_supervisor;
 
 /// State shared by the service and the background tasks.
@@ -42,7 +42,7 @@ pub struct Shared {
     pub boot_time: i64,
     pub os: String,
     /// Finished job directories kept for reuse.
-    pub recycler: launch::Recycler,
+    pub recycler: jobdir::Recycler,
     /// Starts supervisors (fork server, or exec).
     pub spawner: Spawner,
     /// Supervisors log routine events too (agent started with -v).
@@ -66,7 +66,7 @@ impl Shared {
             Spawner::new(&exe)
         };
         Shared {
-            recycler: launch::Recycler::new(&settings.spool_dir),
+            recycler: jobdir::Recycler::new(&settings.spool_dir),
             spawner,
             stepd_debug,
             settings,
@@ -190,7 +190,7 @@ impl NodeAgent for AgentService {
     ) -> Result<Response<JobStatsResponse>, Status> {
         self.check_daemon(&request)?;
         let r = request.into_inner();
-        let dir = launch::job_dir(&self.shared.settings.spool_dir, r.job_id);
+        let dir = jobdir::job_dir(&self.shared.settings.spool_dir, r.job_id);
         let steps =
             tokio::task::spawn_blocking(move || crate::usage::live_steps(&dir, r.job_id, &r.node))
                 .await

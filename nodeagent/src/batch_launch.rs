@@ -15,8 +15,8 @@ use drover_proto::auth::now_secs;
 use drover_proto::LaunchRequest;
 
 use crate::agent::Shared;
+use crate::jobdir::{self, Prepared};
 use crate::jobs::{LaunchCheck, Phase};
-use crate::launch::{self, Prepared};
 use crate::status::JobStatus;
 use crate::supervisors::{finish_job, watch_job, LineSource, Start};
 
@@ -48,7 +48,7 @@ pub async fn launch(shared: &Arc<Shared>, mut req: LaunchRequest) -> Result<(), 
     let job_id = req.job_id;
     let run = req.info.as_ref().map_or(0, |i| i.restart_count);
     let node = req.node.clone();
-    let dir = launch::job_dir(&shared.settings.spool_dir, job_id);
+    let dir = jobdir::job_dir(&shared.settings.spool_dir, job_id);
     let since = Instant::now();
     loop {
         {
@@ -103,7 +103,7 @@ pub fn cgroup_plan(
 
 /// The node's part of a launch for the supervisor: the cgroup plan and
 /// the Prolog/Epilog settings.
-fn node_files(settings: &crate::settings::Settings, req: &LaunchRequest) -> launch::ExtraFiles {
+fn node_files(settings: &crate::settings::Settings, req: &LaunchRequest) -> jobdir::ExtraFiles {
     let plan = cgroup_plan(settings, req).map(|p| p.to_text());
     let hooks = (!settings.hooks.is_empty()).then(|| settings.hooks.to_text());
     vec![
@@ -130,7 +130,7 @@ async fn run_launch(
             s.gpus
                 .track(req.job_id, crate::gpu::job_minors(&n.gres, &req));
         }
-        let p = launch::prepare_job_dir(&s.settings.spool_dir, &req, Some(&s.recycler), &extra)?;
+        let p = jobdir::prepare_job_dir(&s.settings.spool_dir, &req, Some(&s.recycler), &extra)?;
         let forked = match &p {
             Prepared::New(d) => Some(s.spawner.spawn_forked(
                 d,
@@ -173,7 +173,7 @@ async fn run_launch(
         Ok(p) => BufReader::new(Box::new(p)),
         Err(why) => {
             debug!("job {job_id}: fork server not used ({why}); exec'ing the supervisor");
-            match launch::spawn_stepd(
+            match jobdir::spawn_stepd(
                 &shared.exe,
                 &dir,
                 &shared.settings.config_path,

@@ -80,7 +80,7 @@ pub fn list(
     };
     let mut tree: Option<Vec<crate::proctree::ProcStat>> = None;
     for (id, dir, script_pid) in batch {
-        let Ok(launch) = crate::launch::read_launch(&dir) else {
+        let Ok(launch) = crate::jobdir::read_launch(&dir) else {
             continue;
         };
         if !caller.may_see(launch.uid) {

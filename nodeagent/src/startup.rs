@@ -42,7 +42,7 @@ pub fn run(args: Args) -> i32 {
             return 1;
         }
     };
-    if let Err(e) = crate::launch::ensure_spool(&settings.spool_dir) {
+    if let Err(e) = crate::jobdir::ensure_spool(&settings.spool_dir) {
         eprintln!("droverd: SlurmdSpoolDir: {e}");
         return 1;
     }
@@ -169,7 +169,7 @@ fn setup_cgroups(settings: &mut Settings) -> Result<(), String> {
     // Groups of jobs whose supervisor is gone (a crash): kill and remove.
     for n in &settings.nodes {
         for job_id in system.job_groups(&n.name, settings.listen.port()) {
-            let dir = crate::launch::job_dir(&settings.spool_dir, job_id);
+            let dir = crate::jobdir::job_dir(&settings.spool_dir, job_id);
             let alive =
                 std::os::unix::net::UnixStream::connect(dir.join(crate::status::SOCKET_FILE))
                     .is_ok();

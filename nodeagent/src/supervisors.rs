@@ -17,8 +17,8 @@ use drover_proto::JobEndedRequest;
 
 use crate::agent::Shared;
 use crate::every::Every;
+use crate::jobdir;
 use crate::jobs::Phase;
-use crate::launch;
 use crate::status::JobStatus;
 use crate::stepd::protocol::Request as StepdRequest;
 use crate::stepd_client;
@@ -270,7 +270,7 @@ pub(crate) async fn to_supervisor(
 /// supervisors, report finished jobs.
 pub async fn reattach(shared: &Arc<Shared>) {
     let spool = shared.settings.spool_dir.clone();
-    let found = tokio::task::spawn_blocking(move || launch::scan_spool(&spool))
+    let found = tokio::task::spawn_blocking(move || jobdir::scan_spool(&spool))
         .await
         .unwrap_or_default();
     let first_node = shared

@@ -13,7 +13,7 @@ use crate::stepd::CGROUP_PLAN_FILE;
 /// The steps of `job_id` running on `node` (empty when it runs elsewhere or
 /// has ended).
 pub fn live_steps(jobdir: &Path, job_id: u32, node: &str) -> Vec<StepStats> {
-    let Ok(launch) = crate::launch::read_launch(jobdir) else {
+    let Ok(launch) = crate::jobdir::read_launch(jobdir) else {
         return Vec::new();
     };
     if launch.job_id != job_id || (!node.is_empty() && launch.node != node) {

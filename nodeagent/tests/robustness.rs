@@ -1,6 +1,6 @@
 //! Garbage in, no panic out: the parsers and pure builders on random input.
 
-use drover_nodeagent::env::{array_summary, job_environment, EnvContext};
+use drover_nodeagent::job_env::{array_summary, job_environment, EnvContext};
 use drover_nodeagent::proctree::parse_stat;
 use drover_nodeagent::status::JobStatus;
 use drover_nodeagent::stepd::protocol::Request;
@@ -50,7 +50,7 @@ fn parsers_never_panic() {
         let _ = JobStatus::parse_done_line(&format!("done {t}"));
         let _ = parse_stat(&t);
         let _ = drover_nodeagent::args::parse(t.split(' ').map(str::to_string));
-        let _ = drover_nodeagent::launch::parse_job_dir_name(&t);
+        let _ = drover_nodeagent::jobdir::parse_job_dir_name(&t);
     }
 }
 
@@ -118,7 +118,7 @@ fn environment_builder_never_panics() {
         };
         let env = job_environment(&req, &EnvContext::default());
         assert!(env.iter().any(|(k, _)| k == "SLURM_JOB_ID"));
-        let _ = drover_nodeagent::stepd::spawn::io_paths(&req);
+        let _ = drover_nodeagent::stepd::run_script::io_paths(&req);
     }
 }
 

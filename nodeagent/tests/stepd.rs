@@ -5,7 +5,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use drover_nodeagent::launch::{prepare_job_dir, spawn_stepd, Prepared};
+use drover_nodeagent::jobdir::{prepare_job_dir, spawn_stepd, Prepared};
 use drover_nodeagent::status::JobStatus;
 use drover_nodeagent::stepd::protocol::Request;
 use drover_nodeagent::stepd_client;

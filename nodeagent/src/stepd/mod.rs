@@ -10,7 +10,7 @@
 pub mod hooks;
 pub mod kill;
 pub mod protocol;
-pub mod spawn;
+pub mod run_script;
 pub mod sys;
 pub mod zygote;
 
@@ -277,14 +277,15 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
             return finish_failed(jobdir, &notify, st);
         }
     }
-    let extras = spawn::Extras {
+    let extras = run_script::Extras {
         join: cg.as_ref().map(JobCgroup::join_files).unwrap_or_default(),
         task_prolog: (!hooks.task_prolog.is_empty())
             .then(|| std::ffi::CString::new(hooks.task_prolog.clone()).ok())
             .flatten(),
         local_gpu_index: cg.as_ref().is_some_and(|c| !c.plan.deny.is_empty()),
     };
-    let script_pid = match spawn::spawn_script(&req, &jobdir.join(SCRIPT_FILE), &conf, &extras) {
+    let script_pid = match run_script::spawn_script(&req, &jobdir.join(SCRIPT_FILE), &conf, &extras)
+    {
         Ok(pid) => pid,
         Err(reason) => {
             drop(listener);
@@ -409,7 +410,7 @@ fn setup_cgroup(jobdir: &Path) -> Result<Option<JobCgroup>, String> {
 /// Tell the user, in the job's error file, that the memory limit killed
 /// something (Slurm's wording, plus what the job asked for).
 fn report_oom(req: &drover_proto::LaunchRequest, kills: u64, plan: &Plan) {
-    let io = spawn::io_paths(req);
+    let io = run_script::io_paths(req);
     let path = io.stderr.unwrap_or(io.stdout);
     let limit = plan
         .mem_bytes

@@ -10,10 +10,10 @@
 //! are killed.
 
 mod cpubind;
-pub mod env;
 mod gpubind;
 pub mod here;
-mod spawn;
+mod start_tasks;
+pub mod task_env;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -29,7 +29,7 @@ use tracing::{debug, info, warn};
 
 use crate::agent::Shared;
 use crate::cgroup::step::StepStats;
-use spawn::Task;
+use start_tasks::Task;
 
 /// Running step tasks, by (job, step, node): one agent may serve several
 /// nodes of a step.
@@ -196,7 +196,7 @@ async fn launch_once(shared: Arc<Shared>, req: StepLaunchRequest) -> Result<(), 
     let s = shared.clone();
     let r = req.clone();
     let t = this.clone();
-    let started = tokio::task::spawn_blocking(move || spawn::start_tasks(&s, &r, &t))
+    let started = tokio::task::spawn_blocking(move || start_tasks::start_tasks(&s, &r, &t))
         .await
         .map_err(|e| Status::internal(e.to_string()))?;
     let key = (job.job_id, req.step_id);
@@ -228,7 +228,7 @@ async fn run_step(
     shared: Arc<Shared>,
     req: StepLaunchRequest,
     this: drover_proto::StepNode,
-    started: spawn::Started,
+    started: start_tasks::Started,
     mut rd: tokio::net::tcp::OwnedReadHalf,
     mut wr: tokio::net::tcp::OwnedWriteHalf,
 ) {

@@ -9,14 +9,14 @@ use drover_proto::pattern::{expand_path, PatternVars};
 use drover_proto::{StepLaunchRequest, StepNode};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
-use super::env::{task_environment, TaskPlace};
+use super::task_env::{task_environment, TaskPlace};
 use super::{cpubind, gpubind};
 use crate::agent::Shared;
 use crate::asuser::Creds;
 use crate::cgroup::job::JobCgroup;
 use crate::cgroup::plan::{denied_devices, Plan};
 use crate::cgroup::Dev;
-use crate::env::EnvContext;
+use crate::job_env::EnvContext;
 use drover_proto::bindopt::{parse_cpu_bind, parse_gpu_bind};
 
 /// Slurm's exit code when a task cannot be started (execve failed).
@@ -110,7 +110,7 @@ fn step_cgroup(
     deny: &[Dev],
 ) -> (Option<JobCgroup>, Vec<CString>, bool) {
     let job = req.job.clone().unwrap_or_default();
-    let dir = crate::launch::job_dir(&shared.settings.spool_dir, job.job_id);
+    let dir = crate::jobdir::job_dir(&shared.settings.spool_dir, job.job_id);
     let Some(mine) = crate::batch_launch::cgroup_plan(&shared.settings, &job) else {
         return (None, Vec::new(), false);
     };
@@ -603,7 +603,7 @@ struct ChdirPlan {
 
 impl ChdirPlan {
     fn new(dir: &str) -> ChdirPlan {
-        use crate::stepd::spawn::chdir_warning;
+        use crate::stepd::run_script::chdir_warning;
         use crate::stepd::sys::strerror;
         let lines = [
             libc::ENOENT,

@@ -3,7 +3,7 @@
 
 use drover_proto::{StepLaunchRequest, StepNode};
 
-use crate::env::{job_environment, EnvContext};
+use crate::job_env::{job_environment, EnvContext};
 
 /// One task's place in the step.
 #[derive(Debug, Clone, Copy, Default)]
@@ -29,7 +29,7 @@ fn set(env: &mut Vec<(String, String)>, k: &str, v: impl Into<String>) {
 /// Tasks per node in Slurm's compressed form: `2(x3),1`.
 pub fn tasks_per_node_text(nodes: &[StepNode]) -> String {
     let counts: Vec<u32> = nodes.iter().map(|n| n.task_ids.len() as u32).collect();
-    crate::env::run_length(&counts)
+    crate::job_env::run_length(&counts)
 }
 
 /// The environment of one task on `this` node.

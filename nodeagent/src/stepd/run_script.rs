@@ -8,7 +8,7 @@ use drover_proto::pattern::{expand_path, PatternVars};
 use drover_proto::LaunchRequest;
 
 use super::sys::{cstring, errno, last_error, strerror, write_fd};
-use crate::env::{default_stdout_pattern, job_environment, EnvContext};
+use crate::job_env::{default_stdout_pattern, job_environment, EnvContext};
 
 /// Where the script's standard streams go and where it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
