@@ -211,6 +211,7 @@ impl Ctld {
             }
         }
         c.blobs.drop_unreferenced();
+        c.refresh_requests();
         let all: Vec<u32> = c.jobs.keys().copied().collect();
         for id in all {
             c.sync_queue(id);

@@ -1,16 +1,15 @@
-//! A job in the controller's memory, and the translation of what the user
-//! asked for into a scheduler [`Request`].
+//! A job in the controller's memory: its durable record, its dependency
+//! and, derived from its resolved request (`request.rs`), the scheduler's
+//! form of that request.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use drover_conf::slurmconf::Config;
-use drover_proto::state::{JobRecord, JobRuntime};
+use drover_proto::state::{JobRecord, JobRuntime, ResolvedRequest};
 use drover_proto::{JobSpec, JobState};
 
-use crate::cluster::Cluster;
 use crate::deps::Dependency;
-use crate::sched::{parse_constraint, GresReq, Request};
+use crate::sched::Request;
 
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -18,6 +17,10 @@ pub struct Job {
     pub dep: Option<Dependency>,
     /// Array meta record: task ids not yet split off, ascending.
     pub pending_tasks: Vec<u32>,
+    /// `rec.request` in the scheduler's form for the current configuration
+    /// (node indices), made when the request or the configuration changes,
+    /// not on every pass. None: the request names nodes that no longer exist.
+    pub sched_req: Option<Request>,
 }
 
 impl Job {
@@ -41,6 +44,10 @@ impl Job {
     }
     pub fn rt_mut(&mut self) -> &mut JobRuntime {
         self.rec.runtime.get_or_insert_with(Default::default)
+    }
+    /// The resolved request (every job has one once submitted or recovered).
+    pub fn request(&self) -> Option<&ResolvedRequest> {
+        self.rec.request.as_ref()
     }
     pub fn state(&self) -> JobState {
         JobState::try_from(self.rt().state).unwrap_or(JobState::Pending)
@@ -79,6 +86,7 @@ impl Job {
             rec,
             dep,
             pending_tasks,
+            sched_req: None,
         }
     }
 }
@@ -180,119 +188,4 @@ pub fn env_from_blob(b: &[u8]) -> Vec<String> {
         .split('\0')
         .map(str::to_string)
         .collect()
-}
-
-/// Default memory for a job that asked for none: DefMemPerCPU / DefMemPerNode
-/// (partition first, then cluster). None: memory is not reserved.
-fn default_mem(cfg: &Config, cluster: &Cluster, part: Option<usize>) -> (u64, u64) {
-    let p = part.and_then(|i| cluster.parts.get(i)).map(|p| &p.conf);
-    if let Some(m) = p.and_then(|p| p.def_mem_per_cpu) {
-        return (0, m);
-    }
-    if let Some(m) = p.and_then(|p| p.def_mem_per_node) {
-        return (m, 0);
-    }
-    if let Some(m) = cfg.def_mem_per_cpu {
-        return (0, m);
-    }
-    if let Some(m) = cfg.def_mem_per_node {
-        return (m, 0);
-    }
-    (0, 0)
-}
-
-/// Parse `gpu:a100:2` style per-node gres into requests.
-pub fn gres_requests(s: &str) -> Result<Vec<GresReq>, String> {
-    if s.trim().is_empty() {
-        return Ok(Vec::new());
-    }
-    let list = drover_conf::slurmconf::parse_gres_list(s)
-        .map_err(|_| "Invalid generic resource (gres) specification".to_string())?;
-    Ok(list
-        .into_iter()
-        .map(|g| GresReq {
-            name: g.name,
-            r#type: g.r#type,
-            count: g.count.min(u64::from(u32::MAX)) as u32,
-        })
-        .collect())
-}
-
-/// The scheduler's view of a job's request. `part` is the partition used for
-/// memory defaults.
-pub fn build_request(
-    spec: &JobSpec,
-    cfg: &Config,
-    cluster: &Cluster,
-    part: Option<usize>,
-) -> Result<Request, String> {
-    let min_nodes = spec.min_nodes.max(1);
-    let max_nodes = if spec.max_nodes == 0 {
-        min_nodes
-    } else {
-        spec.max_nodes.max(min_nodes)
-    };
-    let (mut mem_per_node, mut mem_per_cpu) = (spec.mem_per_node_mb, spec.mem_per_cpu_mb);
-    if mem_per_node == 0 && mem_per_cpu == 0 && spec.mem_per_gpu_mb == 0 && !spec.exclusive {
-        (mem_per_node, mem_per_cpu) = default_mem(cfg, cluster, part);
-    }
-    let node_list = |s: &str| -> Result<Vec<usize>, String> {
-        if s.trim().is_empty() {
-            return Ok(Vec::new());
-        }
-        let names = drover_conf::hostlist::expand(s)
-            .map_err(|_| "Invalid node name specified".to_string())?;
-        names
-            .iter()
-            .map(|n| {
-                cluster
-                    .node_idx(n)
-                    .ok_or_else(|| "Invalid node name specified".to_string())
-            })
-            .collect()
-    };
-    let required = node_list(&spec.nodelist)?;
-    let excluded = node_list(&spec.exclude)?;
-    let min_nodes = min_nodes.max(required.len() as u32);
-    let max_nodes = max_nodes.max(min_nodes);
-    let gpus_total = (spec.gpus > 0).then(|| GresReq {
-        name: "gpu".into(),
-        r#type: (!spec.gpus_type.is_empty()).then(|| spec.gpus_type.clone()),
-        count: spec.gpus,
-    });
-    let mut gres = gres_requests(&spec.gres)?;
-    if spec.gpus_per_node > 0 {
-        gres.push(GresReq {
-            name: "gpu".into(),
-            r#type: (!spec.gpus_type.is_empty()).then(|| spec.gpus_type.clone()),
-            count: spec.gpus_per_node,
-        });
-    }
-    let ntasks = if spec.ntasks > 0 {
-        spec.ntasks
-    } else if spec.ntasks_per_node > 0 {
-        spec.ntasks_per_node * min_nodes
-    } else {
-        min_nodes
-    };
-    Ok(Request {
-        min_nodes,
-        max_nodes,
-        ntasks,
-        ntasks_per_node: spec.ntasks_per_node,
-        cpus_per_task: spec.cpus_per_task.max(1),
-        min_cpus_per_node: spec.min_cpus_per_node,
-        mem_per_node,
-        mem_per_cpu,
-        mem_per_gpu: spec.mem_per_gpu_mb,
-        gres,
-        gpus_total,
-        gpus_per_task: spec.gpus_per_task,
-        cpus_per_gpu: spec.cpus_per_gpu,
-        exclusive: spec.exclusive,
-        oversubscribe: spec.oversubscribe,
-        constraint: parse_constraint(&spec.constraint)?,
-        required,
-        excluded,
-    })
 }

@@ -70,42 +70,31 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
             hostlist::compress(&node_names)
         };
         let running = !rt.alloc.is_empty();
-        let min_nodes = spec.min_nodes.max(1);
-        let cpt = spec.cpus_per_task.max(1);
-        let ntasks = if spec.ntasks > 0 {
-            spec.ntasks
-        } else if spec.ntasks_per_node > 0 {
-            spec.ntasks_per_node * min_nodes
-        } else {
-            min_nodes
-        };
+        // Counts come from the resolved request (partition defaults
+        // applied at submit), the allocation once running.
+        let req = job.request().cloned().unwrap_or_default();
+        let want = crate::request::tres(&req);
+        let cpt = req.cpus_per_task.max(1);
+        let ntasks = req.ntasks.max(1);
         let num_cpus = if running {
             rt.alloc.iter().map(|a| a.cpus).sum()
         } else {
-            (ntasks * cpt).max(spec.min_cpus_per_node * min_nodes)
+            want.get("cpu").copied().unwrap_or(1) as u32
         };
         let num_nodes = if running {
             rt.alloc.len() as u32
         } else {
-            min_nodes
+            req.min_nodes.max(1)
         };
-        let (min_mem, per_cpu) = if spec.mem_per_cpu_mb > 0 {
-            (spec.mem_per_cpu_mb, true)
-        } else if spec.mem_per_node_mb > 0 {
-            (spec.mem_per_node_mb, false)
-        } else if let Some(a) = rt.alloc.first() {
-            (a.mem_mb, false)
-        } else if let Some(m) = cfg.def_mem_per_cpu {
-            (m, true)
-        } else {
-            (cfg.def_mem_per_node.unwrap_or(0), false)
+        let (min_mem, per_cpu) = match crate::request::min_memory(&req) {
+            // --exclusive without --mem: the node's memory, once known.
+            (0, _) => (rt.alloc.first().map_or(0, |a| a.mem_mb), false),
+            m => m,
         };
         let total_mem: u64 = if running {
             rt.alloc.iter().map(|a| a.mem_mb).sum()
-        } else if per_cpu {
-            min_mem * u64::from(num_cpus)
         } else {
-            min_mem * u64::from(num_nodes)
+            want.get("mem").copied().unwrap_or(0)
         };
         let gpus: u64 = if running {
             rt.alloc
@@ -115,14 +104,7 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
                 .map(|g| g.indices.len() as u64 + g.count)
                 .sum()
         } else {
-            crate::job::gres_requests(&spec.gres)
-                .unwrap_or_default()
-                .iter()
-                .filter(|g| g.name == "gpu")
-                .map(|g| u64::from(g.count) * u64::from(num_nodes))
-                .sum::<u64>()
-                + u64::from(spec.gpus)
-                + u64::from(spec.gpus_per_node) * u64::from(num_nodes)
+            want.get("gres/gpu").copied().unwrap_or(0)
         };
         let mut tres = String::new();
         if details {

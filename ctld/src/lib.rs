@@ -25,6 +25,7 @@ pub mod preemption;
 pub mod priority;
 pub mod privacy;
 pub mod reconfig;
+pub mod request;
 pub mod reservation;
 pub mod sched;
 pub mod sched_svc;

@@ -143,6 +143,9 @@ impl Ctld {
         }
         self.cluster = cluster;
         self.cfg = Arc::new(cfg);
+        // Node indices may have changed; resolved requests stay as they were
+        // resolved (new defaults apply to new submissions and updates).
+        self.refresh_requests();
         self.agents.clear();
         self.sched_needed = true;
         tracing::info!("reconfigured from {}", self.config_path.display());

@@ -282,11 +282,7 @@ impl Ctld {
                 .partition
                 .split(',')
                 .find_map(|p| self.cluster.part_idx(p.trim()));
-            let req = crate::job::build_request(spec, &self.cfg, &self.cluster, pidx).ok();
-            let tres = req
-                .as_ref()
-                .map(crate::sched::request_tres)
-                .unwrap_or_default();
+            let tres = job.request().map(crate::request::tres).unwrap_or_default();
             let o = self.owner(job);
             let qos = if o.qos.is_empty() { "normal" } else { &o.qos };
             let facts = JobFacts {

@@ -8,7 +8,7 @@ use drover_proto::{GresAlloc, JobState, LaunchRequest, NodeAlloc, INFINITE};
 
 use crate::ctld::{now, Ctld};
 use crate::deps::{self, Seen, Verdict};
-use crate::job::{build_request, env_from_blob, Job};
+use crate::job::{env_from_blob, Job};
 use crate::sched::{self, Decision, JobSnap};
 
 /// Passes of at most this many jobs × nodes run in the owner task; bigger
@@ -218,10 +218,8 @@ impl Ctld {
                 .iter()
                 .filter_map(|n| self.cluster.part_idx(n))
                 .collect();
-            let mut req = match build_request(spec, &self.cfg, &self.cluster, pidx.first().copied())
-            {
-                Ok(r) => r,
-                Err(_) => continue,
+            let Some(mut req) = job.sched_req.clone() else {
+                continue;
             };
             // OverSubscribe=EXCLUSIVE: every job gets whole nodes.
             if pidx.first().is_some_and(|&p| {
@@ -572,6 +570,7 @@ impl Ctld {
         meta.pending_tasks.remove(pos);
         let mut rec: JobRecord = meta.rec.clone();
         let dep = meta.dep.clone();
+        let sched_req = meta.sched_req.clone();
         let new_id = self.alloc_job_id().ok()?;
         rec.job_id = new_id;
         if let Some(rt) = rec.runtime.as_mut() {
@@ -587,6 +586,7 @@ impl Ctld {
                 rec,
                 dep,
                 pending_tasks: Vec::new(),
+                sched_req,
             }),
         );
         self.array_tasks.entry(meta_id).or_default().push(new_id);
@@ -713,6 +713,10 @@ impl Ctld {
             .get(job.rec.env_blob)
             .map(|b| env_from_blob(&b))
             .unwrap_or_default();
+        let allocation = crate::request::allocation(
+            &job.request().cloned().unwrap_or_default(),
+            &job.rt().alloc,
+        );
         let info = self.job_info(&job);
         let req = LaunchRequest {
             job_id: id,
@@ -727,6 +731,7 @@ impl Ctld {
             kill_wait: self.cfg.kill_wait as u32,
             cluster_name: self.cfg.cluster_name.clone(),
             node_id: 0,
+            allocation: Some(allocation),
         };
         let Some(mut agent) = self.agent_for(&node) else {
             return;

@@ -3,13 +3,13 @@
 //! the id, log the job, answer once it is durable.
 
 use drover_proto::auth::Identity;
-use drover_proto::state::{JobRecord, JobRuntime};
+use drover_proto::state::{JobRecord, JobRuntime, ResolvedRequest};
 use drover_proto::{JobSpec, JobState, SubmitResponse, INFINITE};
 use tonic::Status;
 
 use crate::ctld::{now, Ctld, Reply};
-use crate::job::{build_request, env_to_blob, Job};
-use crate::sched::{place, NodeSnap};
+use crate::job::{env_to_blob, Job};
+use crate::sched::{place, NodeSnap, Request};
 
 /// Slurm's texts for the refusals clients and scripts look for.
 pub mod msg {
@@ -172,23 +172,77 @@ impl Ctld {
         Ok(limit)
     }
 
-    /// Could the job ever run in this partition (all nodes empty)?
-    pub(crate) fn feasible(&self, spec: &JobSpec, part: usize) -> Result<(), &'static str> {
+    /// `spec` resolved against partition `part`'s memory defaults and
+    /// maxima (`None`: the cluster's), see `request.rs`.
+    pub fn resolve_request(
+        &self,
+        spec: &JobSpec,
+        part: Option<usize>,
+    ) -> Result<ResolvedRequest, &'static str> {
+        let conf = part.and_then(|p| self.cluster.parts.get(p)).map(|p| &p.conf);
+        crate::request::resolve(spec, conf, &self.cfg)
+    }
+
+    /// A resolved request in the scheduler's form for the current nodes.
+    pub fn sched_request(&self, r: &ResolvedRequest) -> Result<Request, &'static str> {
+        crate::request::to_sched(r, |n| self.cluster.node_idx(n))
+    }
+
+    /// The partition a job's request is resolved against: the first of
+    /// those it names that exists.
+    pub fn defaults_partition(&self, spec: &JobSpec) -> Option<usize> {
+        spec.partition
+            .split(',')
+            .find_map(|p| self.cluster.part_idx(p.trim()))
+    }
+
+    /// Store a job's resolved request and its scheduler form.
+    pub fn set_request(&mut self, id: u32, r: ResolvedRequest) {
+        let sched = self.sched_request(&r).ok();
+        if let Some(job) = self.jobs.get_mut(&id) {
+            job.rec.request = Some(r);
+            job.sched_req = sched;
+        }
+    }
+
+    /// After recovery or a reconfiguration: resolve the requests of records
+    /// that have none (written by older versions) and remake every job's
+    /// scheduler form for the current node indices.
+    pub fn refresh_requests(&mut self) {
+        let ids: Vec<u32> = self.jobs.keys().copied().collect();
+        for id in ids {
+            let job = &self.jobs[&id];
+            let r = match job.request() {
+                Some(r) => Ok(r.clone()),
+                None => self.resolve_request(job.spec(), self.defaults_partition(job.spec())),
+            };
+            match r {
+                Ok(r) => self.set_request(id, r),
+                Err(e) => {
+                    tracing::warn!("job {id}: its request cannot be resolved ({e}); it will not start");
+                    if let Some(j) = self.jobs.get_mut(&id) {
+                        j.sched_req = None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Could the job ever run in this partition (all nodes empty)? The
+    /// request resolved there, if so.
+    pub(crate) fn feasible(
+        &self,
+        spec: &JobSpec,
+        part: usize,
+    ) -> Result<ResolvedRequest, &'static str> {
         let p = &self.cluster.parts[part];
         if let Some(max) = p.conf.max_nodes {
             if spec.min_nodes > max && self.enforce_part_limits() {
                 return Err(msg::NODE_COUNT);
             }
         }
-        let req = build_request(spec, &self.cfg, &self.cluster, Some(part)).map_err(|e| {
-            if e.contains("node name") {
-                "Invalid node name specified"
-            } else if e.contains("gres") {
-                "Invalid generic resource (gres) specification"
-            } else {
-                msg::FEATURE
-            }
-        })?;
+        let resolved = self.resolve_request(spec, Some(part))?;
+        let req = self.sched_request(&resolved)?;
         if let Some(c) = &req.constraint {
             let known = |f: &str| {
                 self.cluster
@@ -210,7 +264,7 @@ impl Ctld {
             return Err(msg::NODE_CONFIG);
         }
         place(&req, &p.nodes, &pristine).map_err(|_| msg::NODE_CONFIG)?;
-        Ok(())
+        Ok(resolved)
     }
 
     pub fn submit(&mut self, who: Identity, mut spec: JobSpec, reply: Reply<SubmitResponse>) {
@@ -243,7 +297,14 @@ impl Ctld {
         if live >= u64::from(self.cfg.max_job_count.max(1)) {
             return Err(Status::resource_exhausted(msg::TOO_MANY_JOBS));
         }
-        self.acct_submit_check(who, spec)?;
+        // Limits are checked on the request as resolved in the partition
+        // that supplies its defaults; a request that cannot be resolved is
+        // refused below, with the reason.
+        let want = self
+            .resolve_request(spec, self.defaults_partition(spec).or(self.cluster.default_part))
+            .map(|r| crate::request::tres(&r))
+            .unwrap_or_default();
+        self.acct_submit_check(who, spec, &want)?;
         let parts = self.resolve_partitions(spec, who)?;
         self.check_reservation(spec, who)?;
         if !self.is_admin(who) && (spec.priority > 0 || spec.nice < 0) {
@@ -255,15 +316,15 @@ impl Ctld {
         for &p in &parts {
             match self
                 .time_limit_for(spec, p)
-                .and_then(|t| self.feasible(spec, p).map(|_| t))
+                .and_then(|t| self.feasible(spec, p).map(|r| (t, r)))
             {
-                Ok(t) => usable.push((p, t)),
+                Ok((t, r)) => usable.push((p, t, r)),
                 Err(e) => {
                     first_err.get_or_insert(e);
                 }
             }
         }
-        let Some(&(part0, limit0)) = usable.first() else {
+        let Some((part0, limit0, resolved)) = usable.first().cloned() else {
             return Err(invalid(first_err.unwrap_or(msg::NODE_CONFIG)));
         };
         let array = if spec.array.trim().is_empty() {
@@ -292,7 +353,7 @@ impl Ctld {
         } else {
             spec.partition = usable
                 .iter()
-                .map(|&(p, _)| self.cluster.parts[p].conf.name.clone())
+                .map(|(p, _, _)| self.cluster.parts[*p].conf.name.clone())
                 .collect::<Vec<_>>()
                 .join(",");
         }
@@ -343,6 +404,7 @@ impl Ctld {
             runtime: Some(rt),
             script_blob,
             env_blob,
+            request: None,
         };
         self.jobs.insert(
             id,
@@ -350,8 +412,10 @@ impl Ctld {
                 rec,
                 dep,
                 pending_tasks,
+                sched_req: None,
             }),
         );
+        self.set_request(id, resolved);
         self.log_job(id);
         tracing::debug!("job {id} submitted by uid {}", who.uid);
         Ok(SubmitResponse {

@@ -297,7 +297,7 @@ impl Ctld {
                 "stderr" => spec.std_err = v.clone(),
                 "gres" | "tresperNode" | "tres-per-node" | "trespernode" => {
                     need_pending()?;
-                    crate::job::gres_requests(v)?;
+                    crate::request::gres_requests(v)?;
                     spec.gres = v.trim_start_matches("gres/").to_string();
                 }
                 "exclusive" | "oversubscribe" => {
@@ -313,7 +313,9 @@ impl Ctld {
         }
         crate::submit::check_bounds(&spec)?;
         self.check_sizes(&spec)?;
-        // The new request must still be possible somewhere.
+        // The new request must still be possible somewhere; it is resolved
+        // again where it first is, as at submit.
+        let mut resolved = None;
         if pending {
             let parts = self
                 .resolve_partitions(&spec, who)
@@ -321,13 +323,14 @@ impl Ctld {
             // The same check as at submit, so an update cannot make a job
             // that could never run.
             let mut first_err = msg::NODE_CONFIG;
-            if !parts.iter().any(|&p| match self.feasible(&spec, p) {
-                Ok(()) => true,
+            resolved = parts.iter().find_map(|&p| match self.feasible(&spec, p) {
+                Ok(r) => Some(r),
                 Err(e) => {
                     first_err = e;
-                    false
+                    None
                 }
-            }) {
+            });
+            if resolved.is_none() {
                 return Err(first_err.into());
             }
         }
@@ -335,6 +338,9 @@ impl Ctld {
         j.rec.spec = Some(spec);
         j.rec.runtime = Some(rt);
         j.dep = dep;
+        if let Some(r) = resolved {
+            self.set_request(id, r);
+        }
         self.log_job(id);
         Ok(())
     }

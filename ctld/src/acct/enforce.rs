@@ -45,54 +45,6 @@ impl Enforce {
     }
 }
 
-/// What a job asks for, as TRES counts (mem in MiB).
-pub fn job_tres(spec: &JobSpec) -> Tres {
-    let nodes = u64::from(spec.min_nodes.max(1));
-    let ntasks = if spec.ntasks > 0 {
-        u64::from(spec.ntasks)
-    } else if spec.ntasks_per_node > 0 {
-        u64::from(spec.ntasks_per_node) * nodes
-    } else {
-        nodes
-    };
-    let cpus = (ntasks * u64::from(spec.cpus_per_task.max(1)))
-        .max(u64::from(spec.min_cpus_per_node) * nodes);
-    let mut t = Tres::new();
-    t.insert("cpu".into(), cpus);
-    t.insert("node".into(), nodes);
-    let mem = if spec.mem_per_cpu_mb > 0 {
-        spec.mem_per_cpu_mb * cpus
-    } else {
-        spec.mem_per_node_mb * nodes
-    };
-    if mem > 0 {
-        t.insert("mem".into(), mem);
-    }
-    let mut gpus = u64::from(spec.gpus) + u64::from(spec.gpus_per_node) * nodes;
-    if spec.gpus_per_task > 0 {
-        gpus += u64::from(spec.gpus_per_task) * ntasks;
-    }
-    for g in spec
-        .gres
-        .split(',')
-        .map(str::trim)
-        .filter(|g| !g.is_empty())
-    {
-        let g = g.trim_start_matches("gres/");
-        let mut parts = g.split(':');
-        if parts.next() == Some("gpu") {
-            let n = parts
-                .next_back()
-                .and_then(|n| n.parse::<u64>().ok())
-                .unwrap_or(1);
-            gpus += n * nodes;
-        }
-    }
-    if gpus > 0 {
-        t.insert("gres/gpu".into(), gpus);
-    }
-    t
-}
 
 /// Does `want` exceed any limit in `max`? (`gres/gpu` limits apply to the
 /// sum of typed requests too.)
@@ -103,13 +55,15 @@ fn exceeds(want: &Tres, max: &Tres) -> bool {
 
 /// Decide at submit: fill the account, check association, QOS and the
 /// per-job limits. `partition` is the partition the job names (or the
-/// default). `user` is the submitter's name.
+/// default). `user` is the submitter's name; `want` the job's resolved
+/// request as TRES (`request::tres`).
 pub fn check(
     set: &AssocSet,
     enforce: Enforce,
     user: &str,
     partition: &str,
     spec: &mut JobSpec,
+    want: &Tres,
 ) -> Result<(), &'static str> {
     if set.is_empty() {
         // Accounting has told us nothing (yet): Slurm refuses jobs when it
@@ -142,18 +96,22 @@ pub fn check(
         }
     }
     if enforce.limits {
-        check_limits(set, assoc, spec)?;
+        check_limits(set, assoc, spec, want)?;
     }
     Ok(())
 }
 
-fn check_limits(set: &AssocSet, assoc: &Assoc, spec: &JobSpec) -> Result<(), &'static str> {
-    let want = job_tres(spec);
+fn check_limits(
+    set: &AssocSet,
+    assoc: &Assoc,
+    spec: &JobSpec,
+    want: &Tres,
+) -> Result<(), &'static str> {
     // The association's own limits, then its accounts' up to root.
     let mut chain: Vec<&Assoc> = vec![assoc];
     chain.extend(set.lineage(&assoc.account));
     for a in &chain {
-        if exceeds(&want, &a.limits.max_tres_per_job) {
+        if exceeds(want, &a.limits.max_tres_per_job) {
             return Err(POLICY);
         }
         if let Some(m) = a.limits.max_wall_min {
@@ -162,7 +120,7 @@ fn check_limits(set: &AssocSet, assoc: &Assoc, spec: &JobSpec) -> Result<(), &'s
             }
         }
         // A job bigger than the whole group's allowance can never start.
-        if exceeds(&want, &a.limits.grp_tres) {
+        if exceeds(want, &a.limits.grp_tres) {
             return Err(POLICY);
         }
     }
@@ -176,7 +134,7 @@ fn check_limits(set: &AssocSet, assoc: &Assoc, spec: &JobSpec) -> Result<(), &'s
         spec.qos.as_str()
     };
     if let Some(q) = set.qos.get(qos_name) {
-        if exceeds(&want, &q.limits.max_tres_per_job) || exceeds(&want, &q.limits.grp_tres) {
+        if exceeds(want, &q.limits.max_tres_per_job) || exceeds(want, &q.limits.grp_tres) {
             return Err(POLICY);
         }
         if let Some(m) = q.limits.max_wall_min {
@@ -198,6 +156,19 @@ pub fn max_submit(set: &AssocSet, user: &str, account: &str, partition: &str) ->
 mod tests {
     use super::*;
     use crate::assoc::{Qos, User};
+
+    /// `check` with the spec's request resolved as at submit.
+    fn chk(
+        set: &AssocSet,
+        enforce: Enforce,
+        user: &str,
+        partition: &str,
+        spec: &mut JobSpec,
+    ) -> Result<(), &'static str> {
+        let cfg = drover_conf::Config::default();
+        let want = crate::request::tres(&crate::request::resolve(spec, None, &cfg).unwrap());
+        check(set, enforce, user, partition, spec, &want)
+    }
 
     fn set() -> AssocSet {
         let mut s = AssocSet::default();
@@ -229,11 +200,11 @@ mod tests {
     fn default_account_and_association() {
         let s = set();
         let mut spec = JobSpec::default();
-        assert_eq!(check(&s, all(), "alice", "debug", &mut spec), Ok(()));
+        assert_eq!(chk(&s, all(), "alice", "debug", &mut spec), Ok(()));
         assert_eq!(spec.account, "ml");
         let mut spec = JobSpec::default();
         assert_eq!(
-            check(&s, all(), "bob", "debug", &mut spec),
+            chk(&s, all(), "bob", "debug", &mut spec),
             Err(INVALID_ACCOUNT)
         );
         let mut spec = JobSpec {
@@ -241,19 +212,19 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            check(&s, all(), "alice", "debug", &mut spec),
+            chk(&s, all(), "alice", "debug", &mut spec),
             Err(INVALID_ACCOUNT)
         );
         // Without enforcement only the default is filled in.
         let mut spec = JobSpec::default();
         assert_eq!(
-            check(&s, Enforce::default(), "bob", "debug", &mut spec),
+            chk(&s, Enforce::default(), "bob", "debug", &mut spec),
             Ok(())
         );
         // Enforcing with nothing known refuses.
         let mut spec = JobSpec::default();
         assert_eq!(
-            check(&AssocSet::default(), all(), "alice", "", &mut spec),
+            chk(&AssocSet::default(), all(), "alice", "", &mut spec),
             Err(INVALID_ACCOUNT)
         );
     }
@@ -265,39 +236,22 @@ mod tests {
             time_limit: 120,
             ..Default::default()
         };
-        assert_eq!(check(&s, all(), "alice", "", &mut spec), Err(POLICY));
+        assert_eq!(chk(&s, all(), "alice", "", &mut spec), Err(POLICY));
         let mut spec = JobSpec {
             gres: "gpu:a100:3".into(),
             ..Default::default()
         };
-        assert_eq!(check(&s, all(), "alice", "", &mut spec), Err(POLICY));
+        assert_eq!(chk(&s, all(), "alice", "", &mut spec), Err(POLICY));
         let mut spec = JobSpec {
             gpus: 2,
             time_limit: 30,
             ..Default::default()
         };
-        assert_eq!(check(&s, all(), "alice", "", &mut spec), Ok(()));
+        assert_eq!(chk(&s, all(), "alice", "", &mut spec), Ok(()));
         let mut spec = JobSpec {
             qos: "gold".into(),
             ..Default::default()
         };
-        assert_eq!(check(&s, all(), "alice", "", &mut spec), Err(INVALID_QOS));
-    }
-
-    #[test]
-    fn tres_of_a_spec() {
-        let spec = JobSpec {
-            ntasks: 4,
-            cpus_per_task: 2,
-            mem_per_cpu_mb: 100,
-            gpus_per_node: 1,
-            min_nodes: 2,
-            ..Default::default()
-        };
-        let t = job_tres(&spec);
-        assert_eq!(
-            (t["cpu"], t["mem"], t["node"], t["gres/gpu"]),
-            (8, 800, 2, 2)
-        );
+        assert_eq!(chk(&s, all(), "alice", "", &mut spec), Err(INVALID_QOS));
     }
 }

@@ -151,8 +151,14 @@ impl Ctld {
         }
     }
 
-    /// Accounting's say at submit: default account, associations, limits.
-    pub fn acct_submit_check(&mut self, who: &Identity, spec: &mut JobSpec) -> Result<(), Status> {
+    /// Accounting's say at submit: default account, associations, limits
+    /// (against `want`, the resolved request's TRES).
+    pub fn acct_submit_check(
+        &mut self,
+        who: &Identity,
+        spec: &mut JobSpec,
+        want: &crate::assoc::Tres,
+    ) -> Result<(), Status> {
         let Some(a) = &self.acct else {
             return Ok(());
         };
@@ -166,7 +172,7 @@ impl Ctld {
         } else {
             spec.partition.clone()
         };
-        enforce::check(&self.assoc, enforce, &user, &partition, spec)
+        enforce::check(&self.assoc, enforce, &user, &partition, spec, want)
             .map_err(Status::invalid_argument)?;
         if enforce.limits {
             if let Some(max) = enforce::max_submit(&self.assoc, &user, &spec.account, &partition) {

@@ -340,7 +340,8 @@ proptest! {
         cfg.partitions = vec![p];
         let cluster = crate::cluster::Cluster::from_config(&cfg, 0);
         if crate::submit::check_bounds(&spec).is_ok() {
-            if let Ok(req) = crate::job::build_request(&spec, &cfg, &cluster, Some(0)) {
+            let resolved = crate::request::resolve(&spec, Some(&cluster.parts[0].conf), &cfg);
+            if let Ok(req) = resolved.and_then(|r| crate::request::to_sched(&r, |n| cluster.node_idx(n))) {
                 let (nodes, _) = cluster.snapshot();
                 let _ = place(&req, &[0], &nodes);
             }

@@ -242,6 +242,10 @@ impl Ctld {
             .get(job.rec.env_blob)
             .map(|b| env_from_blob(&b))
             .unwrap_or_default();
+        let allocation = crate::request::allocation(
+            &job.request().cloned().unwrap_or_default(),
+            &job.rt().alloc,
+        );
         let info = self.job_info(&job);
         LaunchRequest {
             job_id: id,
@@ -256,6 +260,7 @@ impl Ctld {
             kill_wait: self.cfg.kill_wait as u32,
             cluster_name: self.cfg.cluster_name.clone(),
             node_id: 0,
+            allocation: Some(allocation),
         }
     }
 
