@@ -221,10 +221,8 @@ impl Sampler {
 /// Minor numbers of the GPUs a launch gives this node's job (through the
 /// node inventory's device files).
 pub fn job_minors(inventory: &[GresInventory], req: &drover_proto::LaunchRequest) -> Vec<u32> {
-    let Some(info) = &req.info else {
-        return Vec::new();
-    };
-    let Some(alloc) = info.alloc.iter().find(|a| a.node == req.node) else {
+    let job_alloc = crate::allocation::of(req);
+    let Some(alloc) = crate::allocation::on_node(&job_alloc, &req.node) else {
         return Vec::new();
     };
     let files: Vec<&String> = inventory

@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use drover_proto::{LaunchRequest, NodeAlloc, INFINITE};
+use drover_proto::{JobAllocation, LaunchRequest, NodeAlloc, INFINITE};
+
+use crate::allocation;
 
 /// Facts about the running job that are not in the launch request.
 #[derive(Debug, Clone, Default)]
@@ -221,11 +223,11 @@ pub fn array_summary(spec: &str) -> Option<ArraySummary> {
 
 /// Names of the allocated nodes, in allocation order.
 pub fn alloc_node_names(req: &LaunchRequest) -> Vec<String> {
-    let info = req.info.as_ref();
-    if let Some(info) = info {
-        if !info.alloc.is_empty() {
-            return info.alloc.iter().map(|a| a.node.clone()).collect();
-        }
+    let alloc = allocation::of(req);
+    if !alloc.nodes.is_empty() {
+        return alloc.nodes.iter().map(|a| a.node.clone()).collect();
+    }
+    if let Some(info) = req.info.as_ref() {
         if !info.nodes.is_empty() {
             if let Ok(names) = drover_conf::hostlist::expand(&info.nodes) {
                 if !names.is_empty() {
@@ -243,34 +245,30 @@ pub fn alloc_node_names(req: &LaunchRequest) -> Vec<String> {
 
 /// CPUs allocated on each node (allocation order).
 fn cpus_per_node(req: &LaunchRequest, nnodes: usize) -> Vec<u32> {
-    let info = req.info.clone().unwrap_or_default();
-    if !info.alloc.is_empty() {
-        return info.alloc.iter().map(|a| a.cpus.max(1)).collect();
+    let alloc = allocation::of(req);
+    if !alloc.nodes.is_empty() {
+        return alloc.nodes.iter().map(|a| a.cpus.max(1)).collect();
     }
     let n = nnodes.max(1) as u32;
-    vec![(info.num_cpus / n).max(1); nnodes.max(1)]
+    let num_cpus = req.info.as_ref().map_or(0, |i| i.num_cpus);
+    vec![(num_cpus / n).max(1); nnodes.max(1)]
 }
 
 /// The allocation on the node running the batch script.
-fn this_node_alloc(req: &LaunchRequest) -> Option<&NodeAlloc> {
-    let info = req.info.as_ref()?;
-    info.alloc
-        .iter()
-        .find(|a| a.node == req.node)
-        .or_else(|| info.alloc.first())
+fn this_node_alloc<'a>(alloc: &'a JobAllocation, node: &str) -> Option<&'a NodeAlloc> {
+    allocation::on_node(alloc, node).or_else(|| alloc.nodes.first())
 }
 
 /// Tasks per node as Slurm's batch environment computes them.
 pub fn tasks_per_node(req: &LaunchRequest) -> Vec<u32> {
-    let spec = req.spec.clone().unwrap_or_default();
-    let info = req.info.clone().unwrap_or_default();
+    let alloc = allocation::of(req);
     let nnodes = alloc_node_names(req).len().max(1);
-    if info.alloc.len() == nnodes && info.alloc.iter().all(|a| a.tasks > 0) {
-        return info.alloc.iter().map(|a| a.tasks).collect();
+    if alloc.nodes.len() == nnodes && alloc.nodes.iter().all(|a| a.tasks > 0) {
+        return alloc.nodes.iter().map(|a| a.tasks).collect();
     }
-    let cpt = spec.cpus_per_task.max(1);
-    let per_node_max = if spec.ntasks_per_node > 0 {
-        spec.ntasks_per_node
+    let cpt = alloc.cpus_per_task.max(1);
+    let per_node_max = if alloc.ntasks_per_node > 0 {
+        alloc.ntasks_per_node
     } else {
         u32::MAX
     };
@@ -287,13 +285,13 @@ pub fn tasks_per_node(req: &LaunchRequest) -> Vec<u32> {
 
 /// Number of tasks the user asked for (`-n`, or `--ntasks-per-node` x nodes); 0 = none.
 fn explicit_ntasks(req: &LaunchRequest) -> u32 {
-    let spec = req.spec.clone().unwrap_or_default();
-    if spec.ntasks > 0 {
-        return spec.ntasks;
+    let alloc = allocation::of(req);
+    if alloc.ntasks > 0 {
+        return alloc.ntasks;
     }
-    if spec.ntasks_per_node > 0 {
+    if alloc.ntasks_per_node > 0 {
         let nnodes = alloc_node_names(req).len().max(1) as u32;
-        return spec.ntasks_per_node.saturating_mul(nnodes);
+        return alloc.ntasks_per_node.saturating_mul(nnodes);
     }
     0
 }
@@ -338,7 +336,8 @@ pub fn job_environment(req: &LaunchRequest, ctx: &EnvContext<'_>) -> Vec<(String
         drover_conf::hostlist::compress(&names)
     };
     let cpus = cpus_per_node(req, nnodes);
-    let this = this_node_alloc(req);
+    let alloc = allocation::of(req);
+    let this = this_node_alloc(&alloc, &req.node);
     let cpus_on_node = this
         .map(|a| a.cpus.max(1))
         .unwrap_or_else(|| cpus.first().copied().unwrap_or(1));
@@ -368,23 +367,15 @@ pub fn job_environment(req: &LaunchRequest, ctx: &EnvContext<'_>) -> Vec<(String
     }
     env.set("SLURM_TASKS_PER_NODE", run_length(&tasks_per_node(req)));
     if spec.cpus_per_task > 0 {
-        env.set("SLURM_CPUS_PER_TASK", spec.cpus_per_task.to_string());
+        env.set("SLURM_CPUS_PER_TASK", alloc.cpus_per_task.max(1).to_string());
     }
 
-    // Memory: the effective value the controller recorded, else the request.
-    if info.min_memory_mb > 0 {
-        if info.mem_per_cpu {
-            env.set("SLURM_MEM_PER_CPU", info.min_memory_mb.to_string());
-        } else {
-            env.set("SLURM_MEM_PER_NODE", info.min_memory_mb.to_string());
-        }
-    } else if spec.mem_per_cpu_mb > 0 {
-        env.set("SLURM_MEM_PER_CPU", spec.mem_per_cpu_mb.to_string());
-    } else if spec.mem_per_node_mb > 0 {
-        env.set("SLURM_MEM_PER_NODE", spec.mem_per_node_mb.to_string());
+    // Memory: the resolved request's terms (partition defaults applied).
+    if let Some((var, mb)) = allocation::mem_var(&alloc) {
+        env.set(var, mb.to_string());
     }
-    if spec.mem_per_gpu_mb > 0 {
-        env.set("SLURM_MEM_PER_GPU", spec.mem_per_gpu_mb.to_string());
+    if alloc.mem_per_gpu_mb > 0 {
+        env.set("SLURM_MEM_PER_GPU", alloc.mem_per_gpu_mb.to_string());
     }
 
     // GPUs.

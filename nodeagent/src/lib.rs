@@ -6,6 +6,7 @@
 //! it over `JOBDIR/stepd.sock` and reports job ends to the controller.
 
 pub mod agent;
+pub mod allocation;
 pub mod args;
 pub mod asuser;
 pub mod attach;

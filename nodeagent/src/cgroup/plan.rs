@@ -171,8 +171,8 @@ pub struct PlanInputs<'a> {
 impl Plan {
     /// The plan for the batch script of `req` on `req.node`.
     pub fn build(inp: &PlanInputs<'_>, req: &LaunchRequest) -> Plan {
-        let info = req.info.clone().unwrap_or_default();
-        let alloc = info.alloc.iter().find(|a| a.node == req.node);
+        let job_alloc = crate::allocation::of(req);
+        let alloc = crate::allocation::on_node(&job_alloc, &req.node);
         let alloc_mb = alloc.map_or(0, |a| a.mem_mb);
         let c = inp.conf;
         let ram = ram_limit_mb(c, alloc_mb, inp.node_mem_mb);

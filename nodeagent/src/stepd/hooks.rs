@@ -108,7 +108,8 @@ pub fn hook_env(
         env.push(("SLURM_ARRAY_JOB_ID".into(), info.array_job_id.to_string()));
         env.push(("SLURM_ARRAY_TASK_ID".into(), info.array_task_id.to_string()));
     }
-    if let Some(a) = info.alloc.iter().find(|a| a.node == req.node) {
+    let alloc = crate::allocation::of(req);
+    if let Some(a) = crate::allocation::on_node(&alloc, &req.node) {
         let mut gpus: Vec<u32> = a
             .gres
             .iter()

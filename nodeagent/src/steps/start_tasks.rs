@@ -148,17 +148,7 @@ fn step_cgroup(
 /// The job's GPUs on this node (node indices, ascending).
 fn job_gpus(req: &StepLaunchRequest) -> Vec<u32> {
     let job = req.job.clone().unwrap_or_default();
-    let mut v: Vec<u32> = job
-        .info
-        .iter()
-        .flat_map(|i| i.alloc.iter())
-        .filter(|a| a.node == job.node)
-        .flat_map(|a| a.gres.iter())
-        .filter(|g| g.name == "gpu")
-        .flat_map(|g| g.indices.iter().copied())
-        .collect();
-    v.sort_unstable();
-    v
+    crate::allocation::gpus_on_node(&crate::allocation::of(&job), &job.node)
 }
 
 /// The devices of the node a process may not open when its GPUs are
@@ -168,11 +158,9 @@ fn denied_for(shared: &Shared, req: &StepLaunchRequest, gpus: &[u32]) -> Vec<Dev
     let Some(node) = shared.settings.nodes.iter().find(|n| n.name == job.node) else {
         return Vec::new();
     };
-    let allowed: Vec<(String, u32)> = job
-        .info
-        .iter()
-        .flat_map(|i| i.alloc.iter())
-        .filter(|a| a.node == job.node)
+    let alloc = crate::allocation::of(&job);
+    let allowed: Vec<(String, u32)> = crate::allocation::on_node(&alloc, &job.node)
+        .into_iter()
         .flat_map(|a| a.gres.iter())
         .flat_map(|g| g.indices.iter().map(|i| (g.name.clone(), *i)))
         .filter(|(n, i)| n != "gpu" || gpus.contains(i))

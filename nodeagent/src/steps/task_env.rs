@@ -81,16 +81,7 @@ pub fn task_environment(
         // The step's GPUs: node indices; with the job's device cgroup their
         // places among the job's GPUs; with the step's own, among the
         // step's (what CUDA numbers from 0).
-        let job_gpus: Vec<u32> = job
-            .info
-            .as_ref()
-            .into_iter()
-            .flat_map(|i| i.alloc.iter())
-            .filter(|a| a.node == this.node)
-            .flat_map(|a| a.gres.iter())
-            .filter(|g| g.name == "gpu")
-            .flat_map(|g| g.indices.iter().copied())
-            .collect();
+        let job_gpus = crate::allocation::gpus_on_node(&crate::allocation::of(&job), &this.node);
         let ids = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
         let mine: &[u32] = task.gpus.unwrap_or(&this.gpu_ids);
         let visible: Vec<u32> = if task.own_devices {
