@@ -3,6 +3,7 @@
 //!   cargo bench -p drover-ctld --bench sched                 # both pass sizes
 //!   cargo bench -p drover-ctld --bench sched -- pass 10000 1000 [bf_max_job_test]
 //!   cargo bench -p drover-ctld --bench sched -- replay 2000 64
+//!   cargo bench -p drover-ctld --bench sched -- requests 10000
 //!
 //! A pass: the whole queue over a cluster ~85% busy, backfill on, every
 //! pending job planned (bf_max_job_test = queue length unless given).
@@ -88,6 +89,69 @@ fn pass(jobs: usize, nodes: usize, max_test: Option<usize>) {
     );
 }
 
+/// What a controller pass spends turning the queue's requests into the
+/// scheduler's form: resolving every job's options (what each pass did
+/// before requests were resolved once, at submit) against cloning the
+/// stored scheduler form (what a pass does now).
+fn requests_mode(jobs: usize) {
+    use drover_proto::JobSpec;
+    let cfg = drover_conf::Config::default();
+    let mut part = drover_conf::PartitionConf::new("batch");
+    part.def_mem_per_cpu = Some(2000);
+    let node_idx = |n: &str| n.strip_prefix("n").and_then(|i| i.parse::<usize>().ok());
+    let mut rng = Rng::new(11);
+    let specs: Vec<JobSpec> = (0..jobs)
+        .map(|_| JobSpec {
+            ntasks: rng.range(1, 32) as u32,
+            cpus_per_task: rng.range(1, 4) as u32,
+            mem_per_node_mb: if rng.range(0, 1) == 0 { 4000 } else { 0 },
+            gres: if rng.range(0, 4) == 0 {
+                "gpu:a100:2".into()
+            } else {
+                String::new()
+            },
+            constraint: if rng.range(0, 3) == 0 {
+                "ib&(skylake|icelake)".into()
+            } else {
+                String::new()
+            },
+            exclude: if rng.range(0, 9) == 0 {
+                "n[1-8]".into()
+            } else {
+                String::new()
+            },
+            ..Default::default()
+        })
+        .collect();
+    let resolve_all = || -> Vec<drover_ctld::sched::Request> {
+        specs
+            .iter()
+            .filter_map(|s| drover_ctld::request::resolve(s, Some(&part), &cfg).ok())
+            .filter_map(|r| drover_ctld::request::to_sched(&r, node_idx).ok())
+            .collect()
+    };
+    let stored = resolve_all();
+    let mut per_pass = Vec::new();
+    let mut cached = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let v = resolve_all();
+        per_pass.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(v.len(), stored.len());
+        let t = Instant::now();
+        let v: Vec<_> = stored.to_vec();
+        cached.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(v, stored);
+    }
+    per_pass.sort_by(f64::total_cmp);
+    cached.sort_by(f64::total_cmp);
+    println!(
+        "requests: {jobs} pending: resolved on every pass {:.2} ms, stored form cloned {:.2} ms \
+         (medians of 5)",
+        per_pass[2], cached[2]
+    );
+}
+
 fn replay_mode(jobs: u32, nodes: usize) {
     let mut rng = Rng::new(7);
     let (ns, parts) = synth::cluster(nodes, &mut rng);
@@ -141,6 +205,7 @@ fn main() {
             args.get(3).and_then(|v| v.parse().ok()),
         ),
         Some("replay") => replay_mode(num(1, 2000) as u32, num(2, 64)),
+        Some("requests") => requests_mode(num(1, 10_000)),
         _ => {
             pass(10_000, 1_000, None);
             pass(100_000, 10_000, None);

@@ -179,7 +179,9 @@ impl Ctld {
         spec: &JobSpec,
         part: Option<usize>,
     ) -> Result<ResolvedRequest, &'static str> {
-        let conf = part.and_then(|p| self.cluster.parts.get(p)).map(|p| &p.conf);
+        let conf = part
+            .and_then(|p| self.cluster.parts.get(p))
+            .map(|p| &p.conf);
         crate::request::resolve(spec, conf, &self.cfg)
     }
 
@@ -219,7 +221,9 @@ impl Ctld {
             match r {
                 Ok(r) => self.set_request(id, r),
                 Err(e) => {
-                    tracing::warn!("job {id}: its request cannot be resolved ({e}); it will not start");
+                    tracing::warn!(
+                        "job {id}: its request cannot be resolved ({e}); it will not start"
+                    );
                     if let Some(j) = self.jobs.get_mut(&id) {
                         j.sched_req = None;
                     }
@@ -301,7 +305,10 @@ impl Ctld {
         // that supplies its defaults; a request that cannot be resolved is
         // refused below, with the reason.
         let want = self
-            .resolve_request(spec, self.defaults_partition(spec).or(self.cluster.default_part))
+            .resolve_request(
+                spec,
+                self.defaults_partition(spec).or(self.cluster.default_part),
+            )
             .map(|r| crate::request::tres(&r))
             .unwrap_or_default();
         self.acct_submit_check(who, spec, &want)?;

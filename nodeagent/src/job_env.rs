@@ -367,7 +367,10 @@ pub fn job_environment(req: &LaunchRequest, ctx: &EnvContext<'_>) -> Vec<(String
     }
     env.set("SLURM_TASKS_PER_NODE", run_length(&tasks_per_node(req)));
     if spec.cpus_per_task > 0 {
-        env.set("SLURM_CPUS_PER_TASK", alloc.cpus_per_task.max(1).to_string());
+        env.set(
+            "SLURM_CPUS_PER_TASK",
+            alloc.cpus_per_task.max(1).to_string(),
+        );
     }
 
     // Memory: the resolved request's terms (partition defaults applied).

@@ -45,7 +45,6 @@ impl Enforce {
     }
 }
 
-
 /// Does `want` exceed any limit in `max`? (`gres/gpu` limits apply to the
 /// sum of typed requests too.)
 fn exceeds(want: &Tres, max: &Tres) -> bool {

@@ -101,7 +101,11 @@ fn a_request_resolved_at_submit_survives_a_restart_with_new_defaults() {
     // resolved (and logged) at submit, as Slurm does.
     c.kill_ctld();
     let conf = std::fs::read_to_string(&c.conf).unwrap();
-    std::fs::write(&c.conf, conf.replace("DefMemPerCPU=100", "DefMemPerCPU=300")).unwrap();
+    std::fs::write(
+        &c.conf,
+        conf.replace("DefMemPerCPU=100", "DefMemPerCPU=300"),
+    )
+    .unwrap();
     c.start_ctld().unwrap();
     let (line, limit) = release_and_read(&c, id, &out);
     assert_eq!(line, "MEM=100/ CPUS=2");
