@@ -789,4 +789,43 @@ mod tests {
         assert_eq!(get(&env, "SLURM_JOB_NUM_NODES"), Some("1"));
         assert_eq!(get(&env, "SLURM_TASKS_PER_NODE"), Some("1"));
     }
+
+    #[test]
+    fn the_launch_allocation_decides_over_the_display_record() {
+        let mut r = base();
+        // The display record says per node; the controller's resolved
+        // request (partition DefMemPerCPU) and allocation say otherwise.
+        let info = r.info.as_mut().unwrap();
+        info.min_memory_mb = 999;
+        info.mem_per_cpu = false;
+        r.allocation = Some(drover_proto::JobAllocation {
+            nodes: vec![
+                NodeAlloc {
+                    node: "node1".into(),
+                    cpus: 2,
+                    tasks: 1,
+                    ..Default::default()
+                },
+                NodeAlloc {
+                    node: "node2".into(),
+                    cpus: 6,
+                    tasks: 3,
+                    ..Default::default()
+                },
+            ],
+            mem_per_cpu_mb: 100,
+            cpus_per_task: 2,
+            ntasks: 4,
+            ..Default::default()
+        });
+        r.node = "node2".into();
+        let env = job_environment(&r, &ctx());
+        assert_eq!(get(&env, "SLURM_MEM_PER_CPU"), Some("100"));
+        assert_eq!(get(&env, "SLURM_MEM_PER_NODE"), None);
+        assert_eq!(get(&env, "SLURM_JOB_NODELIST"), Some("node[1-2]"));
+        assert_eq!(get(&env, "SLURM_JOB_CPUS_PER_NODE"), Some("2,6"));
+        assert_eq!(get(&env, "SLURM_CPUS_ON_NODE"), Some("6"));
+        assert_eq!(get(&env, "SLURM_TASKS_PER_NODE"), Some("1,3"));
+        assert_eq!(get(&env, "SLURM_NTASKS"), Some("4"));
+    }
 }
