@@ -117,3 +117,42 @@ fn a_request_resolved_at_submit_survives_a_restart_with_new_defaults() {
     assert_eq!(line, "MEM=300/ CPUS=2");
     assert_eq!(limit, 600 * MIB);
 }
+
+#[test]
+fn partition_memory_maxima_refuse_or_add_cpus_as_slurm_does() {
+    let c = Cluster::start(Spec {
+        nodes: 1,
+        topology: Some(
+            "NodeName=node1 NodeAddr=127.0.0.1 Port={AGENT_PORT} CPUs=8 RealMemory=4000\n\
+             PartitionName=debug Nodes=ALL Default=YES MaxTime=UNLIMITED State=UP MaxMemPerNode=1000\n\
+             PartitionName=percpu Nodes=ALL MaxTime=UNLIMITED State=UP MaxMemPerCPU=100\n"
+                .into(),
+        ),
+        ..Spec::default()
+    });
+    let script = c.script("hold.sh", "#!/bin/sh\ntrue\n");
+    let script = script.to_str().unwrap();
+    let out = c.run("sbatch", &["-H", "--mem=2000", script]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Batch job submission failed: Memory required by task is not available"),
+        "{err}"
+    );
+    // Within the maximum: accepted as asked.
+    let id = c.sbatch(&["-H", "--mem=1000"], "#!/bin/sh\ntrue\n");
+    assert_eq!(
+        c.job_field(&id.to_string(), "MinMemoryNode").as_deref(),
+        Some("1000M")
+    );
+    // 250 MiB per CPU with -c 2 under MaxMemPerCPU=100: 5 CPUs per task at
+    // 100 MiB each, the task's 500 MiB kept.
+    let id = c.sbatch(
+        &["-H", "-p", "percpu", "--mem-per-cpu=250", "-c", "2"],
+        "#!/bin/sh\ntrue\n",
+    );
+    let sid = id.to_string();
+    assert_eq!(c.job_field(&sid, "CPUs/Task").as_deref(), Some("5"));
+    assert_eq!(c.job_field(&sid, "MinMemoryCPU").as_deref(), Some("100M"));
+    assert_eq!(c.job_field(&sid, "NumCPUs").as_deref(), Some("5"));
+}
