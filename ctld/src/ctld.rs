@@ -456,14 +456,7 @@ impl Ctld {
 
     /// Client for the agent serving `node`.
     pub fn agent_for(&mut self, node: &str) -> Option<Agent> {
-        let i = self.cluster.node_idx(node)?;
-        let n = &self.cluster.nodes[i].conf;
-        let port = if n.port == 0 {
-            self.cfg.slurmd_port
-        } else {
-            n.port
-        };
-        let addr = format!("{}:{}", n.node_addr, port);
+        let addr = self.agent_addr(node)?;
         if let Some(a) = self.agents.get(&addr) {
             return Some(a.clone());
         }
@@ -477,6 +470,18 @@ impl Ctld {
                 None
             }
         }
+    }
+
+    /// `ADDR:PORT` of the agent serving `node`.
+    pub fn agent_addr(&self, node: &str) -> Option<String> {
+        let i = self.cluster.node_idx(node)?;
+        let n = &self.cluster.nodes[i].conf;
+        let port = if n.port == 0 {
+            self.cfg.slurmd_port
+        } else {
+            n.port
+        };
+        Some(format!("{}:{}", n.node_addr, port))
     }
 
     /// Wake the owner task later with an operation.

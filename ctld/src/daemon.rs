@@ -161,6 +161,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         });
     }
     tracing::info!("auth socket {}", auth_path.display());
+    drover_proto::sdnotify::ready(&format!("listening on {bind}"));
     let owner = tokio::spawn(ctld.run(rx));
     let key2 = key.clone();
     let svc = ControllerServer::new(Svc {

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use drover_conf::slurmconf::Config;
 use drover_proto::{ConfigEntry, ConfigResponse, JobState, ReconfigureResponse};
 use tonic::Status;
 
@@ -141,13 +142,85 @@ impl Ctld {
                 cluster.allocate(*id, &crate::suspend::held_allocs(j.rt()), j.rt().share);
             }
         }
+        let mut notes = restart_needed(&self.cfg, &cfg, self.acct.is_some());
+        let start_acct = self.acct.is_none() && crate::acct::enabled(&cfg);
+        if let Some(a) = &mut self.acct {
+            a.enforce = crate::acct::enforce::Enforce::parse(&cfg.accounting_storage_enforce);
+        }
         self.cluster = cluster;
         self.cfg = Arc::new(cfg);
         self.agents.clear();
         self.sched_needed = true;
+        if start_acct {
+            // Accounting switched on: from now on, and every job known.
+            if let Err(e) = self.start_accounting() {
+                notes.push(format!("accounting not started: {e}"));
+            }
+        }
         tracing::info!("reconfigured from {}", self.config_path.display());
+        for n in &notes {
+            tracing::warn!("reconfigure: {n}");
+        }
+        self.reconfigure_agents();
         Ok(ReconfigureResponse {
-            warnings: warnings.iter().map(|w| w.to_string()).collect(),
+            warnings: warnings
+                .iter()
+                .map(|w| w.to_string())
+                .chain(notes)
+                .collect(),
         })
     }
+}
+
+/// The changes `scontrol reconfigure` cannot apply while the controller
+/// runs (its listeners, its state and key files, its accounting link), one
+/// line each naming the key, as Slurm documents them.
+pub fn restart_needed(old: &Config, new: &Config, accounting_on: bool) -> Vec<String> {
+    let hosts = |c: &Config| {
+        c.slurmctld_host
+            .iter()
+            .map(|h| format!("{}({})", h.name, h.address()))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut keys: Vec<(&str, String, String)> = vec![
+        ("SlurmctldHost", hosts(old), hosts(new)),
+        (
+            "SlurmctldPort",
+            old.slurmctld_port.to_string(),
+            new.slurmctld_port.to_string(),
+        ),
+        (
+            "StateSaveLocation",
+            old.state_save_location.clone(),
+            new.state_save_location.clone(),
+        ),
+        (
+            "AuthKeyFile",
+            old.auth_key_file.clone(),
+            new.auth_key_file.clone(),
+        ),
+        ("AuthInfo", old.auth_socket(), new.auth_socket()),
+        ("AuthType", old.auth_type.clone(), new.auth_type.clone()),
+        (
+            "ClusterName",
+            old.cluster_name.clone(),
+            new.cluster_name.clone(),
+        ),
+        ("SlurmUser", old.slurm_user.clone(), new.slurm_user.clone()),
+    ];
+    if accounting_on {
+        keys.push((
+            "AccountingStorageType",
+            old.accounting_storage_type.clone(),
+            new.accounting_storage_type.clone(),
+        ));
+        keys.push(("AccountingStorageHost", old.dbd_addr(), new.dbd_addr()));
+    }
+    keys.into_iter()
+        .filter(|(_, a, b)| a != b)
+        .map(|(k, a, b)| {
+            format!("{k} changed ({a} -> {b}): it takes effect when droverctld restarts")
+        })
+        .collect()
 }

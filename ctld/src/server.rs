@@ -373,6 +373,28 @@ impl Controller for Svc {
         .await
     }
 
+    async fn get_config_files(
+        &self,
+        req: Request<ConfigFilesRequest>,
+    ) -> Result<Response<ConfigFilesResponse>, Status> {
+        let who = self.who(&req)?;
+        let (path, on) = self
+            .call(|c, r| {
+                let on = crate::configless::enabled(&c.cfg);
+                let _ = r.send(Ok((c.config_path.clone(), on)));
+            })
+            .await?
+            .into_inner();
+        if !on {
+            return Err(Status::failed_precondition(crate::configless::NOT_ENABLED));
+        }
+        tracing::debug!("config files for uid {} on {}", who.uid, who.host);
+        let files = tokio::task::spawn_blocking(move || crate::configless::files(&path))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))??;
+        Ok(Response::new(files))
+    }
+
     async fn shutdown(
         &self,
         req: Request<ShutdownRequest>,

@@ -20,7 +20,7 @@ use crate::supervisors::to_supervisor;
 /// have started a newer run meanwhile). Their step tasks on the nodes
 /// reported go too: a job may have nothing else here.
 fn kill_jobs(shared: &Arc<Shared>, ids: &[u32], reported: &[AgentJob]) {
-    let kill_wait = shared.settings.kill_wait;
+    let kill_wait = shared.live().kill_wait;
     for &id in ids {
         let mine: Vec<&AgentJob> = reported.iter().filter(|j| j.job_id == id).collect();
         for j in &mine {
@@ -81,7 +81,7 @@ fn register_request(shared: &Shared) -> RegisterRequest {
         jobs: reported_jobs(shared),
         agent_start_time: shared.start_time,
         version: env!("CARGO_PKG_VERSION").to_string(),
-        conf_hash: shared.settings.conf_hash,
+        conf_hash: shared.live().conf_hash,
     }
 }
 
@@ -125,7 +125,13 @@ pub async fn control_loop(shared: Arc<Shared>) {
         };
         unreachable = Every::new(Duration::from_secs(60));
         loop {
-            tokio::time::sleep(interval).await;
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = shared.reregister.notified() => {
+                    info!("configuration changed: registering again");
+                    break;
+                }
+            }
             let n = shared.settings.nodes.len();
             let load = crate::hostinfo::loadavg_x100();
             let free = crate::hostinfo::mem_available_mb().unwrap_or(0);
