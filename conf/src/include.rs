@@ -244,4 +244,36 @@ mod tests {
         assert!(lines.is_empty());
         assert_eq!(w.len(), 1);
     }
+
+    #[test]
+    fn flattened_config_parses_like_the_original() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("parts")).unwrap();
+        std::fs::write(
+            d.path().join("parts/nodes.conf"),
+            "NodeName=n[1-2] CPUs=4\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join("parts/more.conf"),
+            "  include \"nodes.conf\" # a comment\n",
+        )
+        .unwrap();
+        let main = d.path().join("slurm.conf");
+        std::fs::write(
+            &main,
+            "ClusterName=c\nInclude parts/more.conf\nPartitionName=p Nodes=ALL\n",
+        )
+        .unwrap();
+        let flat = flatten(&main).unwrap();
+        assert!(!flat.to_ascii_lowercase().contains("include"), "{flat}");
+        let (a, _) = crate::slurmconf::load(&main).unwrap();
+        let (b, _) = crate::slurmconf::parse_str(&flat, "flat", &mut |_: &str| Err("none".to_string())).unwrap();
+        assert_eq!(a.nodes, b.nodes);
+        assert_eq!(a.conf_hash, b.conf_hash, "same digest: no drift warning");
+        std::fs::write(&main, "Include missing.conf\n").unwrap();
+        let e = flatten(&main).unwrap_err();
+        assert_eq!(e.line, 1);
+        assert_eq!(e.key, "Include");
+    }
 }

@@ -142,7 +142,9 @@ impl Ctld {
                 cluster.allocate(*id, &crate::suspend::held_allocs(j.rt()), j.rt().share);
             }
         }
+        let mut cfg = cfg;
         let mut notes = restart_needed(&self.cfg, &cfg, self.acct.is_some());
+        keep_restart_only(&self.cfg, &mut cfg, self.acct.is_some());
         let start_acct = self.acct.is_none() && crate::acct::enabled(&cfg);
         if let Some(a) = &mut self.acct {
             a.enforce = crate::acct::enforce::Enforce::parse(&cfg.accounting_storage_enforce);
@@ -223,4 +225,62 @@ pub fn restart_needed(old: &Config, new: &Config, accounting_on: bool) -> Vec<St
             format!("{k} changed ({a} -> {b}): it takes effect when droverctld restarts")
         })
         .collect()
+}
+
+/// Until the restart, the running controller goes on with the old values
+/// of the keys [`restart_needed`] names (what `scontrol show config` shows).
+pub fn keep_restart_only(old: &Config, new: &mut Config, accounting_on: bool) {
+    new.slurmctld_host = old.slurmctld_host.clone();
+    new.slurmctld_port = old.slurmctld_port;
+    new.slurmctld_port_count = old.slurmctld_port_count;
+    new.state_save_location = old.state_save_location.clone();
+    new.auth_key_file = old.auth_key_file.clone();
+    new.auth_info = old.auth_info.clone();
+    new.auth_type = old.auth_type.clone();
+    new.cluster_name = old.cluster_name.clone();
+    new.slurm_user = old.slurm_user.clone();
+    if accounting_on {
+        new.accounting_storage_type = old.accounting_storage_type.clone();
+        new.accounting_storage_host = old.accounting_storage_host.clone();
+        new.accounting_storage_port = old.accounting_storage_port;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conf(extra: &str) -> Config {
+        let text = format!(
+            "ClusterName=c\nSlurmctldHost=h\nStateSaveLocation=/s\n{extra}\n\
+             NodeName=n1 CPUs=1\nPartitionName=p Nodes=n1\n"
+        );
+        drover_conf::slurmconf::parse_str(&text, "t.conf", &mut |_: &str| Err("none".to_string()))
+            .unwrap()
+            .0
+    }
+
+    #[test]
+    fn restart_only_keys_are_named_and_kept() {
+        let old = conf("");
+        let mut new = conf("StateSaveLocation=/t\nSlurmctldPort=7000\nKillWait=9");
+        let notes = restart_needed(&old, &new, false);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].starts_with("SlurmctldPort changed (6817 -> 7000)"), "{notes:?}");
+        assert!(notes[1].contains("StateSaveLocation changed (/s -> /t)"), "{notes:?}");
+        keep_restart_only(&old, &mut new, false);
+        assert_eq!(new.state_save_location, "/s");
+        assert_eq!(new.slurmctld_port, 6817);
+        assert_eq!(new.kill_wait, 9, "live keys change");
+        assert!(restart_needed(&old, &conf(""), false).is_empty());
+    }
+
+    #[test]
+    fn accounting_link_changes_need_a_restart_only_once_it_runs() {
+        let off = conf("");
+        let on = conf("AccountingStorageType=accounting_storage/slurmdbd");
+        assert!(restart_needed(&off, &on, false).is_empty());
+        let notes = restart_needed(&on, &off, true);
+        assert!(notes[0].starts_with("AccountingStorageType changed"), "{notes:?}");
+    }
 }

@@ -1,0 +1,198 @@
+//! Configless hosts and login hosts, each a network namespace of its own
+//! (see drover_tests::hosts): agents told only the controller's address,
+//! `scontrol reconfigure` reaching them, and a login host that is no node
+//! running the commands. Skipped, with a printed reason, where the machine
+//! cannot make namespaces.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use drover_tests::{Cluster, Spec};
+
+fn configless(nodes: u32, other_hosts: &[&str]) -> Option<Cluster> {
+    Cluster::start_hosts(Spec {
+        nodes,
+        cpus: 2,
+        slurmd_timeout: 10,
+        configless: true,
+        other_hosts: other_hosts.iter().map(|s| s.to_string()).collect(),
+        extra: vec!["SlurmctldParameters=enable_configless".into()],
+        files: vec![("gres.conf".into(), "# no GRES on these nodes\n".into())],
+        ..Default::default()
+    })
+}
+
+fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !ok() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// Agents with no config file run a job over two hosts (its script and
+/// srun find the cached config through SLURM_CONF), and a Prolog added
+/// to the controller's config (in a file it Includes, which the agents
+/// never see) reaches them with `scontrol reconfigure`.
+#[test]
+fn configless_agents_run_jobs_and_follow_reconfigure() {
+    let Some(c) = configless(2, &[]) else { return };
+    for h in ["node1", "node2"] {
+        let cached = c.conf_cache(h).join("drover.conf");
+        let text = std::fs::read_to_string(&cached).unwrap();
+        assert!(text.contains("enable_configless"), "{text}");
+        assert_eq!(mode(&cached), 0o644, "{}", cached.display());
+        assert_eq!(mode(&c.conf_cache(h)), 0o755);
+        assert!(c.conf_cache(h).join("gres.conf").exists());
+        let log = c.log_text(&format!("droverd-{h}"));
+        assert!(log.contains("configless:"), "{log}");
+    }
+    let out = c.path().join("configless.out");
+    let id = c.sbatch(
+        &["-N2", "-n2", "-c1", "-o", out.to_str().unwrap()],
+        "#!/bin/sh\necho conf=$SLURM_CONF\nsrun -l hostname | sort\n",
+    );
+    c.expect_end(id, "COMPLETED");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("/run/conf/drover.conf"), "{text}");
+    assert!(text.contains("0: node1") && text.contains("1: node2"), "{text}");
+
+    // A Prolog appears in the controller's file only.
+    let prolog = c.path().join("prolog.sh");
+    std::fs::write(
+        &prolog,
+        format!(
+            "#!/bin/sh\ntouch {}/prolog-ran-on-$(hostname)\n",
+            c.path().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&prolog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let included = c.path().join("prolog.conf");
+    std::fs::write(&included, format!("Prolog={}\n", prolog.display())).unwrap();
+    let mut conf = std::fs::read_to_string(&c.conf).unwrap();
+    conf = conf.replacen(
+        "SlurmctldParameters",
+        "Include prolog.conf\nSlurmctldParameters",
+        1,
+    );
+    std::fs::write(&c.conf, conf).unwrap();
+    c.ok("scontrol", &["reconfigure"]);
+    for h in ["node1", "node2"] {
+        // It re-reads, then registers again (the controller compares
+        // the new config digest).
+        wait_until(&format!("{h} re-reads its config"), 30, || {
+            let log = c.log_text(&format!("droverd-{h}"));
+            log.contains("reconfigured from")
+                && log
+                    .split("reconfigured from")
+                    .nth(1)
+                    .is_some_and(|after| after.contains("registered 1 node(s)"))
+        });
+        let cached = std::fs::read_to_string(c.conf_cache(h).join("drover.conf")).unwrap();
+        assert!(
+            cached.contains(&format!("Prolog={}", prolog.display()))
+                && !cached.contains("Include"),
+            "{cached}"
+        );
+    }
+    for h in ["node1", "node2"] {
+        let id = c.sbatch(&["-w", h, "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+        c.expect_end(id, "COMPLETED");
+        let marker = c.path().join(format!("prolog-ran-on-{h}"));
+        assert!(marker.exists(), "the new Prolog did not run on {h}");
+    }
+    let log = c.log_text("droverctld");
+    assert!(
+        log.contains("reconfigure: asking 2 agent(s) to re-read their config"),
+        "{log}"
+    );
+}
+
+/// A host that is no node runs `droverd --login` (configless): the
+/// commands typed there find the cached config and get credentials for
+/// the caller's own uid from its auth socket: sbatch, squeue and scancel
+/// work, as root and as another user, who may not cancel root's job.
+#[test]
+fn a_login_host_that_is_no_node_runs_the_commands() {
+    let Some(mut c) = configless(1, &["login"]) else {
+        return;
+    };
+    c.start_login_host("login").unwrap();
+    wait_until("the login host caches the config", 30, || {
+        c.conf_cache("login").join("drover.conf").exists()
+    });
+    wait_until("the login host serves its auth socket", 30, || {
+        c.log_text("droverd-login")
+            .contains("serving the auth socket")
+    });
+    let on_login = |uid: u32, prog: &str, args: &[&str]| {
+        let mut cmd = c.cmd_configless("login", prog);
+        cmd.args(args);
+        if uid != 0 {
+            cmd.current_dir("/");
+            // After the switch into the host's namespaces (Command::uid
+            // would drop root before it).
+            // SAFETY: only async-signal-safe system calls.
+            unsafe {
+                use std::os::unix::process::CommandExt;
+                cmd.pre_exec(move || {
+                    if libc::setgroups(0, std::ptr::null()) != 0
+                        || libc::setgid(uid) != 0
+                        || libc::setuid(uid) != 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let o = cmd.output().unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).into_owned()
+                + &String::from_utf8_lossy(&o.stderr),
+        )
+    };
+    let submit = |uid: u32| {
+        let (ok, text) = on_login(
+            uid,
+            "sbatch",
+            &["-o", "/dev/null", "--wrap", "sleep 300"],
+        );
+        assert!(ok, "{text}");
+        text.trim()
+            .strip_prefix("Submitted batch job ")
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_string()
+    };
+    let mine = submit(0);
+    let theirs = submit(65534);
+    for id in [&mine, &theirs] {
+        c.wait_state(id, &["RUNNING", "PENDING"], Duration::from_secs(30));
+    }
+    let (ok, q) = on_login(0, "squeue", &["-h", "-o", "%i %u"]);
+    assert!(ok, "{q}");
+    assert!(q.contains(&format!("{mine} root")), "{q}");
+    assert!(q.contains(&format!("{theirs} nobody")), "{q}");
+    // The login host is no node.
+    let (ok, nodes) = on_login(0, "sinfo", &["-h", "-N", "-o", "%N"]);
+    assert!(ok && nodes.trim() == "node1", "{nodes}");
+    // nobody may not cancel root's job; root may cancel both.
+    let (ok, text) = on_login(65534, "scancel", &[&mine]);
+    assert!(!ok && text.contains("Access/permission denied"), "{text}");
+    let (ok, text) = on_login(0, "scancel", &[&mine, &theirs]);
+    assert!(ok, "{text}");
+    for id in [&mine, &theirs] {
+        c.wait_state(id, &["CANCELLED"], Duration::from_secs(30));
+    }
+}
