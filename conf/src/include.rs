@@ -268,7 +268,9 @@ mod tests {
         let flat = flatten(&main).unwrap();
         assert!(!flat.to_ascii_lowercase().contains("include"), "{flat}");
         let (a, _) = crate::slurmconf::load(&main).unwrap();
-        let (b, _) = crate::slurmconf::parse_str(&flat, "flat", &mut |_: &str| Err("none".to_string())).unwrap();
+        let (b, _) =
+            crate::slurmconf::parse_str(&flat, "flat", &mut |_: &str| Err("none".to_string()))
+                .unwrap();
         assert_eq!(a.nodes, b.nodes);
         assert_eq!(a.conf_hash, b.conf_hash, "same digest: no drift warning");
         std::fs::write(&main, "Include missing.conf\n").unwrap();

@@ -80,7 +80,10 @@ impl Ctld {
                 by_agent.insert(addr, (node, agent));
             }
         }
-        tracing::info!("reconfigure: asking {} agent(s) to re-read their config", by_agent.len());
+        tracing::info!(
+            "reconfigure: asking {} agent(s) to re-read their config",
+            by_agent.len()
+        );
         for (addr, (node, mut agent)) in by_agent {
             tokio::spawn(async move {
                 let mut req = tonic::Request::new(AgentReconfigureRequest {});

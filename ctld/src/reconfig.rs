@@ -266,8 +266,14 @@ mod tests {
         let mut new = conf("StateSaveLocation=/t\nSlurmctldPort=7000\nKillWait=9");
         let notes = restart_needed(&old, &new, false);
         assert_eq!(notes.len(), 2, "{notes:?}");
-        assert!(notes[0].starts_with("SlurmctldPort changed (6817 -> 7000)"), "{notes:?}");
-        assert!(notes[1].contains("StateSaveLocation changed (/s -> /t)"), "{notes:?}");
+        assert!(
+            notes[0].starts_with("SlurmctldPort changed (6817 -> 7000)"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[1].contains("StateSaveLocation changed (/s -> /t)"),
+            "{notes:?}"
+        );
         keep_restart_only(&old, &mut new, false);
         assert_eq!(new.state_save_location, "/s");
         assert_eq!(new.slurmctld_port, 6817);
@@ -281,6 +287,9 @@ mod tests {
         let on = conf("AccountingStorageType=accounting_storage/slurmdbd");
         assert!(restart_needed(&off, &on, false).is_empty());
         let notes = restart_needed(&on, &off, true);
-        assert!(notes[0].starts_with("AccountingStorageType changed"), "{notes:?}");
+        assert!(
+            notes[0].starts_with("AccountingStorageType changed"),
+            "{notes:?}"
+        );
     }
 }

@@ -15,10 +15,10 @@ use drover_proto::auth::{now_secs, ClusterKey};
 use drover_proto::client::Controller;
 use drover_proto::node_agent_server::NodeAgent;
 use drover_proto::{
-    AgentPingRequest, AgentReconfigureRequest, AgentReconfigureResponse, AgentPingResponse, AttachInput, BcastChunk, BcastResponse, JobStatsRequest,
-    JobStatsResponse, LaunchRequest, LaunchResponse, ListPidsRequest, ListPidsResponse,
-    SignalJobRequest, SignalJobResponse, StepLaunchRequest, StepLaunchResponse, SuspendJobRequest,
-    SuspendJobResponse,
+    AgentPingRequest, AgentPingResponse, AgentReconfigureRequest, AgentReconfigureResponse,
+    AttachInput, BcastChunk, BcastResponse, JobStatsRequest, JobStatsResponse, LaunchRequest,
+    LaunchResponse, ListPidsRequest, ListPidsResponse, SignalJobRequest, SignalJobResponse,
+    StepLaunchRequest, StepLaunchResponse, SuspendJobRequest, SuspendJobResponse,
 };
 
 use crate::jobs::Jobs;

@@ -77,11 +77,19 @@ pub async fn fetch_patiently(addr: &str, key: &ClusterKey) -> Result<Vec<ConfigF
             Ok(f) => return Ok(f),
             Err(e) if e.retry => {
                 if log.due() {
-                    warn!("cannot fetch the config from {addr}: {}; retrying every second", e.message);
+                    warn!(
+                        "cannot fetch the config from {addr}: {}; retrying every second",
+                        e.message
+                    );
                 }
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
-            Err(e) => return Err(format!("the controller at {addr} refused the config: {}", e.message)),
+            Err(e) => {
+                return Err(format!(
+                    "the controller at {addr} refused the config: {}",
+                    e.message
+                ))
+            }
         }
     }
 }
@@ -99,12 +107,18 @@ pub fn stage(dir: &Path, files: &[ConfigFile]) -> Result<PathBuf, String> {
     mkdir(dir)?;
     let _ = std::fs::remove_dir_all(&staging);
     mkdir(&staging)?;
-    if !files.iter().any(|f| f.name == drover_conf::locate::CACHED_CONF) {
+    if !files
+        .iter()
+        .any(|f| f.name == drover_conf::locate::CACHED_CONF)
+    {
         return Err("the controller sent no drover.conf".into());
     }
     for f in files {
         if !NAMES.contains(&f.name.as_str()) {
-            return Err(format!("the controller sent an unexpected file {:?}", f.name));
+            return Err(format!(
+                "the controller sent an unexpected file {:?}",
+                f.name
+            ));
         }
         let p = staging.join(&f.name);
         std::fs::write(&p, &f.text).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -179,7 +193,11 @@ mod tests {
     fn cache_is_staged_then_replaced_and_stale_files_go() {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("conf");
-        stage(&dir, &[file("drover.conf", "A=1\n"), file("gres.conf", "g\n")]).unwrap();
+        stage(
+            &dir,
+            &[file("drover.conf", "A=1\n"), file("gres.conf", "g\n")],
+        )
+        .unwrap();
         let main = commit(&dir).unwrap();
         assert_eq!(std::fs::read_to_string(&main).unwrap(), "A=1\n");
         let mode = std::fs::metadata(&main).unwrap().permissions().mode() & 0o777;

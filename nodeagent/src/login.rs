@@ -68,7 +68,11 @@ pub fn run(args: &Args, path: &Path) -> i32 {
     let ttl = cfg.auth_ttl_secs().min(i64::MAX as u64) as i64;
     let server = args.conf_server.clone();
     rt.block_on(async move {
-        tokio::spawn(crate::auth_socket::auth_socket_loop(socket, key.clone(), ttl));
+        tokio::spawn(crate::auth_socket::auth_socket_loop(
+            socket,
+            key.clone(),
+            ttl,
+        ));
         let refresh = Arc::new(tokio::sync::Notify::new());
         if let Some(server) = server {
             tokio::spawn(keep_fresh(server, key, refresh.clone()));

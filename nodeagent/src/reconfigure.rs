@@ -35,7 +35,10 @@ pub async fn reconfigure(shared: Arc<Shared>) -> Result<(), String> {
             })
             .await
             .map_err(|e| e.to_string())??;
-            info!("configless: the config from {addr} cached as {}", staged.display());
+            info!(
+                "configless: the config from {addr} cached as {}",
+                staged.display()
+            );
             staged
         }
         None => shared.settings.config_path.clone(),
@@ -76,13 +79,21 @@ pub fn restart_needed(old: &Settings, new: &Settings) -> Vec<String> {
             ));
         }
     };
-    check("listen address", old.listen.to_string(), new.listen.to_string());
+    check(
+        "listen address",
+        old.listen.to_string(),
+        new.listen.to_string(),
+    );
     check(
         "SlurmdSpoolDir",
         old.spool_dir.display().to_string(),
         new.spool_dir.display().to_string(),
     );
-    check("SlurmctldHost", old.controller.clone(), new.controller.clone());
+    check(
+        "SlurmctldHost",
+        old.controller.clone(),
+        new.controller.clone(),
+    );
     check(
         "AuthInfo socket",
         old.auth_socket.display().to_string(),

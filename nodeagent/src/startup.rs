@@ -22,7 +22,10 @@ pub fn run(args: Args) -> i32 {
     drover_proto::logging::init(args.verbose, "");
     let path = match &args.conf_server {
         Some(server) => {
-            let key = args.key.clone().unwrap_or_else(|| crate::configless::DEFAULT_KEY.into());
+            let key = args
+                .key
+                .clone()
+                .unwrap_or_else(|| crate::configless::DEFAULT_KEY.into());
             match crate::configless::startup_fetch(server, &key) {
                 Ok(p) => p,
                 Err(e) => {

@@ -18,7 +18,11 @@ impl Cluster {
     /// Host `host`'s conf cache as this test sees it (each host has its
     /// own `run/`, where its agent keeps the cache).
     pub fn conf_cache(&self, host: &str) -> PathBuf {
-        self.path().join("hosts").join(host).join("run").join("conf")
+        self.path()
+            .join("hosts")
+            .join(host)
+            .join("run")
+            .join("conf")
     }
 
     /// The conf cache as the processes of any host see it.

@@ -64,7 +64,10 @@ fn configless_agents_run_jobs_and_follow_reconfigure() {
     c.expect_end(id, "COMPLETED");
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("/run/conf/drover.conf"), "{text}");
-    assert!(text.contains("0: node1") && text.contains("1: node2"), "{text}");
+    assert!(
+        text.contains("0: node1") && text.contains("1: node2"),
+        "{text}"
+    );
 
     // A Prolog appears in the controller's file only.
     let prolog = c.path().join("prolog.sh");
@@ -100,8 +103,7 @@ fn configless_agents_run_jobs_and_follow_reconfigure() {
         });
         let cached = std::fs::read_to_string(c.conf_cache(h).join("drover.conf")).unwrap();
         assert!(
-            cached.contains(&format!("Prolog={}", prolog.display()))
-                && !cached.contains("Include"),
+            cached.contains(&format!("Prolog={}", prolog.display())) && !cached.contains("Include"),
             "{cached}"
         );
     }
@@ -159,16 +161,11 @@ fn a_login_host_that_is_no_node_runs_the_commands() {
         let o = cmd.output().unwrap();
         (
             o.status.success(),
-            String::from_utf8_lossy(&o.stdout).into_owned()
-                + &String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr),
         )
     };
     let submit = |uid: u32| {
-        let (ok, text) = on_login(
-            uid,
-            "sbatch",
-            &["-o", "/dev/null", "--wrap", "sleep 300"],
-        );
+        let (ok, text) = on_login(uid, "sbatch", &["-o", "/dev/null", "--wrap", "sleep 300"]);
         assert!(ok, "{text}");
         text.trim()
             .strip_prefix("Submitted batch job ")

@@ -71,7 +71,10 @@ fn drover_install_puts_binaries_links_and_units_in_place() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(
-        err.contains(&format!("{} exists and is not a link to drover", squeue.display())),
+        err.contains(&format!(
+            "{} exists and is not a link to drover",
+            squeue.display()
+        )),
         "{err}"
     );
     assert_eq!(
@@ -90,7 +93,8 @@ fn drover_install_puts_binaries_links_and_units_in_place() {
         cmd.arg(units.join(format!("{d}.service")));
     }
     let o = cmd.output().unwrap();
-    let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     eprintln!("systemd-analyze verify: {}\n{text}", o.status);
     assert!(o.status.success(), "{text}");
 }

@@ -38,11 +38,7 @@ fn accounting_switched_on_by_reconfigure_records_jobs() {
         .find(|l| l.starts_with("StateSaveLocation="))
         .unwrap()
         .to_string();
-    std::fs::write(
-        &c.conf,
-        with.replace(&state, &format!("{state}-moved")),
-    )
-    .unwrap();
+    std::fs::write(&c.conf, with.replace(&state, &format!("{state}-moved"))).unwrap();
     let o = c.run("scontrol", &["reconfigure"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
@@ -54,15 +50,19 @@ fn accounting_switched_on_by_reconfigure_records_jobs() {
     let shown = c.ok("scontrol", &["show", "config"]);
     let old = state.trim_start_matches("StateSaveLocation=");
     assert!(
-        shown.lines().any(|l| l.starts_with("StateSaveLocation") && l.trim_end().ends_with(old)),
+        shown
+            .lines()
+            .any(|l| l.starts_with("StateSaveLocation") && l.trim_end().ends_with(old)),
         "{shown}"
     );
     assert!(shown.contains("accounting_storage/slurmdbd"), "{shown}");
     let after = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\nexit 3\n");
     c.expect_end(after, "FAILED");
     let ids = format!("{before},{after}");
-    let text = c.wait_sacct(&["-X", "-n", "-P", "-j", &ids, "-o", "JobID,State"], WAIT, |t| {
-        t.contains(&format!("{before}|COMPLETED")) && t.contains(&format!("{after}|FAILED"))
-    });
+    let text = c.wait_sacct(
+        &["-X", "-n", "-P", "-j", &ids, "-o", "JobID,State"],
+        WAIT,
+        |t| t.contains(&format!("{before}|COMPLETED")) && t.contains(&format!("{after}|FAILED")),
+    );
     eprintln!("{text}");
 }
