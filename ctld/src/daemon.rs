@@ -174,14 +174,30 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let stop_tx = tx.clone();
     let signals = async move {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => return,
-            };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = term.recv() => break,
+                _ = tokio::signal::ctrl_c() => break,
+                // slurmctld's SIGHUP: scontrol reconfigure.
+                _ = hup.recv() => {
+                    tracing::info!("SIGHUP received: reconfiguring");
+                    let op = Box::new(|c: &mut Ctld| {
+                        if let Err(e) = c.reconfigure() {
+                            tracing::error!("reconfigure refused: {}", e.message());
+                        }
+                    });
+                    if stop_tx.send(op).await.is_err() {
+                        return;
+                    }
+                }
+            }
         }
         tracing::info!("signal received, shutting down");
         let _ = stop_tx

@@ -11,7 +11,8 @@ const WAIT: Duration = Duration::from_secs(60);
 /// Accounting switched on in the file and applied by reconfigure, without
 /// a restart: a job that finished before and one that finishes after both
 /// reach the accounting database; a changed StateSaveLocation is named as
-/// needing a restart and the running controller keeps its old one.
+/// needing a restart and the running controller keeps its old one;
+/// SIGHUP reconfigures too.
 #[test]
 fn accounting_switched_on_by_reconfigure_records_jobs() {
     let mut c = Cluster::start(Spec {
@@ -56,6 +57,28 @@ fn accounting_switched_on_by_reconfigure_records_jobs() {
         "{shown}"
     );
     assert!(shown.contains("accounting_storage/slurmdbd"), "{shown}");
+    // SIGHUP does the same, as slurmctld's: a partition appears.
+    let conf = std::fs::read_to_string(&c.conf).unwrap();
+    std::fs::write(
+        &c.conf,
+        format!("{conf}PartitionName=extra Nodes=node1 State=UP\n"),
+    )
+    .unwrap();
+    let (_, pid) = c
+        .daemon_pids()
+        .into_iter()
+        .find(|(n, _)| *n == "droverctld")
+        .unwrap();
+    // SAFETY: kill(2) on the test's own daemon.
+    unsafe { libc::kill(pid as i32, libc::SIGHUP) };
+    let deadline = std::time::Instant::now() + WAIT;
+    while !c.ok("sinfo", &["-h", "-o", "%P"]).contains("extra") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "SIGHUP did not reconfigure"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let after = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\nexit 3\n");
     c.expect_end(after, "FAILED");
     let ids = format!("{before},{after}");
