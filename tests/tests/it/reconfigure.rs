@@ -1,6 +1,7 @@
-//! `scontrol reconfigure` on one host: what it applies at once
-//! (accounting switched on: the jobs that ended before have records too)
-//! and what it names as needing a restart.
+//! `scontrol reconfigure`: what it applies at once (accounting switched
+//! on: the jobs that ended before have records too), what it names as
+//! needing a restart, and agents on hosts of their own re-reading their
+//! files (configless agents: tests/it/configless.rs).
 
 use std::time::Duration;
 
@@ -88,4 +89,93 @@ fn accounting_switched_on_by_reconfigure_records_jobs() {
         |t| t.contains(&format!("{before}|COMPLETED")) && t.contains(&format!("{after}|FAILED")),
     );
     eprintln!("{text}");
+}
+
+fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + WAIT;
+    while !ok() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+const DRIFT: &str = "appears to have a different slurm.conf than the slurmctld";
+
+/// Agents with files of their own: reconfigure makes each re-read its file
+/// and register again. node1 shares the controller's file and runs the
+/// Prolog added to it at once; node2 still has the old copy, so the
+/// controller names it as different (its digest, sent again) and it runs
+/// no Prolog, until its copy is updated and reconfigure sent again.
+#[test]
+fn reconfigure_makes_agents_re_read_their_own_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(mut c) = Cluster::start_hosts(Spec {
+        nodes: 2,
+        cpus: 2,
+        slurmd_timeout: 10,
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let copy = c.path().join("node2.conf");
+    std::fs::copy(&c.conf, &copy).unwrap();
+    c.signal_host_agent("node2", libc::SIGTERM);
+    c.start_host_agent_with("node2", &copy).unwrap();
+    c.wait_nodes_idle(WAIT).unwrap();
+    let prolog = c.path().join("prolog.sh");
+    let marker = |h: &str| c.path().join(format!("prolog-{h}"));
+    std::fs::write(
+        &prolog,
+        format!(
+            "#!/bin/sh\ntouch {}/prolog-$(hostname)\n",
+            c.path().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&prolog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let text = std::fs::read_to_string(&c.conf).unwrap();
+    let new = text.replacen(
+        "KillWait=",
+        &format!("Prolog={}\nKillWait=", prolog.display()),
+        1,
+    );
+    std::fs::write(&c.conf, &new).unwrap();
+    let registrations = |c: &Cluster, h: &str| {
+        c.log_text(&format!("droverd-{h}"))
+            .matches("registered 1 node(s)")
+            .count()
+    };
+    let before = [registrations(&c, "node1"), registrations(&c, "node2")];
+    c.ok("scontrol", &["reconfigure"]);
+    wait_until("both agents register again", || {
+        registrations(&c, "node1") > before[0] && registrations(&c, "node2") > before[1]
+    });
+    wait_until("node2 named as different", || {
+        c.log_text("droverctld").contains(DRIFT)
+    });
+    let log = c.log_text("droverctld");
+    let warned: Vec<&str> = log.lines().filter(|l| l.contains(DRIFT)).collect();
+    assert_eq!(warned.len(), 1, "{log}");
+    assert!(warned[0].contains("Node node2 "), "{}", warned[0]);
+    for h in ["node1", "node2"] {
+        let id = c.sbatch(&["-w", h, "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+        c.expect_end(id, "COMPLETED");
+    }
+    assert!(marker("node1").exists(), "node1 did not run the new Prolog");
+    assert!(
+        !marker("node2").exists(),
+        "node2 ran a Prolog it never read"
+    );
+
+    // The admin copies the file to node2 and reconfigures again.
+    std::fs::write(&copy, &new).unwrap();
+    let before = registrations(&c, "node2");
+    c.ok("scontrol", &["reconfigure"]);
+    wait_until("node2 registers again", || {
+        registrations(&c, "node2") > before
+    });
+    let id = c.sbatch(&["-w", "node2", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    c.expect_end(id, "COMPLETED");
+    assert!(marker("node2").exists(), "node2 did not run the Prolog");
+    assert_eq!(c.log_text("droverctld").matches(DRIFT).count(), 1);
 }
