@@ -193,3 +193,30 @@ fn a_login_host_that_is_no_node_runs_the_commands() {
         c.wait_state(id, &["CANCELLED"], Duration::from_secs(30));
     }
 }
+
+/// A configless agent that the controller refuses (configless mode not
+/// enabled) stops at once and says why, naming the key to set.
+#[test]
+fn a_configless_agent_refused_by_the_controller_says_why() {
+    let Some(mut c) = Cluster::start_hosts(Spec {
+        nodes: 1,
+        cpus: 2,
+        ..Default::default()
+    }) else {
+        return;
+    };
+    c.signal_host_agent("node1", libc::SIGTERM);
+    c.start_host_agent_configless("node1").unwrap();
+    wait_until("the agent reports the refusal", 30, || {
+        c.log_text("droverd-node1").contains("refused the config")
+    });
+    let log = c.log_text("droverd-node1");
+    assert!(
+        log.contains(&format!(
+            "droverd: configless: the controller at {} refused the config: configless mode is not enabled on the controller (SlurmctldParameters=enable_configless)",
+            c.conf_server()
+        )),
+        "{log}"
+    );
+    assert!(!c.conf_cache("node1").join("drover.conf").exists());
+}
