@@ -14,8 +14,16 @@ use crate::agent::{Live, Shared};
 use crate::args::{self, Args};
 use crate::settings::{self, Settings};
 
-/// Re-read and apply; the error says why nothing changed.
+/// Re-read and apply, then register again; the error says why nothing
+/// changed.
 pub async fn reconfigure(shared: Arc<Shared>) -> Result<(), String> {
+    apply(&shared).await?;
+    shared.reregister.notify_one();
+    Ok(())
+}
+
+/// Re-read (re-fetch when configless) and apply what may change live.
+pub async fn apply(shared: &Arc<Shared>) -> Result<(), String> {
     let args = match args::parse(std::env::args().skip(1)) {
         Ok(args::Command::Run(a)) => a,
         _ => return Err("cannot read droverd's own arguments".into()),
@@ -52,7 +60,6 @@ pub async fn reconfigure(shared: Arc<Shared>) -> Result<(), String> {
     }
     shared.set_live(Live::of(&new));
     info!("reconfigured from {}", path.display());
-    shared.reregister.notify_one();
     Ok(())
 }
 

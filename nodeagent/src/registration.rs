@@ -89,7 +89,16 @@ fn register_request(shared: &Shared) -> RegisterRequest {
 /// the controller asks. Never returns.
 pub async fn control_loop(shared: Arc<Shared>) {
     let mut unreachable = Every::new(Duration::from_secs(60));
+    // A configless agent the controller asks to register again (it lost
+    // the agent, or marked it down while it was cut off) may have missed a
+    // reconfigure: it fetches the config first.
+    let mut refresh = false;
     loop {
+        if refresh && shared.settings.conf_server.is_some() {
+            if let Err(e) = crate::reconfigure::apply(&shared).await {
+                warn!("before registering again: {e}");
+            }
+        }
         let interval = loop {
             let reg = register_request(&shared);
             let reported = reg.jobs.clone();
@@ -129,6 +138,7 @@ pub async fn control_loop(shared: Arc<Shared>) {
                 _ = tokio::time::sleep(interval) => {}
                 _ = shared.reregister.notified() => {
                     info!("configuration changed: registering again");
+                    refresh = false;
                     break;
                 }
             }
@@ -150,6 +160,7 @@ pub async fn control_loop(shared: Arc<Shared>) {
                     kill_jobs(&shared, &resp.kill_jobs, &reported);
                     if resp.reregister {
                         info!("the controller asked this agent to register again");
+                        refresh = true;
                         break;
                     }
                 }

@@ -66,6 +66,8 @@ pub struct Settings {
     /// uid of `SlurmUser`: with root, may act on any job here (listpids,
     /// sbcast, sattach).
     pub slurm_user_uid: u32,
+    /// Configless: the controller the config comes from (`--conf-server`).
+    pub conf_server: Option<String>,
 }
 
 /// `-f`, else `$DROVER_CONF`, else `$SLURM_CONF`, else `/etc/drover/drover.conf`.
@@ -324,6 +326,7 @@ pub fn from_config(
     let controller = cfg.controller_addr();
 
     let settings = Settings {
+        conf_server: args.conf_server.clone(),
         config_path: config_path.to_path_buf(),
         cluster_name: cfg.cluster_name.clone(),
         emulated: args.emulate.is_some() || nodes.len() > 1,

@@ -220,3 +220,58 @@ fn a_configless_agent_refused_by_the_controller_says_why() {
     );
     assert!(!c.conf_cache("node1").join("drover.conf").exists());
 }
+
+/// A configless node cut off while the config changes misses the
+/// reconfigure; when it is back and the controller asks it to register
+/// again, it fetches the config first and runs the new Prolog.
+#[test]
+fn a_configless_node_that_missed_a_reconfigure_fetches_the_config_when_back() {
+    let Some(c) = Cluster::start_hosts(Spec {
+        nodes: 2,
+        cpus: 2,
+        slurmd_timeout: 4,
+        configless: true,
+        extra: vec![
+            "SlurmctldParameters=enable_configless".into(),
+            "ReturnToService=1".into(),
+        ],
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let state = |c: &Cluster| {
+        let o = c.run("sinfo", &["-h", "-N", "-n", "node2", "-o", "%T"]);
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let net = c.net.as_ref().unwrap();
+    net.set_link("node2", false);
+    wait_until("node2 is down", 40, || state(&c).starts_with("down"));
+    let prolog = c.path().join("prolog.sh");
+    std::fs::write(
+        &prolog,
+        format!("#!/bin/sh\ntouch {}/back-$(hostname)\n", c.path().display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&prolog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let conf = std::fs::read_to_string(&c.conf).unwrap();
+    std::fs::write(
+        &c.conf,
+        conf.replacen(
+            "KillWait=",
+            &format!("Prolog={}\nKillWait=", prolog.display()),
+            1,
+        ),
+    )
+    .unwrap();
+    c.ok("scontrol", &["reconfigure"]);
+    assert!(c
+        .log_text("droverctld")
+        .contains("reconfigure: asking 1 agent(s)"));
+    net.set_link("node2", true);
+    wait_until("node2 is back", 40, || state(&c) == "idle");
+    let cached = std::fs::read_to_string(c.conf_cache("node2").join("drover.conf")).unwrap();
+    assert!(cached.contains("Prolog="), "{cached}");
+    let id = c.sbatch(&["-w", "node2", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    c.expect_end(id, "COMPLETED");
+    assert!(c.path().join("back-node2").exists(), "no Prolog on node2");
+}
