@@ -7,7 +7,6 @@ use std::path::Path;
 
 use drover_conf::slurmconf::Config;
 use drover_proto::{AgentReconfigureRequest, ConfigFile, ConfigFilesResponse};
-use tonic::Status;
 
 use crate::ctld::Ctld;
 
@@ -29,9 +28,8 @@ pub fn enabled(cfg: &Config) -> bool {
 /// The files as they are now: the main config with its `Include`s spliced
 /// in (as `drover.conf`, whatever its own name), and gres.conf and
 /// cgroup.conf when they exist beside it. Blocking.
-pub fn files(config_path: &Path) -> Result<ConfigFilesResponse, Status> {
-    let main = drover_conf::include::flatten(config_path)
-        .map_err(|e| Status::internal(format!("cannot serve the config: {e}")))?;
+pub fn files(config_path: &Path) -> Result<ConfigFilesResponse, String> {
+    let main = drover_conf::include::flatten(config_path).map_err(|e| e.to_string())?;
     let mut files = vec![ConfigFile {
         name: drover_conf::locate::CACHED_CONF.into(),
         text: main,
@@ -45,15 +43,22 @@ pub fn files(config_path: &Path) -> Result<ConfigFilesResponse, Status> {
                 text,
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(Status::internal(format!(
-                    "cannot serve {}: {e}",
-                    p.display()
-                )))
-            }
+            Err(e) => return Err(format!("{}: {e}", p.display())),
         }
     }
     Ok(ConfigFilesResponse { files })
+}
+
+/// The files to serve for `cfg` read from `config_path`: None unless
+/// configless mode is on. Blocking.
+pub fn snapshot(
+    cfg: &Config,
+    config_path: &Path,
+) -> Result<Option<std::sync::Arc<ConfigFilesResponse>>, String> {
+    if !enabled(cfg) {
+        return Ok(None);
+    }
+    files(config_path).map(|f| Some(std::sync::Arc::new(f)))
 }
 
 impl Ctld {

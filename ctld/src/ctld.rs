@@ -69,6 +69,9 @@ pub struct Ctld {
     pub assoc: crate::assoc::AssocSet,
     /// Accounting outbox (None without AccountingStorageType=.../slurmdbd).
     pub acct: Option<crate::acct::Acct>,
+    /// Configless: the files as read at start-up or the last reconfigure
+    /// (what this controller runs on), served to hosts without their own.
+    pub served_files: Option<Arc<drover_proto::ConfigFilesResponse>>,
     /// Pending jobs by (effective priority desc, id): the scheduler's queue.
     /// Kept in step by [`Ctld::sync_queue`], which every logged change calls.
     pub queue: BTreeSet<(Reverse<u32>, u32)>,
@@ -132,6 +135,7 @@ impl Ctld {
             diag: crate::diag::DiagStats::new(start),
             assoc: Default::default(),
             acct: None,
+            served_files: None,
             queue: BTreeSet::new(),
             queue_key: HashMap::new(),
             sched: Default::default(),

@@ -139,6 +139,23 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
             return 1;
         }
     };
+    match crate::configless::snapshot(&ctld.cfg, &ctld.config_path) {
+        Ok(s) => ctld.served_files = s,
+        Err(e) => {
+            eprintln!("droverctld: error: configless: {e}");
+            return 1;
+        }
+    }
+    if let Some(s) = &ctld.served_files {
+        tracing::info!(
+            "configless: serving {}",
+            s.files
+                .iter()
+                .map(|f| f.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if let Err(e) = ctld.start_accounting() {
         eprintln!("droverctld: error: {e}");
         return 1;

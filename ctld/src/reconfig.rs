@@ -142,6 +142,8 @@ impl Ctld {
                 cluster.allocate(*id, &crate::suspend::held_allocs(j.rt()), j.rt().share);
             }
         }
+        let served = crate::configless::snapshot(&cfg, &self.config_path)
+            .map_err(|e| Status::invalid_argument(format!("configless: {e}")))?;
         let mut cfg = cfg;
         let mut notes = restart_needed(&self.cfg, &cfg, self.acct.is_some());
         keep_restart_only(&self.cfg, &mut cfg, self.acct.is_some());
@@ -151,6 +153,7 @@ impl Ctld {
         }
         self.cluster = cluster;
         self.cfg = Arc::new(cfg);
+        self.served_files = served;
         self.agents.clear();
         self.sched_needed = true;
         if start_acct {

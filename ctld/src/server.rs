@@ -378,21 +378,15 @@ impl Controller for Svc {
         req: Request<ConfigFilesRequest>,
     ) -> Result<Response<ConfigFilesResponse>, Status> {
         let who = self.who(&req)?;
-        let (path, on) = self
+        let files = self
             .call(|c, r| {
-                let on = crate::configless::enabled(&c.cfg);
-                let _ = r.send(Ok((c.config_path.clone(), on)));
+                let _ = r.send(Ok(c.served_files.clone()));
             })
             .await?
-            .into_inner();
-        if !on {
-            return Err(Status::failed_precondition(crate::configless::NOT_ENABLED));
-        }
+            .into_inner()
+            .ok_or_else(|| Status::failed_precondition(crate::configless::NOT_ENABLED))?;
         tracing::debug!("config files for uid {} on {}", who.uid, who.host);
-        let files = tokio::task::spawn_blocking(move || crate::configless::files(&path))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))??;
-        Ok(Response::new(files))
+        Ok(Response::new((*files).clone()))
     }
 
     async fn shutdown(

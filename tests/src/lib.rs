@@ -440,9 +440,9 @@ impl Cluster {
     }
 
     /// Multi-host mode: send `sig` to host `host`'s agent (and forget it
-    /// unless the signal only pauses or resumes it).
+    /// unless the signal only pauses, resumes or reconfigures it).
     pub fn signal_host_agent(&mut self, host: &str, sig: i32) {
-        let keep = sig == libc::SIGSTOP || sig == libc::SIGCONT;
+        let keep = sig == libc::SIGSTOP || sig == libc::SIGCONT || sig == libc::SIGHUP;
         let mut i = 0;
         while i < self.host_agents.len() {
             if self.host_agents[i].0 != host {

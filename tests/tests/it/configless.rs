@@ -192,6 +192,28 @@ fn a_login_host_that_is_no_node_runs_the_commands() {
     for id in [&mine, &theirs] {
         c.wait_state(id, &["CANCELLED"], Duration::from_secs(30));
     }
+
+    // SIGHUP refreshes the login host's copy with what the controller
+    // runs on: a file edited but not applied by reconfigure is not served.
+    let refreshed = |c: &Cluster| {
+        c.log_text("droverd-login")
+            .matches("configless: config refreshed")
+            .count()
+    };
+    let conf = std::fs::read_to_string(&c.conf).unwrap();
+    std::fs::write(&c.conf, conf.replace("MinJobAge=300", "MinJobAge=301")).unwrap();
+    let cached = c.conf_cache("login").join("drover.conf");
+    for (round, reconfigure) in [(1, false), (2, true)] {
+        if reconfigure {
+            c.ok("scontrol", &["reconfigure"]);
+        }
+        c.signal_host_agent("login", libc::SIGHUP);
+        wait_until("the login host fetches the config again", 30, || {
+            refreshed(&c) == round
+        });
+        let text = std::fs::read_to_string(&cached).unwrap();
+        assert_eq!(text.contains("MinJobAge=301"), reconfigure, "{text}");
+    }
 }
 
 /// A configless agent that the controller refuses (configless mode not
