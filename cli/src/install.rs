@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 const USAGE: &str = "\
 Usage: drover install [--prefix DIR] [--unit-dir DIR] [--no-units] [--from DIR]
+                      [--destdir DIR]
 
   --prefix DIR    install under DIR: DIR/bin/drover and the command links
                   (sbatch, squeue, ...), DIR/sbin/droverctld, droverd,
@@ -16,6 +17,8 @@ Usage: drover install [--prefix DIR] [--unit-dir DIR] [--no-units] [--from DIR]
   --unit-dir DIR  where the systemd units go (default /etc/systemd/system)
   --no-units      install no systemd unit
   --from DIR      the built binaries (default: the directory of this drover)
+  --destdir DIR   write everything under DIR, as packagers stage a package:
+                  the paths inside the units and links stay those without DIR
 ";
 
 /// The daemons, installed in `sbin`.
@@ -42,6 +45,7 @@ pub struct Plan {
     pub from: Option<PathBuf>,
     pub prefix: PathBuf,
     pub unit_dir: Option<PathBuf>,
+    pub destdir: Option<PathBuf>,
 }
 
 /// The command line (pure).
@@ -50,6 +54,7 @@ pub fn parse(args: &[String]) -> Result<Option<Plan>, String> {
         from: None,
         prefix: PathBuf::from("/usr/local"),
         unit_dir: Some(PathBuf::from("/etc/systemd/system")),
+        destdir: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -69,11 +74,20 @@ pub fn parse(args: &[String]) -> Result<Option<Plan>, String> {
             "--prefix" => plan.prefix = PathBuf::from(value()?),
             "--unit-dir" => plan.unit_dir = Some(PathBuf::from(value()?)),
             "--from" => plan.from = Some(PathBuf::from(value()?)),
+            "--destdir" => plan.destdir = Some(PathBuf::from(value()?)),
             "--no-units" => plan.unit_dir = None,
             other => return Err(format!("unknown option {other}")),
         }
     }
     Ok(Some(plan))
+}
+
+/// Where `path` is written: under the staging directory, if any (pure).
+pub fn staged(destdir: Option<&Path>, path: &Path) -> PathBuf {
+    match destdir {
+        Some(d) => d.join(path.strip_prefix("/").unwrap_or(path)),
+        None => path.to_path_buf(),
+    }
 }
 
 /// A unit with the installed paths filled in (pure).
@@ -121,22 +135,25 @@ fn install(plan: &Plan) -> Result<(), String> {
             ));
         }
     }
+    // The paths the installed files name, and where they are written.
     let bindir = plan.prefix.join("bin");
     let sbindir = plan.prefix.join("sbin");
-    for d in [&bindir, &sbindir] {
+    let dest = |p: &Path| staged(plan.destdir.as_deref(), p);
+    let (bin_out, sbin_out) = (dest(&bindir), dest(&sbindir));
+    for d in [&bin_out, &sbin_out] {
         fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
     }
     // The links first: a foreign command in the way stops everything
     // before anything was replaced.
     for c in crate::COMMANDS {
-        check_link(&bindir.join(c))?;
+        check_link(&bin_out.join(c))?;
     }
-    copy_binary(&from.join("drover"), &bindir.join("drover"))?;
+    copy_binary(&from.join("drover"), &bin_out.join("drover"))?;
     for d in DAEMONS {
-        copy_binary(&from.join(d), &sbindir.join(d))?;
+        copy_binary(&from.join(d), &sbin_out.join(d))?;
     }
     for c in crate::COMMANDS {
-        let link = bindir.join(c);
+        let link = bin_out.join(c);
         let _ = fs::remove_file(&link);
         std::os::unix::fs::symlink("drover", &link)
             .map_err(|e| format!("cannot link {}: {e}", link.display()))?;
@@ -144,12 +161,12 @@ fn install(plan: &Plan) -> Result<(), String> {
     println!(
         "Installed drover and {} command links in {}, {} in {}",
         crate::COMMANDS.len(),
-        bindir.display(),
+        bin_out.display(),
         DAEMONS.join(", "),
-        sbindir.display()
+        sbin_out.display()
     );
-    if let Some(dir) = &plan.unit_dir {
-        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    if let Some(dir) = plan.unit_dir.as_deref().map(dest) {
+        fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         for (name, template) in UNITS {
             let p = dir.join(name);
             write_replacing(&p, unit_text(template, &bindir, &sbindir).as_bytes(), 0o644)?;
@@ -217,6 +234,16 @@ mod tests {
         assert_eq!(p.unit_dir, None);
         assert_eq!(p.from, Some(PathBuf::from("/b")));
         assert_eq!(parse(&args(&["--help"])).unwrap(), None);
+        let p = parse(&args(&["--destdir", "/tmp/pkg"])).unwrap().unwrap();
+        assert_eq!(p.destdir, Some(PathBuf::from("/tmp/pkg")));
+        assert_eq!(
+            staged(p.destdir.as_deref(), Path::new("/usr/local/bin")),
+            PathBuf::from("/tmp/pkg/usr/local/bin")
+        );
+        assert_eq!(
+            staged(None, Path::new("/usr/local/bin")),
+            PathBuf::from("/usr/local/bin")
+        );
         for bad in [&["--prefix"][..], &["--prefix="], &["--bogus"], &["x"]] {
             assert!(parse(&args(bad)).is_err(), "{bad:?}");
         }

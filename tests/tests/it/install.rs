@@ -98,3 +98,22 @@ fn drover_install_puts_binaries_links_and_units_in_place() {
     eprintln!("systemd-analyze verify: {}\n{text}", o.status);
     assert!(o.status.success(), "{text}");
 }
+
+/// `--destdir`: everything is written under the staging directory, and the
+/// units and links name the final paths (how a package is built).
+#[test]
+fn drover_install_stages_under_a_destdir() {
+    let d = tempfile::tempdir().unwrap();
+    let o = install(&["--destdir", d.path().to_str().unwrap(), "--prefix", "/usr"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(d.path().join("usr/sbin/droverd").is_file());
+    assert_eq!(
+        std::fs::read_link(d.path().join("usr/bin/srun"))
+            .unwrap()
+            .to_str(),
+        Some("drover")
+    );
+    let unit =
+        std::fs::read_to_string(d.path().join("etc/systemd/system/droverd.service")).unwrap();
+    assert!(unit.contains("ExecStart=/usr/sbin/droverd -D"), "{unit}");
+}
