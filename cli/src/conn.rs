@@ -6,21 +6,15 @@ use drover_conf::Config;
 use drover_proto::client::{Controller, Credential};
 
 /// Where the configuration lives unless `$DROVER_CONF`/`$SLURM_CONF` say otherwise.
-pub const DEFAULT_CONF: &str = "/etc/drover/drover.conf";
+pub const DEFAULT_CONF: &str = drover_conf::locate::DEFAULT_CONF;
 
 /// Slurm's wording for a controller that cannot be reached.
 pub const CONNECT_FAILURE: &str = "Unable to contact slurm controller (connect failure)";
 
-/// The configuration file: `$DROVER_CONF`, then `$SLURM_CONF`, then the default.
+/// The configuration file: `$DROVER_CONF`, then `$SLURM_CONF`, then the
+/// default, then a configless host's cached copy.
 pub fn config_path() -> PathBuf {
-    for var in ["DROVER_CONF", "SLURM_CONF"] {
-        if let Some(v) = std::env::var_os(var) {
-            if !v.is_empty() {
-                return PathBuf::from(v);
-            }
-        }
-    }
-    PathBuf::from(DEFAULT_CONF)
+    drover_conf::locate::config_path()
 }
 
 /// Load the configuration; on error print `<cmd>: error: <problem>`.

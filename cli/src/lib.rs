@@ -1,7 +1,7 @@
 //! Drover's user and admin commands in one multi-call binary: `sbatch`,
 //! `squeue`, `sinfo`, `scancel`, `scontrol`, `sacct` (chosen by the name the
 //! binary is called by, or `drover <command> ...`), plus `drover up`,
-//! `drover keygen` and `drover version`.
+//! `drover keygen`, `drover install` and `drover version`.
 //!
 //! Pure logic (option and directive parsing, format specs, renderers, time,
 //! array and hostlist texts) lives in I/O-free modules with unit tests; each
@@ -13,6 +13,7 @@ pub mod bench;
 pub mod benchacct;
 pub mod conn;
 pub mod fmtspec;
+pub mod install;
 pub mod jobids;
 pub mod json;
 pub mod jsonw;
@@ -68,6 +69,7 @@ fn drover_usage() -> String {
          \x20 drover up --dir DIR [--nodes N] [--cpus-per-node C] [--mem-per-node MB]\n\
          \x20           [--gpus-per-node G] [--partition NAME]   run a local cluster\n\
          \x20 drover keygen [PATH]                                 write a cluster key\n\
+         \x20 drover install [--prefix DIR] [--unit-dir DIR]       install binaries, links, units\n\
          \x20 drover version                                       print the version\n",
         COMMANDS.join(" ")
     )
@@ -95,6 +97,7 @@ pub fn run_command(cmd: &str, args: &[String]) -> i32 {
         "sattach" => sattach::run(args),
         "up" => up::run(args),
         "keygen" => up::keygen(args),
+        "install" => install::run(args),
         "bench" => bench::run(args),
         "version" | "--version" | "-V" => {
             println!(

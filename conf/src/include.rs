@@ -68,6 +68,43 @@ fn collect_into(
     Ok(())
 }
 
+/// The file at `path` as one text with every `Include` line replaced by
+/// the files it names (recursively): what a configless host receives, so
+/// it needs none of the controller's paths. Parses the same as the file.
+pub fn flatten(path: &Path) -> Result<String, ConfError> {
+    let text = read_file(path)?;
+    let mut out = String::with_capacity(text.len());
+    flatten_into(&text, &path.display().to_string(), 0, &mut out)?;
+    Ok(out)
+}
+
+fn flatten_into(text: &str, file: &str, depth: usize, out: &mut String) -> Result<(), ConfError> {
+    for (i, raw) in text.lines().enumerate() {
+        let code = raw.split('#').next().unwrap_or("").trim();
+        let Some(path) = crate::lexer::include_path(code) else {
+            out.push_str(raw);
+            out.push('\n');
+            continue;
+        };
+        let path = crate::lexer::unquote(path.trim());
+        if depth >= MAX_INCLUDE_DEPTH {
+            return Err(ConfError::new(
+                file,
+                i + 1,
+                "Include",
+                format!("'{path}': includes nested more than {MAX_INCLUDE_DEPTH} deep (loop?)"),
+            ));
+        }
+        let files = fs_resolver(&path, file)
+            .map_err(|m| ConfError::new(file, i + 1, "Include", format!("'{path}': {m}")))?;
+        for (name, sub) in files {
+            out.push_str(&format!("# from {name}\n"));
+            flatten_into(&sub, &name, depth + 1, out)?;
+        }
+    }
+    Ok(())
+}
+
 /// Resolver for `parse_str` functions that have no include callback.
 pub(crate) fn no_includes(_: &str, _: &str) -> Result<Vec<(String, String)>, String> {
     Err("Include is not available when parsing from a string (use load)".to_string())
@@ -206,5 +243,39 @@ mod tests {
         let lines = collect("Include none*", "top.conf", &mut r, &mut w).unwrap();
         assert!(lines.is_empty());
         assert_eq!(w.len(), 1);
+    }
+
+    #[test]
+    fn flattened_config_parses_like_the_original() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("parts")).unwrap();
+        std::fs::write(
+            d.path().join("parts/nodes.conf"),
+            "NodeName=n[1-2] CPUs=4\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join("parts/more.conf"),
+            "  include \"nodes.conf\" # a comment\n",
+        )
+        .unwrap();
+        let main = d.path().join("slurm.conf");
+        std::fs::write(
+            &main,
+            "ClusterName=c\nInclude parts/more.conf\nPartitionName=p Nodes=ALL\n",
+        )
+        .unwrap();
+        let flat = flatten(&main).unwrap();
+        assert!(!flat.to_ascii_lowercase().contains("include"), "{flat}");
+        let (a, _) = crate::slurmconf::load(&main).unwrap();
+        let (b, _) =
+            crate::slurmconf::parse_str(&flat, "flat", &mut |_: &str| Err("none".to_string()))
+                .unwrap();
+        assert_eq!(a.nodes, b.nodes);
+        assert_eq!(a.conf_hash, b.conf_hash, "same digest: no drift warning");
+        std::fs::write(&main, "Include missing.conf\n").unwrap();
+        let e = flatten(&main).unwrap_err();
+        assert_eq!(e.line, 1);
+        assert_eq!(e.key, "Include");
     }
 }

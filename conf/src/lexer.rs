@@ -240,7 +240,7 @@ fn tokenize(s: &str, segs: &[(usize, usize)], file: &str) -> Result<Option<LexLi
 }
 
 /// `Include <path>` (case-insensitive keyword followed by whitespace).
-fn include_path(line: &str) -> Option<&str> {
+pub(crate) fn include_path(line: &str) -> Option<&str> {
     let kw = line.get(..7)?;
     if !kw.eq_ignore_ascii_case("include") {
         return None;
@@ -256,7 +256,7 @@ fn include_path(line: &str) -> Option<&str> {
     Some(r)
 }
 
-fn unquote(s: &str) -> String {
+pub(crate) fn unquote(s: &str) -> String {
     let inner = s
         .strip_prefix('"')
         .and_then(|x| x.strip_suffix('"'))

@@ -69,6 +69,9 @@ pub struct Ctld {
     pub assoc: crate::assoc::AssocSet,
     /// Accounting outbox (None without AccountingStorageType=.../slurmdbd).
     pub acct: Option<crate::acct::Acct>,
+    /// Configless: the files as read at start-up or the last reconfigure
+    /// (what this controller runs on), served to hosts without their own.
+    pub served_files: Option<Arc<drover_proto::ConfigFilesResponse>>,
     /// Pending jobs by (effective priority desc, id): the scheduler's queue.
     /// Kept in step by [`Ctld::sync_queue`], which every logged change calls.
     pub queue: BTreeSet<(Reverse<u32>, u32)>,
@@ -132,6 +135,7 @@ impl Ctld {
             diag: crate::diag::DiagStats::new(start),
             assoc: Default::default(),
             acct: None,
+            served_files: None,
             queue: BTreeSet::new(),
             queue_key: HashMap::new(),
             sched: Default::default(),
@@ -457,14 +461,7 @@ impl Ctld {
 
     /// Client for the agent serving `node`.
     pub fn agent_for(&mut self, node: &str) -> Option<Agent> {
-        let i = self.cluster.node_idx(node)?;
-        let n = &self.cluster.nodes[i].conf;
-        let port = if n.port == 0 {
-            self.cfg.slurmd_port
-        } else {
-            n.port
-        };
-        let addr = format!("{}:{}", n.node_addr, port);
+        let addr = self.agent_addr(node)?;
         if let Some(a) = self.agents.get(&addr) {
             return Some(a.clone());
         }
@@ -478,6 +475,18 @@ impl Ctld {
                 None
             }
         }
+    }
+
+    /// `ADDR:PORT` of the agent serving `node`.
+    pub fn agent_addr(&self, node: &str) -> Option<String> {
+        let i = self.cluster.node_idx(node)?;
+        let n = &self.cluster.nodes[i].conf;
+        let port = if n.port == 0 {
+            self.cfg.slurmd_port
+        } else {
+            n.port
+        };
+        Some(format!("{}:{}", n.node_addr, port))
     }
 
     /// Wake the owner task later with an operation.

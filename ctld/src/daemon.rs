@@ -139,6 +139,23 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
             return 1;
         }
     };
+    match crate::configless::snapshot(&ctld.cfg, &ctld.config_path) {
+        Ok(s) => ctld.served_files = s,
+        Err(e) => {
+            eprintln!("droverctld: error: configless: {e}");
+            return 1;
+        }
+    }
+    if let Some(s) = &ctld.served_files {
+        tracing::info!(
+            "configless: serving {}",
+            s.files
+                .iter()
+                .map(|f| f.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if let Err(e) = ctld.start_accounting() {
         eprintln!("droverctld: error: {e}");
         return 1;
@@ -161,6 +178,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         });
     }
     tracing::info!("auth socket {}", auth_path.display());
+    drover_proto::sdnotify::ready(&format!("listening on {bind}"));
     let owner = tokio::spawn(ctld.run(rx));
     let key2 = key.clone();
     let svc = ControllerServer::new(Svc {
@@ -173,14 +191,30 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let stop_tx = tx.clone();
     let signals = async move {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => return,
-            };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = term.recv() => break,
+                _ = tokio::signal::ctrl_c() => break,
+                // slurmctld's SIGHUP: scontrol reconfigure.
+                _ = hup.recv() => {
+                    tracing::info!("SIGHUP received: reconfiguring");
+                    let op = Box::new(|c: &mut Ctld| {
+                        if let Err(e) = c.reconfigure() {
+                            tracing::error!("reconfigure refused: {}", e.message());
+                        }
+                    });
+                    if stop_tx.send(op).await.is_err() {
+                        return;
+                    }
+                }
+            }
         }
         tracing::info!("signal received, shutting down");
         let _ = stop_tx

@@ -10,6 +10,7 @@ pub mod agents;
 pub mod array;
 pub mod assoc;
 pub mod cluster;
+pub mod configless;
 pub mod control;
 pub mod ctld;
 mod daemon;

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use drover_conf::slurmconf::Config;
 use drover_proto::{ConfigEntry, ConfigResponse, JobState, ReconfigureResponse};
 use tonic::Status;
 
@@ -141,16 +142,160 @@ impl Ctld {
                 cluster.allocate(*id, &crate::suspend::held_allocs(j.rt()), j.rt().share);
             }
         }
+        let served = crate::configless::snapshot(&cfg, &self.config_path)
+            .map_err(|e| Status::invalid_argument(format!("configless: {e}")))?;
+        let mut cfg = cfg;
+        let mut notes = restart_needed(&self.cfg, &cfg, self.acct.is_some());
+        keep_restart_only(&self.cfg, &mut cfg, self.acct.is_some());
+        let start_acct = self.acct.is_none() && crate::acct::enabled(&cfg);
+        if let Some(a) = &mut self.acct {
+            a.enforce = crate::acct::enforce::Enforce::parse(&cfg.accounting_storage_enforce);
+        }
         self.cluster = cluster;
         self.cfg = Arc::new(cfg);
         // Node indices may have changed; resolved requests stay as they were
         // resolved (new defaults apply to new submissions and updates).
         self.refresh_requests();
+        self.served_files = served;
         self.agents.clear();
         self.sched_needed = true;
+        if start_acct {
+            // Accounting switched on: from now on, and every job known.
+            if let Err(e) = self.start_accounting() {
+                notes.push(format!("accounting not started: {e}"));
+            }
+        }
         tracing::info!("reconfigured from {}", self.config_path.display());
+        for n in &notes {
+            tracing::warn!("reconfigure: {n}");
+        }
+        self.reconfigure_agents();
         Ok(ReconfigureResponse {
-            warnings: warnings.iter().map(|w| w.to_string()).collect(),
+            warnings: warnings
+                .iter()
+                .map(|w| w.to_string())
+                .chain(notes)
+                .collect(),
         })
+    }
+}
+
+/// The changes `scontrol reconfigure` cannot apply while the controller
+/// runs (its listeners, its state and key files, its accounting link), one
+/// line each naming the key, as Slurm documents them.
+pub fn restart_needed(old: &Config, new: &Config, accounting_on: bool) -> Vec<String> {
+    let hosts = |c: &Config| {
+        c.slurmctld_host
+            .iter()
+            .map(|h| format!("{}({})", h.name, h.address()))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut keys: Vec<(&str, String, String)> = vec![
+        ("SlurmctldHost", hosts(old), hosts(new)),
+        (
+            "SlurmctldPort",
+            old.slurmctld_port.to_string(),
+            new.slurmctld_port.to_string(),
+        ),
+        (
+            "StateSaveLocation",
+            old.state_save_location.clone(),
+            new.state_save_location.clone(),
+        ),
+        (
+            "AuthKeyFile",
+            old.auth_key_file.clone(),
+            new.auth_key_file.clone(),
+        ),
+        ("AuthInfo", old.auth_socket(), new.auth_socket()),
+        ("AuthType", old.auth_type.clone(), new.auth_type.clone()),
+        (
+            "ClusterName",
+            old.cluster_name.clone(),
+            new.cluster_name.clone(),
+        ),
+        ("SlurmUser", old.slurm_user.clone(), new.slurm_user.clone()),
+    ];
+    if accounting_on {
+        keys.push((
+            "AccountingStorageType",
+            old.accounting_storage_type.clone(),
+            new.accounting_storage_type.clone(),
+        ));
+        keys.push(("AccountingStorageHost", old.dbd_addr(), new.dbd_addr()));
+    }
+    keys.into_iter()
+        .filter(|(_, a, b)| a != b)
+        .map(|(k, a, b)| {
+            format!("{k} changed ({a} -> {b}): it takes effect when droverctld restarts")
+        })
+        .collect()
+}
+
+/// Until the restart, the running controller goes on with the old values
+/// of the keys [`restart_needed`] names (what `scontrol show config` shows).
+pub fn keep_restart_only(old: &Config, new: &mut Config, accounting_on: bool) {
+    new.slurmctld_host = old.slurmctld_host.clone();
+    new.slurmctld_port = old.slurmctld_port;
+    new.slurmctld_port_count = old.slurmctld_port_count;
+    new.state_save_location = old.state_save_location.clone();
+    new.auth_key_file = old.auth_key_file.clone();
+    new.auth_info = old.auth_info.clone();
+    new.auth_type = old.auth_type.clone();
+    new.cluster_name = old.cluster_name.clone();
+    new.slurm_user = old.slurm_user.clone();
+    if accounting_on {
+        new.accounting_storage_type = old.accounting_storage_type.clone();
+        new.accounting_storage_host = old.accounting_storage_host.clone();
+        new.accounting_storage_port = old.accounting_storage_port;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conf(extra: &str) -> Config {
+        let text = format!(
+            "ClusterName=c\nSlurmctldHost=h\nStateSaveLocation=/s\n{extra}\n\
+             NodeName=n1 CPUs=1\nPartitionName=p Nodes=n1\n"
+        );
+        drover_conf::slurmconf::parse_str(&text, "t.conf", &mut |_: &str| Err("none".to_string()))
+            .unwrap()
+            .0
+    }
+
+    #[test]
+    fn restart_only_keys_are_named_and_kept() {
+        let old = conf("");
+        let mut new = conf("StateSaveLocation=/t\nSlurmctldPort=7000\nKillWait=9");
+        let notes = restart_needed(&old, &new, false);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].starts_with("SlurmctldPort changed (6817 -> 7000)"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[1].contains("StateSaveLocation changed (/s -> /t)"),
+            "{notes:?}"
+        );
+        keep_restart_only(&old, &mut new, false);
+        assert_eq!(new.state_save_location, "/s");
+        assert_eq!(new.slurmctld_port, 6817);
+        assert_eq!(new.kill_wait, 9, "live keys change");
+        assert!(restart_needed(&old, &conf(""), false).is_empty());
+    }
+
+    #[test]
+    fn accounting_link_changes_need_a_restart_only_once_it_runs() {
+        let off = conf("");
+        let on = conf("AccountingStorageType=accounting_storage/slurmdbd");
+        assert!(restart_needed(&off, &on, false).is_empty());
+        let notes = restart_needed(&on, &off, true);
+        assert!(
+            notes[0].starts_with("AccountingStorageType changed"),
+            "{notes:?}"
+        );
     }
 }

@@ -373,6 +373,22 @@ impl Controller for Svc {
         .await
     }
 
+    async fn get_config_files(
+        &self,
+        req: Request<ConfigFilesRequest>,
+    ) -> Result<Response<ConfigFilesResponse>, Status> {
+        let who = self.who(&req)?;
+        let files = self
+            .call(|c, r| {
+                let _ = r.send(Ok(c.served_files.clone()));
+            })
+            .await?
+            .into_inner()
+            .ok_or_else(|| Status::failed_precondition(crate::configless::NOT_ENABLED))?;
+        tracing::debug!("config files for uid {} on {}", who.uid, who.host);
+        Ok(Response::new((*files).clone()))
+    }
+
     async fn shutdown(
         &self,
         req: Request<ShutdownRequest>,

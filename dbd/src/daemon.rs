@@ -198,6 +198,7 @@ async fn serve(cfg: DbdConf, path: PathBuf, key: ClusterKey) -> i32 {
         }
     };
     tracing::info!("listening on {bind}");
+    drover_proto::sdnotify::ready(&format!("listening on {bind}"));
     let svc = AccountingServer::new(Svc(dbd))
         .max_decoding_message_size(drover_proto::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);

@@ -5,7 +5,7 @@
 //! heartbeats in [`crate::registration`].
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use tokio::sync::watch;
 use tonic::{Request, Response, Status};
@@ -15,10 +15,10 @@ use drover_proto::auth::{now_secs, ClusterKey};
 use drover_proto::client::Controller;
 use drover_proto::node_agent_server::NodeAgent;
 use drover_proto::{
-    AgentPingRequest, AgentPingResponse, AttachInput, BcastChunk, BcastResponse, JobStatsRequest,
-    JobStatsResponse, LaunchRequest, LaunchResponse, ListPidsRequest, ListPidsResponse,
-    SignalJobRequest, SignalJobResponse, StepLaunchRequest, StepLaunchResponse, SuspendJobRequest,
-    SuspendJobResponse,
+    AgentPingRequest, AgentPingResponse, AgentReconfigureRequest, AgentReconfigureResponse,
+    AttachInput, BcastChunk, BcastResponse, JobStatsRequest, JobStatsResponse, LaunchRequest,
+    LaunchResponse, ListPidsRequest, ListPidsResponse, SignalJobRequest, SignalJobResponse,
+    StepLaunchRequest, StepLaunchResponse, SuspendJobRequest, SuspendJobResponse,
 };
 
 use crate::jobdir;
@@ -28,9 +28,34 @@ use crate::stepd::protocol::Request as StepdRequest;
 use crate::supervisor_start::Spawner;
 use crate::supervisors::to_supervisor;
 
+/// What `scontrol reconfigure` changes while the agent runs (the rest of
+/// [`Settings`] needs a restart of droverd, see [`crate::reconfigure`]).
+#[derive(Debug, Clone)]
+pub struct Live {
+    pub hooks: crate::stepd::hooks::Hooks,
+    pub kill_wait: u32,
+    pub conf_hash: u64,
+    pub task_affinity: bool,
+}
+
+impl Live {
+    pub fn of(s: &Settings) -> Live {
+        Live {
+            hooks: s.hooks.clone(),
+            kill_wait: s.kill_wait,
+            conf_hash: s.conf_hash,
+            task_affinity: s.task_affinity,
+        }
+    }
+}
+
 /// State shared by the service and the background tasks.
 pub struct Shared {
+    /// As read at start-up; what may change since is in [`Shared::live`].
     pub settings: Settings,
+    live: RwLock<Arc<Live>>,
+    /// Register again now (the config changed).
+    pub reregister: tokio::sync::Notify,
     pub key: ClusterKey,
     /// This binary, re-executed as `--stepd`.
     pub exe: PathBuf,
@@ -67,6 +92,8 @@ impl Shared {
         };
         Shared {
             recycler: jobdir::Recycler::new(&settings.spool_dir),
+            live: RwLock::new(Arc::new(Live::of(&settings))),
+            reregister: tokio::sync::Notify::new(),
             spawner,
             stepd_debug,
             settings,
@@ -80,6 +107,15 @@ impl Shared {
             os: crate::hostinfo::os_name(),
             gpus: crate::gpu::Sampler::default(),
         }
+    }
+
+    /// The settings `scontrol reconfigure` may have changed.
+    pub fn live(&self) -> Arc<Live> {
+        self.live.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn set_live(&self, live: Live) {
+        *self.live.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(live);
     }
 
     pub fn jobs(&self) -> MutexGuard<'_, Jobs> {
@@ -182,6 +218,20 @@ impl NodeAgent for AgentService {
         }
         crate::steps::launch(self.shared.clone(), req).await?;
         Ok(Response::new(StepLaunchResponse {}))
+    }
+
+    async fn reconfigure(
+        &self,
+        request: Request<AgentReconfigureRequest>,
+    ) -> Result<Response<AgentReconfigureResponse>, Status> {
+        self.check_daemon(&request)?;
+        crate::reconfigure::reconfigure(self.shared.clone())
+            .await
+            .map_err(|e| {
+                tracing::warn!("reconfigure: {e}");
+                Status::failed_precondition(e)
+            })?;
+        Ok(Response::new(AgentReconfigureResponse {}))
     }
 
     async fn job_stats(

@@ -4,13 +4,23 @@
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
-Usage: droverd [-f CONFIG] [-N NODES] [--emulate N] [-D] [-v]
+Usage: droverd [-f CONFIG | --conf-server HOST[:PORT]] [-N NODES] [--emulate N]
+               [--login] [--key FILE] [-D] [-v]
 
   -f CONFIG      configuration file (default: $DROVER_CONF, $SLURM_CONF,
                  /etc/drover/drover.conf)
   -N NODES       serve these configured node names (hostlist, e.g. node[1-4])
   --emulate N    serve the first N configured nodes whose NodeAddr is this host
                  or a loopback address, reporting their configured resources
+  --conf-server HOST[:PORT]
+                 configless: fetch drover.conf, gres.conf and cgroup.conf from
+                 the controller (SlurmctldParameters=enable_configless) into the
+                 conf cache ($DROVER_CONF_CACHE, default /run/drover/conf),
+                 where the commands on this host find them too
+  --login        a login host: serve no node, only the local auth socket for
+                 the commands (and keep the conf cache fresh when configless)
+  --key FILE     the cluster key before a config names one (configless;
+                 default /etc/drover/drover.key)
   -D             stay in the foreground, logging to stderr (the default;
                  accepted for Slurm compatibility)
   --detach       detach from the terminal instead, logging to
@@ -27,6 +37,12 @@ pub struct Args {
     pub emulate: Option<u32>,
     pub foreground: bool,
     pub verbose: u8,
+    /// Configless: the controller to fetch the config from.
+    pub conf_server: Option<String>,
+    /// Serve no node: only the auth socket (a login host).
+    pub login: bool,
+    /// The cluster key file (configless, before any config is read).
+    pub key: Option<PathBuf>,
 }
 
 impl Default for Args {
@@ -38,6 +54,9 @@ impl Default for Args {
             // Daemons log to stderr in the foreground unless told otherwise.
             foreground: true,
             verbose: 0,
+            conf_server: None,
+            login: false,
+            key: None,
         }
     }
 }
@@ -75,6 +94,8 @@ where
                 "--stepd" => return Ok(Command::Stepd(PathBuf::from(v))),
                 "--conf" => a.config = Some(PathBuf::from(v)),
                 "--nodes" => a.nodes = Some(v.to_string()),
+                "--conf-server" => a.conf_server = Some(v.to_string()),
+                "--key" => a.key = Some(PathBuf::from(v)),
                 _ => return Err(format!("unknown option {flag}")),
             }
             i += 1;
@@ -85,6 +106,9 @@ where
             "--emulate" => a.emulate = Some(parse_count(&value(&mut i, arg)?)?),
             "--conf" => a.config = Some(PathBuf::from(value(&mut i, arg)?)),
             "--nodes" => a.nodes = Some(value(&mut i, arg)?),
+            "--conf-server" => a.conf_server = Some(value(&mut i, arg)?),
+            "--key" => a.key = Some(PathBuf::from(value(&mut i, arg)?)),
+            "--login" => a.login = true,
             "--stepd-server" => return Ok(Command::StepdServer),
             "--detach" => a.foreground = false,
             "--help" => return Ok(Command::Help),
@@ -123,6 +147,12 @@ where
             other => return Err(format!("unexpected argument {other:?}")),
         }
         i += 1;
+    }
+    if a.config.is_some() && a.conf_server.is_some() {
+        return Err("-f and --conf-server exclude each other".into());
+    }
+    if a.login && (a.nodes.is_some() || a.emulate.is_some()) {
+        return Err("--login serves no node: -N and --emulate do not go with it".into());
     }
     Ok(Command::Run(a))
 }
@@ -166,6 +196,10 @@ mod tests {
             parse(["--stepd", "/var/spool/job1"]).unwrap(),
             Command::Stepd(PathBuf::from("/var/spool/job1"))
         );
+        let a = run(&["--conf-server", "ctl:7000", "--key=/k", "--login"]);
+        assert_eq!(a.conf_server.as_deref(), Some("ctl:7000"));
+        assert_eq!(a.key, Some(PathBuf::from("/k")));
+        assert!(a.login);
         assert_eq!(parse(["-h"]).unwrap(), Command::Help);
         assert_eq!(parse(["--version"]).unwrap(), Command::Version);
     }
@@ -181,6 +215,9 @@ mod tests {
             vec!["--bogus"],
             vec!["stray"],
             vec!["--stepd"],
+            vec!["--conf-server"],
+            vec!["-f", "/x", "--conf-server", "ctl"],
+            vec!["--login", "-N", "node1"],
         ] {
             assert!(parse(bad.iter().copied()).is_err(), "{bad:?}");
         }

@@ -1,18 +1,19 @@
 //! The keeper of the local auth socket (`AuthInfo` socket=): if nothing
 //! answers on it, this agent serves it.
 
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::time::Duration;
+
+use drover_proto::auth::ClusterKey;
 
 use tokio::sync::oneshot;
 use tracing::{info, warn};
 
-use crate::agent::Shared;
 use crate::every::Every;
 
 /// Keep the local auth socket served: if nothing answers on it, serve it.
-pub async fn auth_socket_loop(shared: Arc<Shared>) {
-    let path = shared.settings.auth_socket.clone();
+/// (`ttl`: how long a credential it signs stays valid.)
+pub async fn auth_socket_loop(path: PathBuf, key: ClusterKey, ttl: i64) {
     let mut server: Option<tokio::task::JoinHandle<()>> = None;
     let mut failed_log = Every::new(Duration::from_secs(600));
     loop {
@@ -21,8 +22,7 @@ pub async fn auth_socket_loop(shared: Arc<Shared>) {
             if let Some(h) = server.take() {
                 h.abort();
             }
-            let key = shared.key.clone();
-            let ttl = shared.settings.auth_ttl;
+            let key = key.clone();
             let p = path.clone();
             let (tx, rx) = oneshot::channel::<String>();
             server = Some(tokio::spawn(async move {

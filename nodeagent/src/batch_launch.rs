@@ -103,9 +103,13 @@ pub fn cgroup_plan(
 
 /// The node's part of a launch for the supervisor: the cgroup plan and
 /// the Prolog/Epilog settings.
-fn node_files(settings: &crate::settings::Settings, req: &LaunchRequest) -> jobdir::ExtraFiles {
+fn node_files(
+    settings: &crate::settings::Settings,
+    live: &crate::agent::Live,
+    req: &LaunchRequest,
+) -> jobdir::ExtraFiles {
     let plan = cgroup_plan(settings, req).map(|p| p.to_text());
-    let hooks = (!settings.hooks.is_empty()).then(|| settings.hooks.to_text());
+    let hooks = (!live.hooks.is_empty()).then(|| live.hooks.to_text());
     vec![
         (crate::stepd::CGROUP_PLAN_FILE, plan),
         (crate::stepd::hooks::HOOKS_FILE, hooks),
@@ -125,7 +129,7 @@ async fn run_launch(
     let node = req.node.clone();
     let s = shared.clone();
     let prepared = tokio::task::spawn_blocking(move || {
-        let extra = node_files(&s.settings, &req);
+        let extra = node_files(&s.settings, &s.live(), &req);
         if let Some(n) = s.settings.nodes.iter().find(|n| n.name == req.node) {
             s.gpus
                 .track(req.job_id, crate::gpu::job_minors(&n.gres, &req));

@@ -20,7 +20,7 @@ use crate::supervisors::to_supervisor;
 /// have started a newer run meanwhile). Their step tasks on the nodes
 /// reported go too: a job may have nothing else here.
 fn kill_jobs(shared: &Arc<Shared>, ids: &[u32], reported: &[AgentJob]) {
-    let kill_wait = shared.settings.kill_wait;
+    let kill_wait = shared.live().kill_wait;
     for &id in ids {
         let mine: Vec<&AgentJob> = reported.iter().filter(|j| j.job_id == id).collect();
         for j in &mine {
@@ -81,7 +81,7 @@ fn register_request(shared: &Shared) -> RegisterRequest {
         jobs: reported_jobs(shared),
         agent_start_time: shared.start_time,
         version: env!("CARGO_PKG_VERSION").to_string(),
-        conf_hash: shared.settings.conf_hash,
+        conf_hash: shared.live().conf_hash,
     }
 }
 
@@ -89,7 +89,16 @@ fn register_request(shared: &Shared) -> RegisterRequest {
 /// the controller asks. Never returns.
 pub async fn control_loop(shared: Arc<Shared>) {
     let mut unreachable = Every::new(Duration::from_secs(60));
+    // A configless agent the controller asks to register again (it lost
+    // the agent, or marked it down while it was cut off) may have missed a
+    // reconfigure: it fetches the config first.
+    let mut refresh = false;
     loop {
+        if refresh && shared.settings.conf_server.is_some() {
+            if let Err(e) = crate::reconfigure::apply(&shared).await {
+                warn!("before registering again: {e}");
+            }
+        }
         let interval = loop {
             let reg = register_request(&shared);
             let reported = reg.jobs.clone();
@@ -125,7 +134,14 @@ pub async fn control_loop(shared: Arc<Shared>) {
         };
         unreachable = Every::new(Duration::from_secs(60));
         loop {
-            tokio::time::sleep(interval).await;
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = shared.reregister.notified() => {
+                    info!("configuration changed: registering again");
+                    refresh = false;
+                    break;
+                }
+            }
             let n = shared.settings.nodes.len();
             let load = crate::hostinfo::loadavg_x100();
             let free = crate::hostinfo::mem_available_mb().unwrap_or(0);
@@ -144,6 +160,7 @@ pub async fn control_loop(shared: Arc<Shared>) {
                     kill_jobs(&shared, &resp.kill_jobs, &reported);
                     if resp.reregister {
                         info!("the controller asked this agent to register again");
+                        refresh = true;
                         break;
                     }
                 }

@@ -66,6 +66,8 @@ pub struct Settings {
     /// uid of `SlurmUser`: with root, may act on any job here (listpids,
     /// sbcast, sattach).
     pub slurm_user_uid: u32,
+    /// Configless: the controller the config comes from (`--conf-server`).
+    pub conf_server: Option<String>,
 }
 
 /// `-f`, else `$DROVER_CONF`, else `$SLURM_CONF`, else `/etc/drover/drover.conf`.
@@ -73,12 +75,7 @@ pub fn config_path(args: &Args) -> PathBuf {
     if let Some(p) = &args.config {
         return p.clone();
     }
-    for var in ["DROVER_CONF", "SLURM_CONF"] {
-        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-            return PathBuf::from(v);
-        }
-    }
-    PathBuf::from("/etc/drover/drover.conf")
+    drover_conf::locate::config_path()
 }
 
 /// A configured node reduced to what node selection looks at.
@@ -329,6 +326,7 @@ pub fn from_config(
     let controller = cfg.controller_addr();
 
     let settings = Settings {
+        conf_server: args.conf_server.clone(),
         config_path: config_path.to_path_buf(),
         cluster_name: cfg.cluster_name.clone(),
         emulated: args.emulate.is_some() || nodes.len() > 1,
@@ -339,7 +337,10 @@ pub fn from_config(
         auth_socket: PathBuf::from(cfg.auth_socket()),
         auth_ttl: cfg.auth_ttl_secs().min(i64::MAX as u64) as i64,
         auth_skew: cfg.auth_skew_secs(),
-        key_file: PathBuf::from(&cfg.auth_key_file),
+        key_file: args
+            .key
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(&cfg.auth_key_file)),
         kill_wait: cfg.kill_wait.min(u64::from(u32::MAX)) as u32,
         log_file: cfg.slurmd_log_file.as_ref().map(PathBuf::from),
         pid_file: cfg.get("SlurmdPidFile").map(PathBuf::from),

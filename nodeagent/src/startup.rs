@@ -20,7 +20,25 @@ pub fn run(args: Args) -> i32 {
     crate::daemon::ensure_std_fds();
     // Logging first: start-up checks (the spool's modes) have things to say.
     drover_proto::logging::init(args.verbose, "");
-    let path = settings::config_path(&args);
+    let path = match &args.conf_server {
+        Some(server) => {
+            let key = args
+                .key
+                .clone()
+                .unwrap_or_else(|| crate::configless::DEFAULT_KEY.into());
+            match crate::configless::startup_fetch(server, &key) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("droverd: configless: {e}");
+                    return 1;
+                }
+            }
+        }
+        None => settings::config_path(&args),
+    };
+    if args.login {
+        return crate::login::run(&args, &path);
+    }
     let (cfg, conf_warnings) = match drover_conf::slurmconf::load(&path) {
         Ok(c) => c,
         Err(e) => {
@@ -324,12 +342,30 @@ async fn serve(
             }
         });
     }
-    tokio::spawn(crate::auth_socket::auth_socket_loop(shared.clone()));
+    tokio::spawn(crate::auth_socket::auth_socket_loop(
+        shared.settings.auth_socket.clone(),
+        shared.key.clone(),
+        shared.settings.auth_ttl,
+    ));
     tokio::spawn(crate::registration::control_loop(shared.clone()));
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    drover_proto::sdnotify::ready(&format!(
+        "serving {} node(s) on {}",
+        shared.settings.nodes.len(),
+        shared.settings.listen
+    ));
+    let hup_shared = shared.clone();
     tokio::spawn(async move {
-        wait_for_stop_signal().await;
+        wait_for_stop_signal(move || {
+            let s = hup_shared.clone();
+            tokio::spawn(async move {
+                if let Err(e) = crate::reconfigure::reconfigure(s).await {
+                    warn!("reconfigure: {e}");
+                }
+            });
+        })
+        .await;
         let _ = stop_tx.send(true);
     });
     let svc = NodeAgentServer::new(AgentService::new(shared.clone()))
@@ -363,7 +399,8 @@ async fn serve(
     code
 }
 
-async fn wait_for_stop_signal() {
+/// Until SIGTERM or SIGINT; SIGHUP (reconfigure, as slurmd) calls `on_hup`.
+pub async fn wait_for_stop_signal(on_hup: impl Fn()) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
         signal(SignalKind::terminate()),
@@ -377,7 +414,7 @@ async fn wait_for_stop_signal() {
         tokio::select! {
             _ = term.recv() => { info!("SIGTERM received"); return; }
             _ = int.recv() => { info!("SIGINT received"); return; }
-            _ = hup.recv() => { info!("SIGHUP ignored: restart droverd to apply a new configuration"); }
+            _ = hup.recv() => { info!("SIGHUP received: re-reading the configuration"); on_hup(); }
         }
     }
 }

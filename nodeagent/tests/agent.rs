@@ -93,6 +93,12 @@ impl Controller for FakeCtl {
     ) -> Result<Response<ReconfigureResponse>, Status> {
         unimpl()
     }
+    async fn get_config_files(
+        &self,
+        _: Request<drover_proto::ConfigFilesRequest>,
+    ) -> Result<Response<drover_proto::ConfigFilesResponse>, Status> {
+        unimpl()
+    }
     async fn shutdown(
         &self,
         _: Request<ShutdownRequest>,

@@ -24,6 +24,7 @@ pub mod logging;
 pub mod pattern;
 pub mod private;
 pub mod replay;
+pub mod sdnotify;
 pub mod signing;
 pub mod stepio;
 pub mod sysdb;

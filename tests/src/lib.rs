@@ -7,6 +7,7 @@
 //! integration tests of its own, which makes cargo build its binaries).
 
 pub mod acct;
+pub mod configless;
 pub mod gpu;
 pub mod hosts;
 pub mod procs;
@@ -83,6 +84,11 @@ pub struct Spec {
     /// [`Cluster::start_hosts`]). Commands run on `ctl` unless a test says
     /// otherwise ([`Cluster::run_on`]).
     pub hosts: bool,
+    /// Multi-host mode: agents start configless (`droverd --conf-server`,
+    /// no config file; the config needs `SlurmctldParameters=enable_configless`).
+    pub configless: bool,
+    /// Multi-host mode: hosts that are not nodes (login hosts), after the nodes.
+    pub other_hosts: Vec<String>,
 }
 
 impl Default for Spec {
@@ -99,6 +105,8 @@ impl Default for Spec {
             db_proxy: false,
             umask: None,
             hosts: false,
+            configless: false,
+            other_hosts: Vec::new(),
         }
     }
 }
@@ -184,6 +192,7 @@ impl Cluster {
         let net = if spec.hosts {
             let mut names = vec!["ctl".to_string()];
             names.extend((1..=spec.nodes).map(|i| format!("node{i}")));
+            names.extend(spec.other_hosts.iter().cloned());
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             Some(hosts::Net::new(dir.path(), &names)?)
         } else {
@@ -289,7 +298,7 @@ impl Cluster {
         self.dir.path()
     }
 
-    fn log(&self, name: &str) -> Stdio {
+    pub(crate) fn log(&self, name: &str) -> Stdio {
         let f = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -310,7 +319,7 @@ impl Cluster {
 
     /// A daemon's command line on `host` (multi-host mode), with the
     /// spec's umask.
-    fn daemon_on(&self, host: &str, name: &str) -> Command {
+    pub(crate) fn daemon_on(&self, host: &str, name: &str) -> Command {
         let mut cmd = match &self.net {
             Some(net) => net.command(host, bin_dir().join(name)),
             None => Command::new(bin_dir().join(name)),
@@ -378,7 +387,11 @@ impl Cluster {
     pub fn start_agent(&mut self) -> Result<(), String> {
         if self.net.is_some() {
             for i in 1..=self.spec.nodes {
-                self.start_host_agent(&format!("node{i}"))?;
+                if self.spec.configless {
+                    self.start_host_agent_configless(&format!("node{i}"))?;
+                } else {
+                    self.start_host_agent(&format!("node{i}"))?;
+                }
             }
             return Ok(());
         }
@@ -427,9 +440,9 @@ impl Cluster {
     }
 
     /// Multi-host mode: send `sig` to host `host`'s agent (and forget it
-    /// unless the signal only pauses or resumes it).
+    /// unless the signal only pauses, resumes or reconfigures it).
     pub fn signal_host_agent(&mut self, host: &str, sig: i32) {
-        let keep = sig == libc::SIGSTOP || sig == libc::SIGCONT;
+        let keep = sig == libc::SIGSTOP || sig == libc::SIGCONT || sig == libc::SIGHUP;
         let mut i = 0;
         while i < self.host_agents.len() {
             if self.host_agents[i].0 != host {

@@ -274,7 +274,7 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
     let cpu_opt = parse_cpu_bind(&step.cpu_bind).unwrap_or_default();
     let cpu_plan = cpubind::plan(
         &cpu_opt,
-        shared.settings.task_affinity,
+        shared.live().task_affinity,
         topo,
         &cpubind::Step {
             cpus: &step_cpus,
