@@ -93,7 +93,12 @@ impl Ctld {
                 }
             }
         }
-        let spec_ntasks = job.spec().ntasks;
+        // A bare srun takes the job's shape: its -n, else
+        // --ntasks-per-node on each of its nodes.
+        let spec_ntasks = match job.spec().ntasks {
+            0 => job.spec().ntasks_per_node * job.rt().alloc.len() as u32,
+            n => n,
+        };
         let to_status = |e| match e {
             LayoutError::Busy => Status::unavailable(BUSY),
             LayoutError::Invalid(m) => Status::invalid_argument(m),

@@ -1,0 +1,164 @@
+//! Slurm compatibility, option by option (issue 11): job steps shaped by
+//! their allocation, input environment variables, scancel's words, time
+//! forms, small options and messages.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use drover_tests::{Cluster, Spec};
+
+use crate::steps::{allocation, srun, srun_cmd, text};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The sorted lines a batch job wrote to `out`.
+fn job_lines(c: &Cluster, args: &[&str], body: &str) -> Vec<String> {
+    let out = c
+        .path()
+        .join(format!("shape-{}.out", drover_tests::unique()));
+    let o = format!("--output={}", out.display());
+    let mut all = vec![o.as_str()];
+    all.extend_from_slice(args);
+    let id = c.sbatch(&all, &format!("#!/bin/sh\n{body}\n"));
+    c.expect_end(id, "COMPLETED");
+    let mut lines: Vec<String> = std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn a_bare_srun_takes_the_allocations_shape() {
+    let c = Cluster::start(Spec::default());
+    let each = "srun sh -c 'echo $SLURM_PROCID $SLURMD_NODENAME $SLURM_STEP_NUM_TASKS'";
+    assert_eq!(
+        job_lines(&c, &["-N1", "--ntasks-per-node=2"], each),
+        vec!["0 node1 2", "1 node1 2"]
+    );
+    assert_eq!(
+        job_lines(&c, &["-N2", "--ntasks-per-node=2"], each),
+        vec!["0 node1 4", "1 node1 4", "2 node2 4", "3 node2 4"]
+    );
+    // -N1 on the command line: the task count follows the node count; -n1
+    // gets Slurm's warning about the job's 2 nodes.
+    assert_eq!(
+        job_lines(
+            &c,
+            &["-N2", "--ntasks-per-node=2"],
+            "srun -N1 sh -c 'echo N1 $SLURM_PROCID'; srun -n1 echo n1 2>&1"
+        ),
+        vec![
+            "N1 0",
+            "N1 1",
+            "n1",
+            "srun: warning: can't run 1 processes on 2 nodes, setting nnodes to 1"
+        ]
+    );
+    // A tool that strips every SLURM_* variable but SLURM_JOB_ID still gets
+    // the job's layout (the controller's default).
+    let job = allocation(&c, &["-N2", "--ntasks-per-node=2"]);
+    let o = srun(&c, job, &["sh", "-c", "echo $SLURM_PROCID"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let mut got: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+    got.sort();
+    assert_eq!(got, vec!["0", "1", "2", "3"]);
+    // Input variables: SRUN_OUTPUT names the output file, SLURM_STDOUTMODE
+    // too (the older name); the command line wins over both.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("via-env.out");
+    let o = srun_cmd(&c, job, &["-n1", "echo", "from-env"])
+        .env("SLURM_STDOUTMODE", "/nonexistent/x")
+        .env("SRUN_OUTPUT", &f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "from-env\n");
+    let o = srun_cmd(&c, job, &["-n1", "-o", "none", "echo", "x"])
+        .env("SRUN_OUTPUT", dir.path().join("unused.out"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(!dir.path().join("unused.out").exists());
+    // --export=VAR=val and ALL,VAR=val set the variable; without ALL only
+    // SLURM_* and the named ones pass; NONE passes SLURM_* only.
+    for (export, want) in [
+        ("--export=FOO=bar", "bar|"),
+        ("--export=ALL,FOO=bar", "bar|kept"),
+        ("--export=FOO,KEEP_ME", "outer|kept"),
+        ("--export=NONE", "|"),
+    ] {
+        let o = srun_cmd(
+            &c,
+            job,
+            &["-n1", export, "/bin/sh", "-c", "echo \"$FOO|$KEEP_ME\""],
+        )
+        .env("KEEP_ME", "kept")
+        .env("FOO", "outer")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+        assert!(o.status.success(), "{export}: {}", text(&o.stderr));
+        assert_eq!(text(&o.stdout), format!("{want}\n"), "{export}");
+    }
+    // Tasks know srun's port.
+    let o = srun(
+        &c,
+        job,
+        &["-n1", "sh", "-c", "echo ${SLURM_SRUN_COMM_PORT:-none}"],
+    );
+    let port: u32 = text(&o.stdout).trim().parse().unwrap_or(0);
+    assert!(port > 0, "{}", text(&o.stdout));
+}
+
+#[test]
+fn srun_immediate_and_a_steps_own_time_limit() {
+    let c = Cluster::start(Spec {
+        extra: vec!["KillWait=2".into()],
+        ..Spec::default()
+    });
+    let job = allocation(&c, &["-N1", "-n1"]);
+    // The job's one CPU is held by a step: -I gives up at once, in Slurm's
+    // words, where a plain srun would wait.
+    let mut holder = srun_cmd(&c, job, &["-n1", "sleep", "300"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let s = c.ok("squeue", &["-h", "-s", "-j", &job.to_string(), "-o", "%i"]);
+        if s.contains(&format!("{job}.0")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "step 0 never ran: {s}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = srun(&c, job, &["-I", "true"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        text(&o.stderr).trim_end(),
+        format!("srun: error: Unable to create step for job {job}: Requested nodes are busy")
+    );
+    let _ = holder.kill();
+    let _ = holder.wait();
+    // -t 1: the step ends at one minute with slurmstepd's line; the job
+    // goes on.
+    let start = Instant::now();
+    let o = srun(&c, job, &["-t", "1", "sleep", "300"]);
+    assert!(start.elapsed() >= Duration::from_secs(59));
+    let err = text(&o.stderr);
+    assert!(
+        err.lines().any(
+            |l| l.starts_with(&format!("slurmstepd: error: *** STEP {job}."))
+                && l.ends_with(" DUE TO TIME LIMIT ***")
+        ),
+        "{err}"
+    );
+    assert_ne!(o.status.code(), Some(0));
+    assert_eq!(
+        c.job_field(&job.to_string(), "JobState").as_deref(),
+        Some("RUNNING")
+    );
+}
