@@ -226,6 +226,7 @@ pub fn build(cli: &Parsed, env: &[(String, String)]) -> Result<Srun, String> {
             .map_err(|e| format!("invalid --nodelist value: {w}: {e}"))?;
     }
     r.exclusive = p.has("exclusive");
+    r.overcommit = p.has("overcommit");
     r.overlap = p.has("overlap");
     let gpu_count = |key: &str, spelled: &str| -> Result<u32, String> {
         // `[type:]count`

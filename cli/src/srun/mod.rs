@@ -134,6 +134,8 @@ fn alloc_spec(p: &opts::Parsed) -> Result<drover_proto::JobSpec, String> {
         "account",
         "qos",
         "chdir",
+        "dependency",
+        "overcommit",
     ];
     let now = crate::timefmt::now();
     let mut o = crate::sbatch::options::SbatchOpts::default();

@@ -103,6 +103,11 @@ fn a_bare_srun_takes_the_allocations_shape() {
         assert!(o.status.success(), "{export}: {}", text(&o.stderr));
         assert_eq!(text(&o.stdout), format!("{want}\n"), "{export}");
     }
+    // -O: more tasks than the job's CPUs, which refuses them otherwise.
+    let o = srun(&c, job, &["-n8", "true"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let o = srun(&c, job, &["-O", "-n8", "true"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
     // Tasks know srun's port.
     let o = srun(
         &c,
