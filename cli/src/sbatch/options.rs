@@ -219,18 +219,98 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("SBATCH_WAIT", "wait"),
     ("SBATCH_WAIT_ALL_NODES", "wait-all-nodes"),
     ("SBATCH_WCKEY", "wckey"),
+    ("SBATCH_ERROR", "error"),
+    ("SBATCH_INPUT", "input"),
+    ("SBATCH_OUTPUT", "output"),
+    ("SBATCH_DEBUG", "verbose"),
+    ("SBATCH_IGNORE_PBS", "ignore-pbs"),
+    ("SBATCH_CPU_FREQ_REQ", "cpu-freq"),
+    ("SBATCH_THREADS_PER_CORE", "threads-per-core"),
+    ("SBATCH_TRES_PER_TASK", "tres-per-task"),
+    ("SBATCH_GPUS_PER_SOCKET", "gpus-per-socket"),
+    ("SBATCH_BURST_BUFFER", "bb"),
+    ("SBATCH_CLUSTER_CONSTRAINT", "cluster-constraint"),
+    ("SBATCH_CONTAINER_ID", "container-id"),
+    ("SBATCH_TRES_BIND", "tres-bind"),
+    ("SBATCH_WAIT4SWITCH", "switches"),
+    ("SLURM_HINT", "hint"),
+];
+
+/// `SALLOC_*` input environment variables (salloc(1)) and their options.
+pub const SALLOC_ENV_VARS: &[(&str, &str)] = &[
+    ("SALLOC_ACCOUNT", "account"),
+    ("SALLOC_ACCTG_FREQ", "acctg-freq"),
+    ("SALLOC_BELL", "bell"),
+    ("SALLOC_BURST_BUFFER", "bb"),
+    ("SALLOC_CLUSTER_CONSTRAINT", "cluster-constraint"),
+    ("SALLOC_CLUSTERS", "clusters"),
+    ("SLURM_CLUSTERS", "clusters"),
+    ("SALLOC_CONTAINER", "container"),
+    ("SALLOC_CONTAINER_ID", "container-id"),
+    ("SALLOC_CONSTRAINT", "constraint"),
+    ("SALLOC_CORE_SPEC", "core-spec"),
+    ("SALLOC_CPU_FREQ_REQ", "cpu-freq"),
+    ("SALLOC_CPUS_PER_GPU", "cpus-per-gpu"),
+    ("SALLOC_DEBUG", "verbose"),
+    ("SALLOC_DELAY_BOOT", "delay-boot"),
+    ("SALLOC_EXCLUSIVE", "exclusive"),
+    ("SALLOC_GPUS", "gpus"),
+    ("SALLOC_GPU_BIND", "gpu-bind"),
+    ("SALLOC_GPU_FREQ", "gpu-freq"),
+    ("SALLOC_GPUS_PER_NODE", "gpus-per-node"),
+    ("SALLOC_GPUS_PER_SOCKET", "gpus-per-socket"),
+    ("SALLOC_GPUS_PER_TASK", "gpus-per-task"),
+    ("SALLOC_GRES", "gres"),
+    ("SALLOC_GRES_FLAGS", "gres-flags"),
+    ("SALLOC_IMMEDIATE", "immediate"),
+    ("SALLOC_HINT", "hint"),
+    ("SLURM_HINT", "hint"),
+    ("SALLOC_KILL_CMD", "kill-command"),
+    ("SALLOC_MEM_BIND", "mem-bind"),
+    ("SALLOC_MEM_PER_CPU", "mem-per-cpu"),
+    ("SALLOC_MEM_PER_GPU", "mem-per-gpu"),
+    ("SALLOC_MEM_PER_NODE", "mem"),
+    ("SALLOC_NETWORK", "network"),
+    ("SALLOC_NO_BELL", "no-bell"),
+    ("SALLOC_NO_KILL", "no-kill"),
+    ("SALLOC_OVERCOMMIT", "overcommit"),
+    ("SALLOC_PARTITION", "partition"),
+    ("SALLOC_POWER", "power"),
+    ("SALLOC_PROFILE", "profile"),
+    ("SALLOC_QOS", "qos"),
+    ("SALLOC_REQ_SWITCH", "switches"),
+    ("SALLOC_RESERVATION", "reservation"),
+    ("SALLOC_SIGNAL", "signal"),
+    ("SALLOC_SPREAD_JOB", "spread-job"),
+    ("SALLOC_THREAD_SPEC", "thread-spec"),
+    ("SALLOC_THREADS_PER_CORE", "threads-per-core"),
+    ("SALLOC_TIMELIMIT", "time"),
+    ("SALLOC_TRES_BIND", "tres-bind"),
+    ("SALLOC_TRES_PER_TASK", "tres-per-task"),
+    ("SALLOC_USE_MIN_NODES", "use-min-nodes"),
+    ("SALLOC_WAIT_ALL_NODES", "wait-all-nodes"),
+    ("SALLOC_WCKEY", "wckey"),
 ];
 
 /// Turn the `SBATCH_*` variables of an environment into option values.
 pub fn env_options(env: &[(String, String)]) -> Vec<(&'static str, Option<String>)> {
+    env_options_from(ENV_VARS, env)
+}
+
+/// Turn the input variables `vars` names into option values (options
+/// this table lacks are left out).
+pub fn env_options_from(
+    vars: &[(&str, &'static str)],
+    env: &[(String, String)],
+) -> Vec<(&'static str, Option<String>)> {
     let mut out = Vec::new();
-    for (var, key) in ENV_VARS {
+    for (var, key) in vars {
         let Some((_, val)) = env.iter().find(|(k, _)| k == var) else {
             continue;
         };
         let def = TABLE.iter().find(|d| d.key == *key);
         let value = match def.map(|d| d.arg) {
-            Some(Arg::No) => None,
+            Some(Arg::No) if *key != "verbose" => None,
             Some(Arg::Optional) if val.is_empty() => None,
             _ => Some(val.clone()),
         };
@@ -600,7 +680,11 @@ impl SbatchOpts {
                 self.time_min =
                     Some(timefmt::parse_time_limit(v).ok_or("Invalid --time-min specification")?)
             }
-            "verbose" => self.verbose += 1,
+            // A count from SBATCH_DEBUG, one more for each -v.
+            "verbose" => match value.and_then(|n| n.trim().parse::<u32>().ok()) {
+                Some(n) => self.verbose = n,
+                None => self.verbose += 1,
+            },
             "version" => self.version = true,
             "nodelist" => self.nodelist = s(),
             "wait" => self.wait = true,

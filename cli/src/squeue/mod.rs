@@ -140,6 +140,9 @@ pub fn run(args: &[String]) -> i32 {
     for w in &p.warnings {
         eprintln!("squeue: error: {w}");
     }
+    for l in &p.dump {
+        println!("{l}");
+    }
     let cfg = match conn::load_config("squeue") {
         Ok(c) => c,
         Err(rc) => return rc,

@@ -167,3 +167,154 @@ fn srun_immediate_and_a_steps_own_time_limit() {
         Some("RUNNING")
     );
 }
+
+#[test]
+fn verbose_dumps_and_input_variables_in_slurms_order() {
+    let c = Cluster::start(Spec::default());
+    // sbatch -v: Slurm's dump of the options set, on stderr.
+    let o = c.run(
+        "sbatch",
+        &["-v", "-p", "debug", "-t", "3", "--wrap", "true"],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).starts_with("Submitted batch job "));
+    let err = text(&o.stderr);
+    let want = [
+        "sbatch: defined options",
+        "sbatch: -------------------- --------------------",
+        "sbatch: partition           : debug",
+        "sbatch: time                : 00:03:00",
+        "sbatch: verbose             : 1",
+        "sbatch: wrap                : true",
+        "sbatch: -------------------- --------------------",
+        "sbatch: end of defined options",
+    ];
+    let got: Vec<&str> = err.lines().filter(|l| want.contains(l)).collect();
+    assert_eq!(got, want, "{err}");
+    // squeue -v: its option dump on stdout, before the jobs.
+    let q = c.ok("squeue", &["-v", "-t", "PD", "-h"]);
+    assert!(
+        q.starts_with("-----------------------------\nall         = false\narray       = false\n"),
+        "{q}"
+    );
+    for l in [
+        "states      = PD",
+        "format      = (null)",
+        "verbose     = 1",
+    ] {
+        assert!(q.lines().any(|x| x == l), "{l} in {q}");
+    }
+    // Precedence: command line > SBATCH_* > #SBATCH directives.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("env.out");
+    let script = "#!/bin/sh\n#SBATCH -J from-script\n#SBATCH -t 7\necho \"$SLURM_EXPORT_ENV\"\n";
+    let id = c.sbatch_env(
+        &["--export=NONE"],
+        script,
+        &[
+            ("SBATCH_JOB_NAME", "from-env"),
+            ("SBATCH_OUTPUT", out.to_str().unwrap()),
+            ("SBATCH_TIMELIMIT", "5"),
+        ],
+    );
+    c.expect_end(id, "COMPLETED");
+    let ids = id.to_string();
+    assert_eq!(c.job_field(&ids, "JobName").as_deref(), Some("from-env"));
+    assert_eq!(c.job_field(&ids, "TimeLimit").as_deref(), Some("00:05:00"));
+    // SBATCH_OUTPUT named the file; the job learnt its --export.
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "NONE\n");
+    let id = c.sbatch_env(
+        &["-J", "from-cli", "-o", "/dev/null"],
+        script,
+        &[("SBATCH_JOB_NAME", "from-env")],
+    );
+    assert_eq!(
+        c.job_field(&id.to_string(), "JobName").as_deref(),
+        Some("from-cli")
+    );
+    // SBATCH_DEBUG counts as -v.
+    let o = c
+        .cmd("sbatch")
+        .args(["-o", "/dev/null", "--wrap", "true"])
+        .env("SBATCH_DEBUG", "2")
+        .output()
+        .unwrap();
+    assert!(
+        text(&o.stderr)
+            .lines()
+            .any(|l| l == "sbatch: verbose             : 2"),
+        "{}",
+        text(&o.stderr)
+    );
+    // salloc: SALLOC_* variables, and the allocation's layout variables.
+    let o = c
+        .cmd("salloc")
+        .args([
+            "-N2",
+            "--ntasks-per-node=2",
+            "sh",
+            "-c",
+            "echo $SLURM_JOB_CPUS_PER_NODE $SLURM_TASKS_PER_NODE $SLURM_NTASKS $SLURM_JOB_PARTITION",
+        ])
+        .env("SALLOC_PARTITION", "debug")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "2(x2) 2(x2) 4 debug\n");
+}
+
+/// salloc run from a terminal puts its command in a process group of its
+/// own and makes that the terminal's foreground group (Slurm's salloc), so
+/// a shell's job control and Ctrl-C reach the command, not salloc.
+#[test]
+fn sallocs_command_owns_the_terminal_foreground() {
+    use std::os::unix::process::CommandExt;
+    let c = Cluster::start(Spec::default());
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors into valid pointers.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty");
+    // SAFETY: the descriptor was just opened and is owned here.
+    let tty = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(slave) };
+    let mut cmd = c.cmd("salloc");
+    // The command prints its pid, process group and the terminal's
+    // foreground group (fields 5 and 8 of /proc/PID/stat).
+    cmd.args([
+        "-n1",
+        "sh",
+        "-c",
+        "echo $$ $(cut -d' ' -f5,8 /proc/$$/stat)",
+    ])
+    .stdin(tty.try_clone().unwrap())
+    .stderr(Stdio::null())
+    .stdout(Stdio::piped());
+    // SAFETY: setsid and the TIOCSCTTY ioctl are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            libc::ioctl(0, libc::TIOCSCTTY, 0);
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    drop(tty);
+    // SAFETY: closing the master we opened.
+    unsafe { libc::close(master) };
+    assert!(o.status.success());
+    let f: Vec<String> = text(&o.stdout)
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    assert_eq!(f.len(), 3, "{:?}", text(&o.stdout));
+    assert_eq!(f[1], f[0], "the command leads its own group: {f:?}");
+    assert_eq!(f[2], f[0], "its group is the terminal's foreground: {f:?}");
+}
