@@ -333,12 +333,16 @@ impl Ctld {
                     } else {
                         req.signal
                     };
+                    // Slurm: a signal other than SIGKILL goes to the job's
+                    // steps only; -b to the batch shell only; -f to both.
                     if req.batch_only {
                         self.signal_node(id, &batch, sig, true, false);
-                    } else {
+                    } else if req.full || sig == libc::SIGKILL as u32 {
                         for n in nodes {
                             self.signal_node(id, &n, sig, false, false);
                         }
+                    } else {
+                        self.signal_steps(id, sig);
                     }
                     return Ok(());
                 }

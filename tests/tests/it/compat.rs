@@ -318,3 +318,70 @@ fn sallocs_command_owns_the_terminal_foreground() {
     assert_eq!(f[1], f[0], "the command leads its own group: {f:?}");
     assert_eq!(f[2], f[0], "its group is the terminal's foreground: {f:?}");
 }
+
+#[test]
+fn scancel_signals_steps_and_talks_like_slurm() {
+    let c = Cluster::start(Spec::default());
+    let out = c.path().join("sig.out");
+    // Builtins only in the loops: a signal that lands in a helper would end
+    // them early.
+    let script = "#!/bin/bash\n\
+        trap 'echo shell USR1' USR1\n\
+        srun -n1 bash -c 'trap \"echo step USR1; exit 0\" USR1; echo ready; i=0; while [ $i -lt 600 ]; do i=$((i+1)); sleep 0.1; done' &\n\
+        until wait; do :; done\n\
+        echo end\n";
+    let id = c.sbatch(&["-o", out.to_str().unwrap()], script);
+    let ids = id.to_string();
+    c.wait_file(&out, |t| t.contains("ready"));
+    // -b: the batch shell only.
+    let o = c.run("scancel", &["-v", "-b", "-s", "USR1", &ids]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stderr).trim_end(),
+        format!("scancel: Signal 10 to batch job {id}")
+    );
+    c.wait_file(&out, |t| t.contains("shell USR1"));
+    // No flag: the steps, not the shell.
+    let o = c.run("scancel", &["-v", "--signal=USR1", &ids]);
+    assert_eq!(
+        text(&o.stderr).trim_end(),
+        format!("scancel: Signal 10 to job {id}")
+    );
+    c.expect_end(id, "COMPLETED");
+    let t = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(t.matches("shell USR1").count(), 1, "{t}");
+    assert!(t.contains("step USR1") && t.ends_with("end\n"), "{t}");
+    // Filters that match nothing: Slurm's note with -v, and success.
+    let o = c.run("scancel", &["-v", "-n", "no-such-job", "-t", "R"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stderr).trim_end(),
+        "scancel: error: No active jobs match ALL job filters, including: job_name=no-such-job state=RUNNING"
+    );
+    let o = c.run("scancel", &["-n", "no-such-job"]);
+    assert!(
+        o.status.success() && o.stderr.is_empty(),
+        "{}",
+        text(&o.stderr)
+    );
+    // Terminating, by id and by filter.
+    let a = c.sbatch(
+        &["-o", "/dev/null", "-J", "victim"],
+        "#!/bin/sh\nsleep 300\n",
+    );
+    let o = c.run("scancel", &["-v", &a.to_string()]);
+    assert_eq!(
+        text(&o.stderr).trim_end(),
+        format!("scancel: Terminating job {a}")
+    );
+    let b = c.sbatch(
+        &["-o", "/dev/null", "-J", "victim2"],
+        "#!/bin/sh\nsleep 300\n",
+    );
+    let o = c.run("scancel", &["-v", "-n", "victim2"]);
+    assert_eq!(
+        text(&o.stderr).trim_end(),
+        format!("scancel: Terminating job {b}")
+    );
+    c.expect_end(b, "CANCELLED");
+}
