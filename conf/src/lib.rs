@@ -18,6 +18,7 @@ mod include;
 mod lexer;
 pub mod local;
 pub mod nodes;
+pub mod parsetime;
 pub mod partitions;
 pub mod private;
 pub mod sched;

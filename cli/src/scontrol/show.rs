@@ -245,7 +245,11 @@ pub fn job(j: &JobInfo, o: &ShowOpts) -> String {
     ));
     r.line(format!(
         "AccrueTime={}",
-        make_time_str(if j.hold != 0 { 0 } else { j.eligible_time })
+        make_time_str(if j.hold != 0 || j.eligible_time > o.now {
+            0
+        } else {
+            j.eligible_time
+        })
     ));
     let end = if j.time_limit == INFINITE && j.end_time > o.now {
         "Unknown".to_string()

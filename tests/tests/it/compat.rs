@@ -385,3 +385,70 @@ fn scancel_signals_steps_and_talks_like_slurm() {
     );
     c.expect_end(b, "CANCELLED");
 }
+
+/// `date` in the local zone, as the commands see it.
+fn local_date(args: &[&str]) -> String {
+    let o = std::process::Command::new("date")
+        .args(args)
+        .output()
+        .unwrap();
+    text(&o.stdout).trim().to_string()
+}
+
+#[test]
+fn begin_times_in_every_form_and_sacct_today() {
+    let c = Cluster::start(Spec {
+        accounting: Some("sqlite".into()),
+        ..Spec::default()
+    });
+    let tomorrow = local_date(&["-d", "tomorrow", "+%Y-%m-%d"]);
+    for (begin, want) in [
+        ("noon-tomorrow", format!("{tomorrow}T12:00:00")),
+        ("noon tomorrow", format!("{tomorrow}T12:00:00")),
+        ("midnight", format!("{tomorrow}T00:00:00")),
+        ("teatime tomorrow", format!("{tomorrow}T16:00:00")),
+        ("fika-tomorrow", format!("{tomorrow}T15:00:00")),
+        ("4:30PM tomorrow", format!("{tomorrow}T16:30:00")),
+    ] {
+        let id = c.sbatch(&["--begin", begin, "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+        let ids = id.to_string();
+        assert_eq!(c.job_field(&ids, "EligibleTime"), Some(want), "{begin}");
+        assert_eq!(
+            c.job_field(&ids, "Reason").as_deref(),
+            Some("BeginTime"),
+            "{begin}"
+        );
+        c.ok("scancel", &[&ids]);
+    }
+    // now+1hour: an hour from now (to the minute either side).
+    let id = c.sbatch(
+        &["--begin=now+1hour", "-o", "/dev/null"],
+        "#!/bin/sh\ntrue\n",
+    );
+    let got = c.job_field(&id.to_string(), "EligibleTime").unwrap();
+    let near: Vec<String> = ["+59 minutes", "+60 minutes", "+61 minutes"]
+        .iter()
+        .map(|d| local_date(&["-d", d, "+%Y-%m-%dT%H:%M"]))
+        .collect();
+    assert!(
+        near.iter().any(|n| got.starts_with(n)),
+        "{got} not in {near:?}"
+    );
+    let o = c.run("sbatch", &["--begin=now+5parsecs", "--wrap", "true"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("Invalid --begin specification"),
+        "{}",
+        text(&o.stderr)
+    );
+    // sacct --starttime=00:00 is today's midnight (a time of day looks back).
+    let done = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    c.expect_end(done, "COMPLETED");
+    let ids = done.to_string();
+    let t = c.wait_sacct(
+        &["-X", "-n", "-P", "-S", "00:00", "-o", "JobID"],
+        WAIT,
+        |t| t.lines().any(|l| l == ids),
+    );
+    assert!(t.lines().any(|l| l == ids), "{t}");
+}
