@@ -17,16 +17,28 @@ use crate::conn;
 /// Submit `spec` as an allocation and wait for it to start. Messages go to
 /// stderr as Slurm's `salloc:` / `srun:` lines. Ctrl-C while waiting
 /// withdraws the request.
-pub async fn allocate(prog: &str, ctl: &mut Controller, mut spec: JobSpec) -> Result<JobInfo, i32> {
+pub async fn allocate(
+    prog: &str,
+    ctl: &mut Controller,
+    cfg: &Config,
+    mut spec: JobSpec,
+) -> Result<JobInfo, i32> {
     spec.interactive = true;
     spec.script.clear();
+    let partition = spec.partition.clone();
     let id = match ctl.submit(SubmitRequest { spec: Some(spec) }).await {
         Ok(r) => r.into_inner().job_id,
         Err(st) => {
-            eprintln!(
-                "{prog}: error: Job submit/allocate failed: {}",
-                conn::classify(&st).message()
-            );
+            if let Some(note) = conn::partition_note(&st, &partition, cfg) {
+                eprintln!("{prog}: error: {note}");
+            }
+            // Slurm's words differ: srun "Unable to allocate resources".
+            let what = if prog == "srun" {
+                "Unable to allocate resources"
+            } else {
+                "Job submit/allocate failed"
+            };
+            eprintln!("{prog}: error: {what}: {}", conn::classify(&st).message());
             return Err(1);
         }
     };

@@ -129,7 +129,7 @@ pub fn run(args: &[String]) -> i32 {
             Ok(c) => c,
             Err(rc) => return rc,
         };
-        let job = match alloc::allocate("salloc", &mut ctl, job_spec).await {
+        let job = match alloc::allocate("salloc", &mut ctl, &cfg, job_spec).await {
             Ok(j) => j,
             Err(rc) => return rc,
         };

@@ -194,13 +194,17 @@ pub fn run(args: &[String]) -> i32 {
             Ok(c) => c,
             Err(rc) => return rc,
         };
+        let partition = job.partition.clone();
         let resp = match client.submit(SubmitRequest { spec: Some(job) }).await {
             Ok(r) => r.into_inner(),
             Err(st) => {
+                if let Some(note) = conn::partition_note(&st, &partition, &cfg) {
+                    err(&note);
+                }
                 return err(&format!(
                     "Batch job submission failed: {}",
                     conn::classify(&st).message()
-                ))
+                ));
             }
         };
         for w in &resp.warnings {

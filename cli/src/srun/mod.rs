@@ -94,7 +94,7 @@ pub fn run(argv: &[String]) -> i32 {
             Ok(c) => c,
             Err(c) => return c,
         };
-        let job = match crate::salloc::alloc::allocate("srun", &mut ctl, spec).await {
+        let job = match crate::salloc::alloc::allocate("srun", &mut ctl, &cfg, spec).await {
             Ok(j) => j,
             Err(c) => return c,
         };

@@ -442,7 +442,7 @@ fn begin_times_in_every_form_and_sacct_today() {
         text(&o.stderr)
     );
     // sacct --starttime=00:00 is today's midnight (a time of day looks back).
-    let done = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    let done = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\nsrun true\n");
     c.expect_end(done, "COMPLETED");
     let ids = done.to_string();
     let t = c.wait_sacct(
@@ -451,4 +451,96 @@ fn begin_times_in_every_form_and_sacct_today() {
         |t| t.lines().any(|l| l == ids),
     );
     assert!(t.lines().any(|l| l == ids), "{t}");
+    // sacct -j J.N: that step only; nothing for a step that never was.
+    let step = format!("{ids}.0");
+    let t = c.wait_sacct(&["-j", &step, "-n", "-P", "-o", "JobID"], WAIT, |t| {
+        !t.trim().is_empty()
+    });
+    assert_eq!(t, format!("{step}\n"));
+    let t = c.ok(
+        "sacct",
+        &["-j", &format!("{ids}.7"), "-n", "-P", "-o", "JobID"],
+    );
+    assert_eq!(t, "");
+    let t = c.ok(
+        "sacct",
+        &["-j", &format!("{ids}.batch"), "-n", "-P", "-o", "JobID"],
+    );
+    assert_eq!(t, format!("{ids}.batch\n"));
+}
+
+#[test]
+fn messages_and_small_options_in_slurms_words() {
+    let c = Cluster::start(Spec::default());
+    let lines = |prog: &str, args: &[&str]| -> (Option<i32>, Vec<String>) {
+        let o = c
+            .cmd(prog)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            text(&o.stderr).lines().map(String::from).collect(),
+        )
+    };
+    let (code, err) = lines("sbatch", &["-p", "nosuch", "--wrap", "true"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        err,
+        vec![
+            "sbatch: error: invalid partition specified: nosuch",
+            "sbatch: error: Batch job submission failed: Invalid partition name specified"
+        ]
+    );
+    let (code, err) = lines("srun", &["-p", "debug,nosuch", "true"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        err,
+        vec![
+            "srun: error: invalid partition specified: nosuch",
+            "srun: error: Unable to allocate resources: Invalid partition name specified"
+        ]
+    );
+    let (code, err) = lines("salloc", &["-p", "nosuch", "true"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        err,
+        vec![
+            "salloc: error: invalid partition specified: nosuch",
+            "salloc: error: Job submit/allocate failed: Invalid partition name specified"
+        ]
+    );
+    // squeue -w: a name that is no node is refused.
+    let (code, err) = lines("squeue", &["--nodelist=unknown"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(err, vec!["squeue: error: Invalid node name unknown"]);
+    c.ok("squeue", &["-w", "node1"]);
+    // sinfo -O: statecomplete and the other long fields.
+    let s = c.ok(
+        "sinfo",
+        &[
+            "-h",
+            "-N",
+            "-O",
+            "nodelist:8,statecomplete:12,share:6,comment:8",
+        ],
+    );
+    assert_eq!(
+        s.lines().collect::<Vec<_>>(),
+        vec![
+            "node1   idle        NO    (null)  ",
+            "node2   idle        NO    (null)  "
+        ],
+        "{s}"
+    );
+    c.ok(
+        "scontrol",
+        &["update", "NodeName=node2", "State=DRAIN", "Reason=test"],
+    );
+    let s = c.ok("sinfo", &["-h", "-n", "node2", "-O", "statecomplete"]);
+    assert_eq!(s.trim(), "idle+drain");
+    let all = c.ok("sinfo", &["-O", "all"]);
+    let head = all.lines().next().unwrap_or("");
+    assert!(head.starts_with("AVAIL|ACTIVE_FEATURES|"), "{head}");
 }
