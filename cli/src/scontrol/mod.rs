@@ -1,5 +1,6 @@
 //! `scontrol`: view and change jobs, nodes, partitions and the controller.
 
+mod configkeys;
 pub mod listpids;
 pub mod resv;
 pub mod show;
@@ -80,6 +81,7 @@ pub enum Command {
     ShowNode(Option<String>),
     ShowPartition(Option<String>),
     ShowConfig,
+    ShowDaemons,
     Hostnames(Option<String>),
     Hostlist(String, bool),
     Action(&'static str, Vec<String>),
@@ -128,6 +130,8 @@ pub fn parse_command(words: &[String]) -> Result<Command, Vec<String>> {
             Command::ShowNode(arg)
         } else if kw(w, "partitions", 1) {
             Command::ShowPartition(arg)
+        } else if kw(w, "daemons", 1) {
+            Command::ShowDaemons
         } else if kw(w, "config", 1) {
             Command::ShowConfig
         } else if kw(w, "hostnames", 5) {
@@ -307,6 +311,35 @@ pub fn hostlist(arg: &str, sorted: bool) -> Result<String, String> {
     Ok(format!("{s}\n"))
 }
 
+/// `scontrol show daemons`: the daemons this host should run, in Slurm's
+/// order and spacing (`slurmctld slurmd`), by Drover's names: the
+/// controller where a `SlurmctldHost` is this host (or `localhost`), the
+/// node agent where a node is this host (by name, by `NodeHostname`, or
+/// `localhost`).
+pub fn daemons_here(cfg: &drover_conf::Config, hostname: &str) -> String {
+    let short = hostname.split('.').next().unwrap_or(hostname);
+    let here = |n: &str| n == short || n == hostname;
+    let ctld = cfg.slurmctld_host.iter().any(|h| {
+        h.name
+            .split(',')
+            .any(|t| here(t) || t.eq_ignore_ascii_case("localhost"))
+    });
+    let node = cfg
+        .nodes
+        .iter()
+        .any(|n| here(&n.name) || here(&n.node_hostname))
+        || cfg.nodes.iter().any(|n| n.name == "localhost");
+    let any = !cfg.slurmctld_host.is_empty();
+    let mut out = String::new();
+    if any && ctld {
+        out.push_str("droverctld ");
+    }
+    if any && node {
+        out.push_str("droverd");
+    }
+    out
+}
+
 fn write_out(s: &str) {
     let stdout = std::io::stdout();
     let mut lock = stdout.lock();
@@ -332,6 +365,15 @@ pub fn run(args: &[String]) -> i32 {
         }
         Command::Version => {
             crate::print_version();
+            return 0;
+        }
+        Command::ShowDaemons => {
+            let cfg = match crate::conn::load_config("scontrol") {
+                Ok(c) => c,
+                Err(rc) => return rc,
+            };
+            let long = drover_proto::auth::hostname();
+            println!("{}", daemons_here(&cfg, &long));
             return 0;
         }
         Command::Hostnames(arg) => {
@@ -630,7 +672,7 @@ async fn execute(
             Ok(r) => {
                 let r = r.into_inner();
                 let as_of = if r.boot_time != 0 { r.boot_time } else { now };
-                write_out(&show::config(&r.entries, as_of));
+                write_out(&show::config(&configkeys::complete(&r.entries), as_of));
                 0
             }
             Err(st) => report(flags, "slurm_load_ctl_conf error: ", &st),
@@ -691,6 +733,7 @@ async fn execute(
         | Command::Version
         | Command::Help
         | Command::Hostnames(_)
+        | Command::ShowDaemons
         | Command::Resv(_)
         | Command::WriteBatchScript(..)
         | Command::ListPids(..)
@@ -729,6 +772,20 @@ async fn job_update(client: &mut Controller, flags: &Flags, req: UpdateJobReques
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn daemons_of_this_host() {
+        let (cfg, _) = drover_conf::slurmconf::parse_str(
+            "SlurmctldHost=ctl\nNodeName=n1 NodeHostname=box1\nNodeName=n2\nPartitionName=p Nodes=ALL\n",
+            "slurm.conf",
+            &mut |_| Err("no includes".into()),
+        )
+        .unwrap();
+        assert_eq!(super::daemons_here(&cfg, "ctl.example.org"), "droverctld ");
+        assert_eq!(super::daemons_here(&cfg, "box1"), "droverd");
+        assert_eq!(super::daemons_here(&cfg, "n2"), "droverd");
+        assert_eq!(super::daemons_here(&cfg, "other"), "");
+    }
+
     use super::*;
 
     fn parse(a: &[&str]) -> Result<(Flags, Command), Vec<String>> {

@@ -544,3 +544,33 @@ fn messages_and_small_options_in_slurms_words() {
     let head = all.lines().next().unwrap_or("");
     assert!(head.starts_with("AVAIL|ACTIVE_FEATURES|"), "{head}");
 }
+
+#[test]
+fn scontrol_daemons_hostnames_and_every_config_key() {
+    let c = Cluster::start(Spec::default());
+    // The test cluster's controller is on this host (localhost), its
+    // nodes (node1, node2) are not: Slurm's "slurmctld " line.
+    let d = c.ok("scontrol", &["show", "daemons"]);
+    assert_eq!(d, "droverctld \n");
+    // Several brackets: the last varies fastest, as in Slurm.
+    let h = c.ok("scontrol", &["show", "hostnames", "row[0,1]_rack[2-3]"]);
+    assert_eq!(h, "row0_rack2\nrow0_rack3\nrow1_rack2\nrow1_rack3\n");
+    let cfg = c.ok("scontrol", &["show", "config"]);
+    let key = |k: &str| {
+        cfg.lines()
+            .find(|l| l.split_whitespace().next() == Some(k))
+            .map(|l| l.split_once(" = ").map_or("", |x| x.1).to_string())
+    };
+    for (k, want) in [
+        ("ProctrackType", "proctrack/cgroup"),
+        ("AccountingStorageEnforce", "none"),
+        ("PrologFlags", "(null)"),
+        ("JobSubmitPlugins", "(null)"),
+        ("DependencyParameters", "(null)"),
+        ("SlurmctldParameters", "(null)"),
+        ("MinJobAge", "300 sec"),
+    ] {
+        assert_eq!(key(k).as_deref(), Some(want), "{k}");
+    }
+    assert!(cfg.lines().count() > 150, "{cfg}");
+}
