@@ -169,7 +169,7 @@ const MBYTES: &[&str] = &["mem", "mem-per-cpu", "mem-per-gpu", "tmp"];
 pub fn mbytes_to_str(mut mb: u64) -> String {
     let units = ['M', 'G', 'T', 'P'];
     let mut i = 0;
-    while i < units.len() - 1 && mb != 0 && mb % 1024 == 0 {
+    while i < units.len() - 1 && mb != 0 && mb.is_multiple_of(1024) {
         mb /= 1024;
         i += 1;
     }
