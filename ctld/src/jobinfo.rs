@@ -275,6 +275,7 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
                 rt.eligible_time
             },
             start_time: rt.start_time,
+            stopped: rt.stopped && state == JobState::Running,
             end_time: if rt.end_time != 0 {
                 rt.end_time
             } else {

@@ -212,7 +212,11 @@ pub fn job(j: &JobInfo, o: &ShowOpts) -> String {
         .collect();
     r.line(format!(
         "JobState={} Reason={} Dependency={}",
-        state.long_name(),
+        if j.stopped {
+            "STOPPED"
+        } else {
+            state.long_name()
+        },
         printable(&reason),
         or_null(&j.dependency)
     ));

@@ -351,6 +351,19 @@ fn scancel_signals_steps_and_talks_like_slurm() {
     let t = std::fs::read_to_string(&out).unwrap();
     assert_eq!(t.matches("shell USR1").count(), 1, "{t}");
     assert!(t.contains("step USR1") && t.ends_with("end\n"), "{t}");
+    // SIGSTOP: the job shows STOPPED (ST) until SIGCONT, as in Slurm.
+    let idle = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\nsrun sleep 300\n");
+    let idles = idle.to_string();
+    c.wait_state(&idles, &["RUNNING"], WAIT);
+    c.ok("scancel", &["-s", "STOP", &idles]);
+    assert_eq!(c.job_field(&idles, "JobState").as_deref(), Some("STOPPED"));
+    assert_eq!(
+        c.ok("squeue", &["-h", "-j", &idles, "-o", "%t %T"]),
+        "ST STOPPED\n"
+    );
+    c.ok("scancel", &["-s", "CONT", &idles]);
+    assert_eq!(c.job_field(&idles, "JobState").as_deref(), Some("RUNNING"));
+    c.ok("scancel", &[&idles]);
     // Filters that match nothing: Slurm's note with -v, and success.
     let o = c.run("scancel", &["-v", "-n", "no-such-job", "-t", "R"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
