@@ -1,6 +1,7 @@
 //! `sbatch`: submit a batch script.
 
 pub mod directives;
+pub mod envvars;
 pub mod options;
 pub mod spec;
 

@@ -1,6 +1,7 @@
 //! `scontrol`: view and change jobs, nodes, partitions and the controller.
 
 mod configkeys;
+mod daemons;
 pub mod listpids;
 pub mod resv;
 pub mod show;
@@ -311,35 +312,6 @@ pub fn hostlist(arg: &str, sorted: bool) -> Result<String, String> {
     Ok(format!("{s}\n"))
 }
 
-/// `scontrol show daemons`: the daemons this host should run, in Slurm's
-/// order and spacing (`slurmctld slurmd`), by Drover's names: the
-/// controller where a `SlurmctldHost` is this host (or `localhost`), the
-/// node agent where a node is this host (by name, by `NodeHostname`, or
-/// `localhost`).
-pub fn daemons_here(cfg: &drover_conf::Config, hostname: &str) -> String {
-    let short = hostname.split('.').next().unwrap_or(hostname);
-    let here = |n: &str| n == short || n == hostname;
-    let ctld = cfg.slurmctld_host.iter().any(|h| {
-        h.name
-            .split(',')
-            .any(|t| here(t) || t.eq_ignore_ascii_case("localhost"))
-    });
-    let node = cfg
-        .nodes
-        .iter()
-        .any(|n| here(&n.name) || here(&n.node_hostname))
-        || cfg.nodes.iter().any(|n| n.name == "localhost");
-    let any = !cfg.slurmctld_host.is_empty();
-    let mut out = String::new();
-    if any && ctld {
-        out.push_str("droverctld ");
-    }
-    if any && node {
-        out.push_str("droverd");
-    }
-    out
-}
-
 fn write_out(s: &str) {
     let stdout = std::io::stdout();
     let mut lock = stdout.lock();
@@ -373,7 +345,7 @@ pub fn run(args: &[String]) -> i32 {
                 Err(rc) => return rc,
             };
             let long = drover_proto::auth::hostname();
-            println!("{}", daemons_here(&cfg, &long));
+            println!("{}", daemons::daemons_here(&cfg, &long));
             return 0;
         }
         Command::Hostnames(arg) => {
@@ -772,19 +744,6 @@ async fn job_update(client: &mut Controller, flags: &Flags, req: UpdateJobReques
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn daemons_of_this_host() {
-        let (cfg, _) = drover_conf::slurmconf::parse_str(
-            "SlurmctldHost=ctl\nNodeName=n1 NodeHostname=box1\nNodeName=n2\nPartitionName=p Nodes=ALL\n",
-            "slurm.conf",
-            &mut |_| Err("no includes".into()),
-        )
-        .unwrap();
-        assert_eq!(super::daemons_here(&cfg, "ctl.example.org"), "droverctld ");
-        assert_eq!(super::daemons_here(&cfg, "box1"), "droverd");
-        assert_eq!(super::daemons_here(&cfg, "n2"), "droverd");
-        assert_eq!(super::daemons_here(&cfg, "other"), "");
-    }
 
     use super::*;
 
