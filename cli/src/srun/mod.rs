@@ -305,8 +305,13 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
+            // The controller restarting: unreachable, or (on its host) its
+            // authentication socket gone for a moment.
             Err(st)
-                if conn::classify(&st) == RpcError::Connect
+                if (conn::classify(&st) == RpcError::Connect
+                    || st
+                        .message()
+                        .starts_with("cannot reach the authentication socket"))
                     && !st.message().contains("launch of step")
                     && unreachable_since
                         .get_or_insert_with(tokio::time::Instant::now)
