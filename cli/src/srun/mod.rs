@@ -69,6 +69,19 @@ pub fn run(argv: &[String]) -> i32 {
             eprintln!("srun: warning: {w}");
         }
     }
+    // -v: Slurm's dump of the options set (environment, then command line).
+    let (merged, _) = args::with_env(&p, &env);
+    let verbose = merged.count("verbose") as u32;
+    if verbose > 0 {
+        let set: Vec<(&str, Option<String>)> = merged
+            .opts
+            .iter()
+            .map(|f| (f.key, f.value.clone()))
+            .collect();
+        for l in crate::optdump::defined_options(args::TABLE, &set, verbose) {
+            eprintln!("srun: {l}");
+        }
+    }
     // Outside an allocation srun gets one first (the allocation options
     // are sbatch's).
     let alloc_spec = if s.job_id.is_none() {

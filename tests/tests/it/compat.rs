@@ -108,6 +108,21 @@ fn a_bare_srun_takes_the_allocations_shape() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let o = srun(&c, job, &["-O", "-n8", "true"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
+    // srun -v: Slurm's option dump, the environment's values included.
+    let o = srun_cmd(&c, job, &["-v", "-n1", "true"])
+        .env("SLURM_LABELIO", "1")
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    for l in [
+        "srun: defined options",
+        "srun: label               : set",
+        "srun: ntasks              : 1",
+        "srun: verbose             : 1",
+        "srun: end of defined options",
+    ] {
+        assert!(err.lines().any(|x| x == l), "{l} in {err}");
+    }
     // Tasks know srun's port.
     let o = srun(
         &c,
