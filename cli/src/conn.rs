@@ -196,6 +196,21 @@ pub fn report(cmd: &str, prefix: &str, st: &tonic::Status) {
     }
 }
 
+/// The line slurmctld's error message adds before a refused submission for
+/// an unknown partition (`invalid partition specified: NAME`, NAME the
+/// first requested one the config lacks); None for other refusals.
+pub fn partition_note(st: &tonic::Status, requested: &str, cfg: &Config) -> Option<String> {
+    if !st.message().starts_with("Invalid partition name specified") {
+        return None;
+    }
+    let names: Vec<&str> = requested.split(',').filter(|p| !p.is_empty()).collect();
+    let bad = names
+        .iter()
+        .find(|n| !cfg.partitions.iter().any(|p| p.name == **n))
+        .or(names.first())?;
+    Some(format!("invalid partition specified: {bad}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

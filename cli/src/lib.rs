@@ -18,6 +18,7 @@ pub mod jobids;
 pub mod json;
 pub mod jsonw;
 pub mod nodestate;
+pub mod optdump;
 pub mod opts;
 #[cfg(test)]
 mod proptests;

@@ -56,6 +56,33 @@ pub struct Request {
     pub interactive: bool,
     pub quiet: bool,
     pub verbose: u32,
+    /// The filters as Slurm names them in its "No active jobs match"
+    /// message (`job_name=x state=RUNNING `); empty without filters.
+    pub filters_text: String,
+}
+
+impl Request {
+    /// Slurm's word for what is signalled: `batch ` (-b), `full ` (-f).
+    pub fn job_type(&self) -> &'static str {
+        if self.full {
+            "full "
+        } else if self.batch {
+            "batch "
+        } else {
+            ""
+        }
+    }
+
+    /// scancel -v's line for one job or step id.
+    pub fn verbose_line(&self, id: &str) -> String {
+        let what = if id.contains('.') { "step" } else { "job" };
+        let kind = if what == "step" { "" } else { self.job_type() };
+        if self.signal == 0 {
+            format!("scancel: Terminating {kind}{what} {id}")
+        } else {
+            format!("scancel: Signal {} to {kind}{what} {id}", self.signal)
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -164,6 +191,41 @@ pub fn parse_args(
     if p.has("reservation") || p.has("wckey") {
         filtered = true;
     }
+    // In Slurm's order and words (`_filters2str`).
+    let mut text = String::new();
+    let me = euid.to_string();
+    let user_name = if p.has("me") {
+        Some(me.as_str())
+    } else {
+        p.value("user")
+    };
+    for (name, v) in [
+        ("account", p.value("account")),
+        ("job_name", p.value("name")),
+        ("nodelist", p.value("nodelist")),
+        ("partition", p.value("partition")),
+        ("qos", p.value("qos")),
+        ("reservation", p.value("reservation")),
+    ] {
+        if let Some(v) = v {
+            text.push_str(&format!("{name}={v} "));
+        }
+    }
+    if !r.filter.states.is_empty() {
+        let names: Vec<&str> = r
+            .filter
+            .states
+            .iter()
+            .map(|s| JobState::try_from(*s).map_or("", |s| s.long_name()))
+            .collect();
+        text.push_str(&format!("state={} ", names.join(",")));
+    }
+    for (name, v) in [("user_name", user_name), ("wckey", p.value("wckey"))] {
+        if let Some(v) = v {
+            text.push_str(&format!("{name}={v} "));
+        }
+    }
+    r.filters_text = text;
     if r.ids.is_empty() && !filtered {
         return Err(err("No job identification provided".into()));
     }
@@ -270,13 +332,46 @@ pub fn run(args: &[String]) -> i32 {
                 ..Default::default()
             };
         }
-        if r.verbose > 0 {
-            for id in &filter.job_ids {
-                if r.signal == 0 {
-                    eprintln!("scancel: Terminating job {id}");
-                } else {
-                    eprintln!("scancel: Signal {} to job {id}", r.signal);
+        if r.verbose > 0 && !r.filters_text.is_empty() {
+            // With filters, the jobs that match them, or Slurm's note that
+            // none does.
+            let mut active = filter.clone();
+            if active.states.is_empty() {
+                active.states = [JobState::Pending, JobState::Running, JobState::Suspended]
+                    .iter()
+                    .map(|s| *s as i32)
+                    .collect();
+            }
+            let jobs = match client
+                .get_jobs(GetJobsRequest {
+                    filter: Some(active),
+                    details: false,
+                })
+                .await
+            {
+                Ok(resp) => resp.into_inner().jobs,
+                Err(st) => {
+                    conn::report("scancel", "scancel: error: ", &st);
+                    return 1;
                 }
+            };
+            if jobs.is_empty() {
+                eprintln!(
+                    "scancel: error: No active jobs match ALL job filters, including: {}",
+                    r.filters_text
+                );
+            }
+            for j in &jobs {
+                let id = if j.array_job_id != 0 && !j.is_array_meta {
+                    format!("{}_{}", j.array_job_id, j.array_task_id)
+                } else {
+                    j.job_id.to_string()
+                };
+                eprintln!("{}", r.verbose_line(&id));
+            }
+        } else if r.verbose > 0 {
+            for id in &filter.job_ids {
+                eprintln!("{}", r.verbose_line(id));
             }
         }
         let req = CancelRequest {

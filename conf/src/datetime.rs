@@ -150,164 +150,20 @@ pub fn parse_offset(s: &str) -> Option<i64> {
     n.checked_mul(mult)
 }
 
-/// Parse `HH:MM[:SS]` with an optional AM/PM suffix.
-fn parse_clock(s: &str) -> Option<(u32, u32, u32)> {
-    let (body, pm, am) = if let Some(b) = s.strip_suffix("pm") {
-        (b.trim(), true, false)
-    } else if let Some(b) = s.strip_suffix("am") {
-        (b.trim(), false, true)
-    } else {
-        (s, false, false)
-    };
-    let parts: Vec<&str> = body.split(':').collect();
-    let (h, m, sec) = match parts.as_slice() {
-        [h, m] => (num(h)?, num(m)?, 0),
-        [h, m, sec] => (num(h)?, num(m)?, num(sec)?),
-        _ => return None,
-    };
-    if h > 23 || m > 59 || sec > 60 {
-        return None;
-    }
-    let mut h = h as u32;
-    if pm || am {
-        if !(1..=12).contains(&h) {
-            return None;
-        }
-        if pm && h != 12 {
-            h += 12;
-        }
-        if am && h == 12 {
-            h = 0;
-        }
-    }
-    Some((h, m as u32, sec as u32))
-}
-
-/// `midnight`, `noon`, `fika`, `teatime` as a time of day.
-fn named_clock(w: &str) -> Option<(u32, u32, u32)> {
-    match w {
-        "midnight" => Some((0, 0, 0)),
-        "noon" => Some((12, 0, 0)),
-        "fika" => Some((15, 0, 0)),
-        "teatime" => Some((16, 0, 0)),
-        _ => None,
-    }
-}
-
-/// Parse a `--begin`/`--deadline` value into unix seconds.
-/// Accepts `now[+N[unit]]` (see [`parse_offset`]), `HH:MM[:SS][AM|PM]`,
-/// `YYYY-MM-DD[THH[:MM[:SS]]]`, `MM/DD[/YY]`, `midnight`, `noon`, `fika`,
-/// `teatime`, `today`, `tomorrow`, and a time of day followed by `today` or
-/// `tomorrow`. A bare time of day is its next occurrence.
+/// Parse a `--begin`/`--deadline` value into unix seconds: Slurm's
+/// `parse_time` (see [`crate::parsetime`]), looking ahead.
 pub fn parse_begin(s: &str, now: i64, zone: &dyn Zone) -> Option<i64> {
-    let lower = s.trim().to_ascii_lowercase();
-    if lower.is_empty() {
-        return None;
-    }
-    if let Some(rest) = lower.strip_prefix("now") {
-        let rest = rest.trim();
-        if rest.is_empty() {
-            return Some(now);
-        }
-        return now.checked_add(parse_offset(rest.strip_prefix('+')?)?);
-    }
-    let today = zone.to_tm(now);
-    let at = |y: i32, mo: u32, d: u32, h: u32, mi: u32, se: u32| {
-        zone.to_unix(y, mo as i32 - 1, d as i32, h as i32, mi as i32, se as i32)
-    };
-    // A time of day, optionally followed by a day word.
-    let (clock_part, day_part) = match lower.split_once(char::is_whitespace) {
-        Some((a, b)) => (a, Some(b.trim())),
-        None => (lower.as_str(), None),
-    };
-    if let Some((h, m, sec)) = parse_clock(clock_part).or_else(|| named_clock(clock_part)) {
-        let day_offset = match day_part {
-            None => {
-                // Next occurrence of that time (midnight is always tomorrow).
-                let t = at(today.year, today.month, today.day, h, m, sec)?;
-                u32::from(t <= now || clock_part == "midnight")
-            }
-            Some("today") => 0,
-            Some("tomorrow") => 1,
-            Some(_) => return None,
-        };
-        return at(today.year, today.month, today.day + day_offset, h, m, sec);
-    }
-    if day_part.is_some() {
-        return None;
-    }
-    match lower.as_str() {
-        "today" => return at(today.year, today.month, today.day, 0, 0, 0),
-        "tomorrow" => return at(today.year, today.month, today.day + 1, 0, 0, 0),
-        _ => {}
-    }
-    parse_date(&lower, today.year, &at)
+    crate::parsetime::parse_time(s.trim(), false, now, zone)
+        .ok()
+        .flatten()
 }
 
-/// `YYYY-MM-DD[THH[:MM[:SS]]]` or `MM/DD[/YY]` (lower case).
-fn parse_date(
-    lower: &str,
-    this_year: i32,
-    at: &dyn Fn(i32, u32, u32, u32, u32, u32) -> Option<i64>,
-) -> Option<i64> {
-    let (date, time) = match lower.split_once('t') {
-        Some((d, t)) => (d, Some(t)),
-        None => (lower, None),
-    };
-    let (h, mi, se) = match time {
-        Some(t) => {
-            let parts: Vec<&str> = t.split(':').collect();
-            match parts.as_slice() {
-                [h] => (num(h)?, 0, 0),
-                [h, m] => (num(h)?, num(m)?, 0),
-                [h, m, s] => (num(h)?, num(m)?, num(s)?),
-                _ => return None,
-            }
-        }
-        None => (0, 0, 0),
-    };
-    if h > 23 || mi > 59 || se > 60 {
-        return None;
-    }
-    let (h, mi, se) = (h as u32, mi as u32, se as u32);
-    let dparts: Vec<&str> = date.split('-').collect();
-    if let [y, mo, d] = dparts.as_slice() {
-        let (y, mo, d) = (num(y)?, num(mo)?, num(d)?);
-        if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || !(1970..=9999).contains(&y) {
-            return None;
-        }
-        return at(y as i32, mo as u32, d as u32, h, mi, se);
-    }
-    if time.is_some() {
-        return None;
-    }
-    let sparts: Vec<&str> = date.split('/').collect();
-    let (mo, d, y) = match sparts.as_slice() {
-        [mo, d] => (num(mo)?, num(d)?, this_year),
-        [mo, d, y] => {
-            let y = num(y)?;
-            if y > 9999 {
-                return None;
-            }
-            let y = y as i32;
-            (num(mo)?, num(d)?, if y < 100 { 2000 + y } else { y })
-        }
-        _ => return None,
-    };
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) {
-        return None;
-    }
-    at(y, mo as u32, d as u32, 0, 0, 0)
-}
-
-/// A query bound (`sacct -S/-E`): what [`parse_begin`] accepts, plus
-/// `now-N[unit]` for times in the past.
+/// A query bound (`sacct -S/-E`): Slurm's `parse_time` looking back (a
+/// time of day is today's, a date without a year this year's).
 pub fn parse_query_time(s: &str, now: i64, zone: &dyn Zone) -> Option<i64> {
-    let t = s.trim().to_ascii_lowercase();
-    if let Some(rest) = t.strip_prefix("now-") {
-        return now.checked_sub(parse_offset(rest)?);
-    }
-    parse_begin(&t, now, zone)
+    crate::parsetime::parse_time(s.trim(), true, now, zone)
+        .ok()
+        .flatten()
 }
 
 /// The start (00:00:00) of the day `now` falls in.
@@ -367,7 +223,6 @@ mod tests {
         assert_eq!(p("now+60"), Some(NOW + 60));
         assert_eq!(p("NOW+1hour"), Some(NOW + 3600));
         assert_eq!(iso(p("2030-01-02T03:04:05")), "2030-01-02T03:04:05");
-        assert_eq!(iso(p("2030-01-02T03")), "2030-01-02T03:00:00");
         assert_eq!(iso(p("2030-01-02")), "2030-01-02T00:00:00");
         assert_eq!(iso(p("12/25")), "2023-12-25T00:00:00");
         assert_eq!(iso(p("12/25/24")), "2024-12-25T00:00:00");
@@ -401,7 +256,7 @@ mod tests {
             "2030-13-01",
             "2030-01-01T24:00",
             "13/45",
-            "now-5",
+            "2030-01-02T03",
             "now+",
             "now+5parsecs",
             "12:00 someday",

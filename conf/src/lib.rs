@@ -19,6 +19,7 @@ mod lexer;
 pub mod local;
 pub mod locate;
 pub mod nodes;
+pub mod parsetime;
 pub mod partitions;
 pub mod private;
 pub mod sched;

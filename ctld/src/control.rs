@@ -333,12 +333,23 @@ impl Ctld {
                     } else {
                         req.signal
                     };
+                    // Slurm's STOPPED flag: set by SIGSTOP, cleared by SIGCONT.
+                    if sig == libc::SIGSTOP as u32 || sig == libc::SIGCONT as u32 {
+                        if let Some(j) = self.jobs.get_mut(&id) {
+                            j.rt_mut().stopped = sig == libc::SIGSTOP as u32;
+                        }
+                        self.log_runtime(id);
+                    }
+                    // Slurm: a signal other than SIGKILL goes to the job's
+                    // steps only; -b to the batch shell only; -f to both.
                     if req.batch_only {
                         self.signal_node(id, &batch, sig, true, false);
-                    } else {
+                    } else if req.full || sig == libc::SIGKILL as u32 {
                         for n in nodes {
                             self.signal_node(id, &n, sig, false, false);
                         }
+                    } else {
+                        self.signal_steps(id, sig);
                     }
                     return Ok(());
                 }

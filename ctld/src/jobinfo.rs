@@ -250,8 +250,14 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
                 rt.time_limit
             },
             submit_time: rt.submit_time,
-            eligible_time: rt.eligible_time,
+            // Slurm shows a --begin time not reached yet as EligibleTime.
+            eligible_time: if rt.eligible_time == 0 && state == JobState::Pending {
+                spec.begin_time
+            } else {
+                rt.eligible_time
+            },
             start_time: rt.start_time,
+            stopped: rt.stopped && state == JobState::Running,
             end_time: if rt.end_time != 0 {
                 rt.end_time
             } else {

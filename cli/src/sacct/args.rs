@@ -54,6 +54,9 @@ pub struct Opts {
     pub mode: Mode,
     pub noheader: bool,
     pub json: bool,
+    /// `-j J.S`: (job id as given, step) pairs; such a job shows only
+    /// those steps (unless it was asked for whole as well).
+    pub steps: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -96,6 +99,8 @@ pub fn parse(
     }
     let fatal = |m: String| vec![format!("sacct: error: {m}")];
     let mut q = JobQuery::default();
+    let mut steps: Vec<(String, String)> = Vec::new();
+    let mut whole: Vec<String> = Vec::new();
     // -j may repeat; positional words are job ids too (`sacct -j 1 2`).
     for f in p.opts.iter().filter(|f| f.key == "jobs") {
         for id in list(f.value.as_deref().unwrap_or("")) {
@@ -106,9 +111,15 @@ pub fn parse(
             if !ok {
                 return Err(fatal(format!("Invalid job id: {id}")));
             }
+            if let Some((_, step)) = id.split_once('.') {
+                steps.push((base.clone(), step.to_string()));
+            } else {
+                whole.push(base.clone());
+            }
             q.job_ids.push(base);
         }
     }
+    steps.retain(|(b, _)| !whole.contains(b));
     let all_users = p.has("allusers");
     if let Some(v) = p.value("user") {
         for u in list(v) {
@@ -221,6 +232,7 @@ pub fn parse(
         mode,
         noheader: p.has("noheader"),
         json: p.has("json"),
+        steps,
     })))
 }
 

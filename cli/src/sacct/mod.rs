@@ -121,6 +121,23 @@ async fn query_and_print(cfg: drover_conf::Config, mut opts: Opts, now: i64) -> 
         let group = |g: u32| crate::users::group_name(g);
         let ctx = Ctx { now, group: &group };
         for j in &jobs {
+            // -j J.S: only the steps asked for (none when there is no such
+            // step), not the job's own line.
+            let ids = [j.job_id.to_string(), fields::job_id_text(j)];
+            let picked: Vec<&str> = opts
+                .steps
+                .iter()
+                .filter(|(b, _)| ids.contains(b))
+                .map(|(_, s)| s.as_str())
+                .collect();
+            if !picked.is_empty() {
+                for s in &j.steps {
+                    if picked.contains(&fields::step_suffix(s.step_id).as_str()) {
+                        output::line(&mut out, &opts.cols, Row::Step(j, s), &ctx, opts.mode);
+                    }
+                }
+                continue;
+            }
             output::line(&mut out, &opts.cols, Row::Job(j), &ctx, opts.mode);
             if !opts.query.no_steps {
                 for s in &j.steps {

@@ -17,16 +17,28 @@ use crate::conn;
 /// Submit `spec` as an allocation and wait for it to start. Messages go to
 /// stderr as Slurm's `salloc:` / `srun:` lines. Ctrl-C while waiting
 /// withdraws the request.
-pub async fn allocate(prog: &str, ctl: &mut Controller, mut spec: JobSpec) -> Result<JobInfo, i32> {
+pub async fn allocate(
+    prog: &str,
+    ctl: &mut Controller,
+    cfg: &Config,
+    mut spec: JobSpec,
+) -> Result<JobInfo, i32> {
     spec.interactive = true;
     spec.script.clear();
+    let partition = spec.partition.clone();
     let id = match ctl.submit(SubmitRequest { spec: Some(spec) }).await {
         Ok(r) => r.into_inner().job_id,
         Err(st) => {
-            eprintln!(
-                "{prog}: error: Job submit/allocate failed: {}",
-                conn::classify(&st).message()
-            );
+            if let Some(note) = conn::partition_note(&st, &partition, cfg) {
+                eprintln!("{prog}: error: {note}");
+            }
+            // Slurm's words differ: srun "Unable to allocate resources".
+            let what = if prog == "srun" {
+                "Unable to allocate resources"
+            } else {
+                "Job submit/allocate failed"
+            };
+            eprintln!("{prog}: error: {what}: {}", conn::classify(&st).message());
             return Err(1);
         }
     };
@@ -44,7 +56,7 @@ pub async fn allocate(prog: &str, ctl: &mut Controller, mut spec: JobSpec) -> Re
                     all_states: true,
                     ..Default::default()
                 }),
-                details: false,
+                details: true,
             })
             .await;
         let job = match r {
@@ -191,8 +203,64 @@ pub async fn release(ctl: &mut Controller, id: u32, exit_code: i32) -> Result<()
     .map(|_| ())
 }
 
+/// Slurm's compressed per-node counts: `2(x3),1`.
+pub fn run_length(values: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < values.len() {
+        let v = values[i];
+        let n = values[i..].iter().take_while(|&&x| x == v).count();
+        out.push(if n > 1 {
+            format!("{v}(x{n})")
+        } else {
+            v.to_string()
+        });
+        i += n;
+    }
+    out.join(",")
+}
+
+/// Tasks on each node of an allocation of `cpus` per node: the counts the
+/// controller recorded, else `ntasks` laid out in blocks (one a node, then
+/// each node filled up to its CPUs / `cpus_per_task`), else that many per
+/// node.
+pub fn tasks_per_node(recorded: &[u32], cpus: &[u32], ntasks: u32, cpus_per_task: u32) -> Vec<u32> {
+    if !recorded.is_empty() && recorded.iter().all(|&t| t > 0) {
+        return recorded.to_vec();
+    }
+    let caps: Vec<u32> = cpus
+        .iter()
+        .map(|c| (c / cpus_per_task.max(1)).max(1))
+        .collect();
+    if ntasks == 0 {
+        return caps;
+    }
+    let mut counts = vec![0u32; caps.len()];
+    let mut left = ntasks;
+    for c in counts.iter_mut() {
+        if left > 0 {
+            *c = 1;
+            left -= 1;
+        }
+    }
+    for (c, cap) in counts.iter_mut().zip(&caps) {
+        let more = left.min(cap.saturating_sub(*c));
+        *c += more;
+        left -= more;
+    }
+    let n = counts.len().max(1);
+    for i in 0..left as usize {
+        counts[i % n] += 1;
+    }
+    counts
+}
+
 /// The variables an allocation's command gets (as salloc sets them).
-pub fn alloc_env(job: &JobInfo, spec_ntasks: u32, cluster: &str) -> Vec<(String, String)> {
+pub fn alloc_env(job: &JobInfo, spec: &JobSpec, cluster: &str) -> Vec<(String, String)> {
+    let spec_ntasks = match spec.ntasks {
+        0 => spec.ntasks_per_node * job.num_nodes,
+        n => n,
+    };
     let mut v = vec![
         ("SLURM_JOB_ID", job.job_id.to_string()),
         ("SLURM_JOBID", job.job_id.to_string()),
@@ -211,6 +279,26 @@ pub fn alloc_env(job: &JobInfo, spec_ntasks: u32, cluster: &str) -> Vec<(String,
     if spec_ntasks > 0 {
         v.push(("SLURM_NTASKS", spec_ntasks.to_string()));
         v.push(("SLURM_NPROCS", spec_ntasks.to_string()));
+    }
+    if spec.ntasks_per_node > 0 {
+        v.push(("SLURM_NTASKS_PER_NODE", spec.ntasks_per_node.to_string()));
+    }
+    if spec.cpus_per_task > 0 {
+        v.push(("SLURM_CPUS_PER_TASK", spec.cpus_per_task.to_string()));
+    }
+    let cpus: Vec<u32> = job.alloc.iter().map(|a| a.cpus).collect();
+    if !cpus.is_empty() {
+        let recorded: Vec<u32> = job.alloc.iter().map(|a| a.tasks).collect();
+        v.push(("SLURM_JOB_CPUS_PER_NODE", run_length(&cpus)));
+        v.push((
+            "SLURM_TASKS_PER_NODE",
+            run_length(&tasks_per_node(
+                &recorded,
+                &cpus,
+                spec_ntasks,
+                spec.cpus_per_task,
+            )),
+        ));
     }
     v.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }

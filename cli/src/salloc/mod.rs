@@ -3,6 +3,7 @@
 //! the allocation back when the command exits. Options are sbatch's.
 
 pub mod alloc;
+mod terminal;
 
 use std::time::Duration;
 
@@ -78,10 +79,25 @@ pub fn run(args: &[String]) -> i32 {
     if opts::het_separator(&cmdline.positional, true) {
         return err(&opts::hetjob_refused());
     }
+    // SALLOC_* variables, then the command line over them.
     let mut o = options::SbatchOpts::default();
+    let mut set: Vec<(&str, Option<String>)> = Vec::new();
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    for (k, v) in options::env_options_from(options::SALLOC_ENV_VARS, &env) {
+        if let Err(e) = o.apply(k, v.as_deref(), now) {
+            return err(&e);
+        }
+        set.push((k, v));
+    }
     for f in &cmdline.opts {
         if let Err(e) = o.apply(f.key, f.value.as_deref(), now) {
             return err(&e);
+        }
+        set.push((f.key, f.value.clone()));
+    }
+    if o.verbose > 0 {
+        for l in crate::optdump::defined_options(options::TABLE, &set, o.verbose) {
+            eprintln!("salloc: {l}");
         }
     }
     let argv = command(&cmdline.positional);
@@ -89,7 +105,6 @@ pub fn run(args: &[String]) -> i32 {
         Ok(d) => d.to_string_lossy().into_owned(),
         Err(e) => return err(&format!("getcwd failed: {e}")),
     };
-    let env: Vec<(String, String)> = std::env::vars().collect();
     let name = std::path::Path::new(&argv[0])
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
@@ -104,7 +119,7 @@ pub fn run(args: &[String]) -> i32 {
         command: argv.join(" "),
     };
     let job_spec = spec::build(&o, &ctx);
-    let ntasks = job_spec.ntasks;
+    let shape = job_spec.clone();
     let (cfg, rt) = match conn::setup("salloc") {
         Ok(v) => v,
         Err(rc) => return rc,
@@ -114,7 +129,7 @@ pub fn run(args: &[String]) -> i32 {
             Ok(c) => c,
             Err(rc) => return rc,
         };
-        let job = match alloc::allocate("salloc", &mut ctl, job_spec).await {
+        let job = match alloc::allocate("salloc", &mut ctl, &cfg, job_spec).await {
             Ok(j) => j,
             Err(rc) => return rc,
         };
@@ -128,10 +143,15 @@ pub fn run(args: &[String]) -> i32 {
         let mut term = signal(SignalKind::terminate()).ok();
         let mut cmd = tokio::process::Command::new(&argv[0]);
         cmd.args(&argv[1..])
-            .envs(alloc::alloc_env(&job, ntasks, &cfg.cluster_name));
+            .envs(alloc::alloc_env(&job, &shape, &cfg.cluster_name));
+        let tty = terminal::Foreground::take();
+        terminal::own_group(&mut cmd);
         let status = match cmd.spawn() {
             Ok(mut child) => {
                 let pid = child.id().map(|p| p as i32);
+                if let (Some(t), Some(p)) = (&tty, pid) {
+                    t.give(p);
+                }
                 let mut wait = tokio::spawn(async move { child.wait().await });
                 tokio::select! {
                     st = &mut wait => Some(exit_code(st)),
@@ -152,6 +172,11 @@ pub fn run(args: &[String]) -> i32 {
                 Some(127)
             }
         };
+        // The terminal back to salloc, then (on drop) to its parent's group.
+        if let Some(t) = &tty {
+            t.take_back();
+        }
+        drop(tty);
         let mut ctl = match conn::client_for("salloc", &cfg) {
             Ok(c) => c,
             Err(rc) => return rc,

@@ -1,6 +1,7 @@
 //! `sbatch`: submit a batch script.
 
 pub mod directives;
+pub mod envvars;
 pub mod options;
 pub mod spec;
 
@@ -106,13 +107,11 @@ pub fn run(args: &[String]) -> i32 {
         return 1;
     }
 
-    // Options: environment < directives < command line.
+    // Options: directives < environment < command line (sbatch(1): "environment
+    // variables will override any options set in a batch script, and command
+    // line options will override any environment variables").
     let mut o = SbatchOpts::default();
-    for (k, v) in options::env_options(&env) {
-        if let Err(e) = o.apply(k, v.as_deref(), now) {
-            return err(&e);
-        }
-    }
+    let mut set: Vec<(&str, Option<String>)> = Vec::new();
     if wrap.is_none() {
         let text = String::from_utf8_lossy(&script);
         match directives::parse(&text) {
@@ -121,6 +120,7 @@ pub fn run(args: &[String]) -> i32 {
                     if let Err(e) = o.apply(f.key, f.value.as_deref(), now) {
                         return err(&e);
                     }
+                    set.push((f.key, f.value));
                 }
             }
             Err(e) => {
@@ -131,9 +131,24 @@ pub fn run(args: &[String]) -> i32 {
             }
         }
     }
+    for (k, v) in options::env_options(&env) {
+        if let Err(e) = o.apply(k, v.as_deref(), now) {
+            return err(&e);
+        }
+        set.push((k, v));
+    }
     for f in &cmdline.opts {
         if let Err(e) = o.apply(f.key, f.value.as_deref(), now) {
             return err(&e);
+        }
+        set.push((f.key, f.value.clone()));
+    }
+    if o.quiet && o.verbose > 0 {
+        return err("don't specify both --verbose (-v) and --quiet (-Q)");
+    }
+    if o.verbose > 0 {
+        for l in crate::optdump::defined_options(options::TABLE, &set, o.verbose) {
+            eprintln!("sbatch: {l}");
         }
     }
     if let Some(path) = o.nodefile.clone() {
@@ -146,6 +161,17 @@ pub fn run(args: &[String]) -> i32 {
         }
     }
 
+    // The job learns a non-default --export (sbatch sets it, unless set).
+    let mut env = env;
+    if let Some(x) = o
+        .export
+        .as_deref()
+        .filter(|x| !x.eq_ignore_ascii_case("ALL"))
+    {
+        if !env.iter().any(|(k, _)| k == "SLURM_EXPORT_ENV") {
+            env.push(("SLURM_EXPORT_ENV".into(), x.to_string()));
+        }
+    }
     let ctx = spec::Context {
         env,
         cwd,
@@ -169,13 +195,17 @@ pub fn run(args: &[String]) -> i32 {
             Ok(c) => c,
             Err(rc) => return rc,
         };
+        let partition = job.partition.clone();
         let resp = match client.submit(SubmitRequest { spec: Some(job) }).await {
             Ok(r) => r.into_inner(),
             Err(st) => {
+                if let Some(note) = conn::partition_note(&st, &partition, &cfg) {
+                    err(&note);
+                }
                 return err(&format!(
                     "Batch job submission failed: {}",
                     conn::classify(&st).message()
-                ))
+                ));
             }
         };
         for w in &resp.warnings {

@@ -170,81 +170,7 @@ pub const RECORDED: &[&str] = &[
     "wait-all-nodes",
 ];
 
-/// `SBATCH_*` input environment variables and the option each stands for.
-pub const ENV_VARS: &[(&str, &str)] = &[
-    ("SBATCH_ACCOUNT", "account"),
-    ("SBATCH_ACCTG_FREQ", "acctg-freq"),
-    ("SBATCH_ARRAY_INX", "array"),
-    ("SBATCH_BATCH", "batch"),
-    ("SBATCH_CLUSTERS", "clusters"),
-    ("SBATCH_CONSTRAINT", "constraint"),
-    ("SBATCH_CONTAINER", "container"),
-    ("SBATCH_CORE_SPEC", "core-spec"),
-    ("SBATCH_CPUS_PER_GPU", "cpus-per-gpu"),
-    ("SBATCH_DELAY_BOOT", "delay-boot"),
-    ("SBATCH_DISTRIBUTION", "distribution"),
-    ("SBATCH_EXCLUSIVE", "exclusive"),
-    ("SBATCH_EXPORT", "export"),
-    ("SBATCH_GET_USER_ENV", "get-user-env"),
-    ("SBATCH_GPU_BIND", "gpu-bind"),
-    ("SBATCH_GPU_FREQ", "gpu-freq"),
-    ("SBATCH_GPUS", "gpus"),
-    ("SBATCH_GPUS_PER_NODE", "gpus-per-node"),
-    ("SBATCH_GPUS_PER_TASK", "gpus-per-task"),
-    ("SBATCH_GRES", "gres"),
-    ("SBATCH_GRES_FLAGS", "gres-flags"),
-    ("SBATCH_HINT", "hint"),
-    ("SBATCH_JOB_NAME", "job-name"),
-    ("SBATCH_MEM_BIND", "mem-bind"),
-    ("SBATCH_MEM_PER_CPU", "mem-per-cpu"),
-    ("SBATCH_MEM_PER_GPU", "mem-per-gpu"),
-    ("SBATCH_MEM_PER_NODE", "mem"),
-    ("SBATCH_NETWORK", "network"),
-    ("SBATCH_NO_KILL", "no-kill"),
-    ("SBATCH_NO_REQUEUE", "no-requeue"),
-    ("SBATCH_OPEN_MODE", "open-mode"),
-    ("SBATCH_OVERCOMMIT", "overcommit"),
-    ("SBATCH_PARTITION", "partition"),
-    ("SBATCH_POWER", "power"),
-    ("SBATCH_PROFILE", "profile"),
-    ("SBATCH_QOS", "qos"),
-    ("SBATCH_REQ_SWITCH", "switches"),
-    ("SBATCH_REQUEUE", "requeue"),
-    ("SBATCH_RESERVATION", "reservation"),
-    ("SBATCH_SIGNAL", "signal"),
-    ("SBATCH_SPREAD_JOB", "spread-job"),
-    ("SBATCH_THREAD_SPEC", "thread-spec"),
-    ("SBATCH_TIMELIMIT", "time"),
-    ("SBATCH_USE_MIN_NODES", "use-min-nodes"),
-    ("SBATCH_WAIT", "wait"),
-    ("SBATCH_WAIT_ALL_NODES", "wait-all-nodes"),
-    ("SBATCH_WCKEY", "wckey"),
-];
-
-/// Turn the `SBATCH_*` variables of an environment into option values.
-pub fn env_options(env: &[(String, String)]) -> Vec<(&'static str, Option<String>)> {
-    let mut out = Vec::new();
-    for (var, key) in ENV_VARS {
-        let Some((_, val)) = env.iter().find(|(k, _)| k == var) else {
-            continue;
-        };
-        let def = TABLE.iter().find(|d| d.key == *key);
-        let value = match def.map(|d| d.arg) {
-            Some(Arg::No) => None,
-            Some(Arg::Optional) if val.is_empty() => None,
-            _ => Some(val.clone()),
-        };
-        if let Some(d) = def {
-            out.push((d.key, value));
-        }
-    }
-    if !out.iter().any(|(k, _)| *k == "clusters") {
-        if let Some((_, v)) = env.iter().find(|(k, _)| k == "SLURM_CLUSTERS") {
-            out.insert(0, ("clusters", Some(v.clone())));
-        }
-    }
-    out
-}
+pub use super::envvars::{env_options, env_options_from, ENV_VARS, SALLOC_ENV_VARS};
 
 /// A `[type:]count` GPU request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -600,7 +526,11 @@ impl SbatchOpts {
                 self.time_min =
                     Some(timefmt::parse_time_limit(v).ok_or("Invalid --time-min specification")?)
             }
-            "verbose" => self.verbose += 1,
+            // A count from SBATCH_DEBUG, one more for each -v.
+            "verbose" => match value.and_then(|n| n.trim().parse::<u32>().ok()) {
+                Some(n) => self.verbose = n,
+                None => self.verbose += 1,
+            },
             "version" => self.version = true,
             "nodelist" => self.nodelist = s(),
             "wait" => self.wait = true,

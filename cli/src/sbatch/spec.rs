@@ -53,6 +53,21 @@ pub fn check_script(script: &[u8]) -> Result<(), Vec<String>> {
 
 /// The environment the job must see, per `--export`.
 pub fn export_env(export: Option<&str>, ctx: &Context) -> Vec<String> {
+    let reserved = |k: &str| k == "SLURM_SUBMIT_DIR" || k == "SLURM_SUBMIT_HOST";
+    let mut out: Vec<String> = exported(export, &ctx.env)
+        .into_iter()
+        .filter(|kv| !reserved(kv.split('=').next().unwrap_or("")))
+        .collect();
+    out.push(format!("SLURM_SUBMIT_DIR={}", ctx.cwd));
+    out.push(format!("SLURM_SUBMIT_HOST={}", ctx.host));
+    out
+}
+
+/// `KEY=VALUE` entries of `env` that `--export` passes on (sbatch, srun):
+/// `ALL` (the default) everything, `NONE` the `SLURM_*` variables only,
+/// `[ALL,]NAME,NAME=VALUE,...` those (with `ALL`, everything) plus the
+/// `SLURM_*` variables; an explicit value wins over the environment's.
+pub fn exported(export: Option<&str>, env: &[(String, String)]) -> Vec<String> {
     let export = export.unwrap_or("ALL").trim();
     let mut include_all = false;
     let mut names: Vec<&str> = Vec::new();
@@ -74,10 +89,9 @@ pub fn export_env(export: Option<&str>, ctx: &Context) -> Vec<String> {
             }
         }
     }
-    let reserved = |k: &str| k == "SLURM_SUBMIT_DIR" || k == "SLURM_SUBMIT_HOST";
     let mut out: Vec<String> = Vec::new();
-    for (k, v) in &ctx.env {
-        if reserved(k) || assigns.iter().any(|(a, _)| a == k) {
+    for (k, v) in env {
+        if assigns.iter().any(|(a, _)| a == k) {
             continue;
         }
         if include_all || k.starts_with("SLURM_") || names.contains(&k.as_str()) {
@@ -85,12 +99,8 @@ pub fn export_env(export: Option<&str>, ctx: &Context) -> Vec<String> {
         }
     }
     for (k, v) in assigns {
-        if !reserved(&k) {
-            out.push(format!("{k}={v}"));
-        }
+        out.push(format!("{k}={v}"));
     }
-    out.push(format!("SLURM_SUBMIT_DIR={}", ctx.cwd));
-    out.push(format!("SLURM_SUBMIT_HOST={}", ctx.host));
     out
 }
 

@@ -1,5 +1,7 @@
 //! `scontrol`: view and change jobs, nodes, partitions and the controller.
 
+mod configkeys;
+mod daemons;
 pub mod listpids;
 pub mod resv;
 pub mod show;
@@ -80,6 +82,7 @@ pub enum Command {
     ShowNode(Option<String>),
     ShowPartition(Option<String>),
     ShowConfig,
+    ShowDaemons,
     Hostnames(Option<String>),
     Hostlist(String, bool),
     Action(&'static str, Vec<String>),
@@ -128,6 +131,8 @@ pub fn parse_command(words: &[String]) -> Result<Command, Vec<String>> {
             Command::ShowNode(arg)
         } else if kw(w, "partitions", 1) {
             Command::ShowPartition(arg)
+        } else if kw(w, "daemons", 1) {
+            Command::ShowDaemons
         } else if kw(w, "config", 1) {
             Command::ShowConfig
         } else if kw(w, "hostnames", 5) {
@@ -332,6 +337,15 @@ pub fn run(args: &[String]) -> i32 {
         }
         Command::Version => {
             crate::print_version();
+            return 0;
+        }
+        Command::ShowDaemons => {
+            let cfg = match crate::conn::load_config("scontrol") {
+                Ok(c) => c,
+                Err(rc) => return rc,
+            };
+            let long = drover_proto::auth::hostname();
+            println!("{}", daemons::daemons_here(&cfg, &long));
             return 0;
         }
         Command::Hostnames(arg) => {
@@ -630,7 +644,7 @@ async fn execute(
             Ok(r) => {
                 let r = r.into_inner();
                 let as_of = if r.boot_time != 0 { r.boot_time } else { now };
-                write_out(&show::config(&r.entries, as_of));
+                write_out(&show::config(&configkeys::complete(&r.entries), as_of));
                 0
             }
             Err(st) => report(flags, "slurm_load_ctl_conf error: ", &st),
@@ -691,6 +705,7 @@ async fn execute(
         | Command::Version
         | Command::Help
         | Command::Hostnames(_)
+        | Command::ShowDaemons
         | Command::Resv(_)
         | Command::WriteBatchScript(..)
         | Command::ListPids(..)
@@ -729,6 +744,7 @@ async fn job_update(client: &mut Controller, flags: &Flags, req: UpdateJobReques
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
 
     fn parse(a: &[&str]) -> Result<(Flags, Command), Vec<String>> {

@@ -212,7 +212,11 @@ pub fn job(j: &JobInfo, o: &ShowOpts) -> String {
         .collect();
     r.line(format!(
         "JobState={} Reason={} Dependency={}",
-        state.long_name(),
+        if j.stopped {
+            "STOPPED"
+        } else {
+            state.long_name()
+        },
         printable(&reason),
         or_null(&j.dependency)
     ));
@@ -245,7 +249,11 @@ pub fn job(j: &JobInfo, o: &ShowOpts) -> String {
     ));
     r.line(format!(
         "AccrueTime={}",
-        make_time_str(if j.hold != 0 { 0 } else { j.eligible_time })
+        make_time_str(if j.hold != 0 || j.eligible_time > o.now {
+            0
+        } else {
+            j.eligible_time
+        })
     ));
     let end = if j.time_limit == INFINITE && j.end_time > o.now {
         "Unknown".to_string()

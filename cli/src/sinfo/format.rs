@@ -56,6 +56,13 @@ pub enum NodeField {
     Threads,
     Sct,
     Port,
+    /// `-O statecomplete`: base state and every flag, lower case.
+    StateComplete,
+    /// Node comment, extra data and reservation (`-O comment|extra|
+    /// reservation`): Drover's nodes have none, shown as Slurm shows unset.
+    Comment,
+    Extra,
+    ResvName,
     Invalid,
 }
 
@@ -146,6 +153,11 @@ pub fn by_name(n: &str) -> Option<NodeField> {
         "root" => F::Root,
         "size" => F::JobSize,
         "statecompact" => F::StateCompact,
+        "statecomplete" => F::StateComplete,
+        "share" => F::OverSubscribe,
+        "comment" => F::Comment,
+        "extra" => F::Extra,
+        "reservation" => F::ResvName,
         "statelong" => F::StateLong,
         "sockets" => F::Sockets,
         "socketcorethread" => F::Sct,
@@ -204,15 +216,48 @@ pub fn header(f: NodeField) -> &'static str {
         F::Threads => "THREADS",
         F::Sct => "S:C:T",
         F::Port => "PORT",
+        F::StateComplete => "STATECOMPLETE",
+        F::Comment => "COMMENT",
+        F::Extra => "EXTRA",
+        F::ResvName => "RESERVATION",
         F::Invalid => "",
     }
 }
 
 pub fn parse_format(fmt: &str) -> (Format<NodeField>, Vec<char>) {
+    if fmt.eq_ignore_ascii_case("%all") {
+        return fmtspec::parse_percent(&all_format(), by_letter, F::Invalid);
+    }
     fmtspec::parse_percent(fmt, by_letter, F::Invalid)
 }
 
+/// `-o %all` (and `-O all`): every field letter, `|`-separated, as Slurm
+/// builds it (`%a|%b|...|%z|%A |...|%Z `; letters without a field are
+/// left out with their separator, as Slurm's parser drops them).
+pub fn all_format() -> String {
+    let letters: Vec<char> = ('a'..='z')
+        .chain('A'..='Z')
+        .filter(|c| by_letter(*c).is_some())
+        .collect();
+    let mut out = String::new();
+    for (i, c) in letters.iter().enumerate() {
+        let sep = match (c.is_ascii_uppercase(), i + 1 == letters.len()) {
+            (false, _) => "|",
+            (true, false) => " |",
+            (true, true) => " ",
+        };
+        out.push('%');
+        out.push(*c);
+        out.push_str(sep);
+    }
+    out
+}
+
 pub fn parse_long_format(fmt: &str) -> (Format<NodeField>, Vec<String>) {
+    if fmt.split(',').any(|t| t.trim().eq_ignore_ascii_case("all")) {
+        let (f, _) = parse_format(&all_format());
+        return (f, Vec::new());
+    }
     fmtspec::parse_long(fmt, by_name, F::Invalid)
 }
 
@@ -248,7 +293,7 @@ pub fn partition_field(f: NodeField) -> bool {
 /// A node attribute that splits lines when it differs (Slurm's match flags).
 fn push_node_key(key: &mut String, f: NodeField, n: &NodeInfo, st: &NodeState) {
     match f {
-        F::StateCompact | F::StateLong => {
+        F::StateCompact | F::StateLong | F::StateComplete => {
             let _ = write!(key, "{}", st.number());
         }
         F::Cpus | F::CpusAIOT => {
@@ -668,6 +713,11 @@ pub fn value(out: &mut String, f: NodeField, g: &Group<'_>, width: usize) -> boo
             (Some(s), false) => out.push_str(&s.long()),
             _ => out.push_str("n/a"),
         },
+        F::StateComplete => match (&g.state, g.nodes.is_empty()) {
+            (Some(s), false) => out.push_str(&s.complete().to_ascii_lowercase()),
+            _ => out.push_str("n/a"),
+        },
+        F::Comment | F::Extra | F::ResvName => out.push_str("(null)"),
         F::User | F::UserLong => match first.filter(|n| !n.reason.is_empty()) {
             Some(n) => {
                 let name = crate::users::user_name(n.reason_uid);

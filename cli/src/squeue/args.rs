@@ -108,6 +108,8 @@ pub struct Params {
     pub nodes: Option<Vec<String>>,
     pub sort: String,
     pub verbose: u32,
+    /// `-v`: Slurm's dump of the options, printed before the jobs.
+    pub dump: Vec<String>,
     /// Non-fatal complaints (`Invalid user: x`), printed as errors.
     pub warnings: Vec<String>,
     /// `-s`: list job steps instead of jobs, with the `-o` text if any.
@@ -203,6 +205,7 @@ pub fn parse_args(
             format_long = Some(f);
         }
     }
+    let format_text = format_short.clone();
     let format = if let Some(f) = format_long {
         let (fmt, bad) = format::parse_long_format(&f);
         for b in bad {
@@ -268,6 +271,7 @@ pub fn parse_args(
         (_, Some(_)) => p.value("users").map(str::to_string),
         (None, None) => env("SQUEUE_USERS"),
     };
+    let users_shown = users_text.clone();
     let users = users_text.map(|t| {
         let mut v = Vec::new();
         for u in t.split(',').filter(|u| !u.is_empty()) {
@@ -331,7 +335,52 @@ pub fn parse_args(
         });
     check_sort(&sort).map_err(|c| fatal(format!("Invalid sort specification: {c}")))?;
 
+    let verbose = p.count("verbose") as u32;
+    let dump = if verbose > 0 {
+        let raw = |key: &str, var: &str| p.value(key).map(str::to_string).or_else(|| env(var));
+        let states_shown =
+            raw("states", "SQUEUE_STATES").or_else(|| p.has("start").then(|| "PD".to_string()));
+        let format_shown = format_text
+            .clone()
+            .or_else(|| p.has("start").then(|| format::START_FORMAT.to_string()));
+        options_dump(&OptionsShown {
+            all: p.has("all"),
+            array: p.has("array") || env("SQUEUE_ARRAY").is_some(),
+            federation: p.has("federation"),
+            format: format_shown,
+            iterate,
+            job_flag: p.has("jobs"),
+            jobs: (!job_texts.is_empty()).then(|| job_texts.join(",")),
+            licenses: p.value("licenses").map(str::to_string),
+            local: p.has("local"),
+            names: raw("name", "SQUEUE_NAMES"),
+            nodes: nodes
+                .as_ref()
+                .map(|h| drover_conf::hostlist::compress(h))
+                .unwrap_or_default(),
+            only_job_state: only_state,
+            partitions: raw("partitions", "SQUEUE_PARTITION"),
+            priority: p.has("priority"),
+            reservation: p.value("reservation").map(str::to_string),
+            sibling: p.has("sibling"),
+            sort: p
+                .value("sort")
+                .map(str::to_string)
+                .or_else(|| env("SQUEUE_SORT"))
+                .or_else(|| p.has("start").then(|| "S".to_string())),
+            start_flag: p.has("start"),
+            states: states_shown,
+            step_flag: p.has("steps"),
+            steps: p.value("steps").map(str::to_string),
+            users: users_shown,
+            verbose,
+        })
+    } else {
+        Vec::new()
+    };
+
     Ok(Parsed::Run(Box::new(Params {
+        dump,
         steps: p.has("steps"),
         step_format: p.value("format").map(str::to_string),
         format,
@@ -364,9 +413,72 @@ pub fn parse_args(
         reservation: p.value("reservation").map(str::to_string),
         nodes,
         sort,
-        verbose: p.count("verbose") as u32,
+        verbose,
         warnings,
     })))
+}
+
+/// What squeue's `-v` shows (its `_print_options`), as Slurm holds it.
+struct OptionsShown {
+    all: bool,
+    array: bool,
+    federation: bool,
+    format: Option<String>,
+    iterate: u64,
+    job_flag: bool,
+    jobs: Option<String>,
+    licenses: Option<String>,
+    local: bool,
+    names: Option<String>,
+    nodes: String,
+    only_job_state: bool,
+    partitions: Option<String>,
+    priority: bool,
+    reservation: Option<String>,
+    sibling: bool,
+    sort: Option<String>,
+    start_flag: bool,
+    states: Option<String>,
+    step_flag: bool,
+    steps: Option<String>,
+    users: Option<String>,
+    verbose: u32,
+}
+
+/// squeue's `-v` lines, with Slurm's spacing (and its `(null)` for an
+/// option not given).
+fn options_dump(o: &OptionsShown) -> Vec<String> {
+    let b = |v: bool| if v { "true" } else { "false" };
+    let s = |v: &Option<String>| v.clone().unwrap_or_else(|| "(null)".into());
+    vec![
+        "-----------------------------".to_string(),
+        format!("all         = {}", b(o.all)),
+        format!("array       = {}", b(o.array)),
+        format!("federation  = {}", b(o.federation)),
+        format!("format      = {}", s(&o.format)),
+        format!("iterate     = {}", o.iterate),
+        format!("job_flag    = {}", u8::from(o.job_flag)),
+        format!("jobs        = {}", s(&o.jobs)),
+        format!("licenses    = {}", s(&o.licenses)),
+        format!("local       = {}", b(o.local)),
+        format!("names       = {}", s(&o.names)),
+        format!("nodes       = {}", o.nodes),
+        format!("only_job_state = {}", b(o.only_job_state)),
+        format!("partitions  = {}", s(&o.partitions)),
+        format!("priority    = {}", b(o.priority)),
+        format!("reservation = {}", s(&o.reservation)),
+        format!("sibling      = {}", b(o.sibling)),
+        format!("sort        = {}", s(&o.sort)),
+        format!("start_flag  = {}", u8::from(o.start_flag)),
+        format!("states      = {}", s(&o.states)),
+        format!("step_flag   = {}", u8::from(o.step_flag)),
+        format!("steps       = {}", s(&o.steps)),
+        format!("users       = {}", s(&o.users)),
+        format!("verbose     = {}", o.verbose),
+        "-----------------------------".to_string(),
+        String::new(),
+        String::new(),
+    ]
 }
 
 const SORT_KEYS: &str = "ABCDGLMNPQSTUVaceghijlmnpqtuvz";

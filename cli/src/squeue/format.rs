@@ -610,6 +610,9 @@ pub fn value(out: &mut String, f: JobField, row: &Row<'_>, now: i64) -> bool {
         }
         F::SelectJobInfo => {}
         F::StartTime => push_time(out, j.start_time),
+        // Slurm's STOPPED flag (scancel -s STOP) shows over RUNNING.
+        F::StateCompact if j.stopped => out.push_str("ST"),
+        F::State if j.stopped => out.push_str("STOPPED"),
         F::StateCompact => out.push_str(state.short_name()),
         F::State => out.push_str(state.long_name()),
         F::UserId => {

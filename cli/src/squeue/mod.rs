@@ -140,6 +140,9 @@ pub fn run(args: &[String]) -> i32 {
     for w in &p.warnings {
         eprintln!("squeue: error: {w}");
     }
+    for l in &p.dump {
+        println!("{l}");
+    }
     let cfg = match conn::load_config("squeue") {
         Ok(c) => c,
         Err(rc) => return rc,
@@ -155,6 +158,47 @@ pub fn run(args: &[String]) -> i32 {
             Err(rc) => return rc,
         };
         timer.mark("credential");
+        // -w: every name must be a node (or its host name; `localhost` is
+        // this host), as Slurm's squeue checks.
+        let mut p = p;
+        if let Some(names) = p.nodes.clone() {
+            let nodes = match client
+                .get_nodes(drover_proto::GetNodesRequest::default())
+                .await
+            {
+                Ok(r) => r.into_inner().nodes,
+                Err(st) => {
+                    conn::report("squeue", "slurm_load_node error: ", &st);
+                    return 1;
+                }
+            };
+            let mut mapped = Vec::new();
+            for name in &names {
+                let want = if name.eq_ignore_ascii_case("localhost") {
+                    drover_proto::auth::hostname()
+                } else {
+                    name.clone()
+                };
+                let by_host = cfg
+                    .nodes
+                    .iter()
+                    .find(|n| n.node_hostname == want)
+                    .map(|n| n.name.clone());
+                match nodes
+                    .iter()
+                    .find(|n| n.name == want)
+                    .map(|n| n.name.clone())
+                    .or(by_host)
+                {
+                    Some(n) => mapped.push(n),
+                    None => {
+                        eprintln!("squeue: error: Invalid node name {name}");
+                        return 1;
+                    }
+                }
+            }
+            p.nodes = Some(mapped);
+        }
         let stdout = std::io::stdout();
         loop {
             let resp = match client.get_jobs(request(&p)).await {

@@ -44,6 +44,9 @@ pub const TABLE: &[OptDef] = &[
     opt("distribution", Some('m'), Arg::Required, "distribution"),
     opt("cpu-bind", None, Arg::Required, "cpu-bind"),
     opt("gpu-bind", None, Arg::Required, "gpu-bind"),
+    opt("immediate", Some('I'), Arg::Optional, "immediate"),
+    opt("overcommit", Some('O'), Arg::No, "overcommit"),
+    opt("dependency", Some('d'), Arg::Required, "dependency"),
     opt("help", Some('h'), Arg::No, "help"),
     opt("usage", None, Arg::No, "usage"),
     opt("version", Some('V'), Arg::No, "version"),
@@ -63,6 +66,15 @@ pub struct Srun {
     pub partition: String,
     pub time: String,
     pub account: String,
+    /// `--immediate[=secs]`: give up creating the step after this many
+    /// seconds (1 without a value: at once).
+    pub immediate: Option<u64>,
+    /// `-t` inside an allocation: the step's own time limit, in seconds.
+    pub step_limit: Option<u64>,
+    /// `--export`, as given (ALL when absent).
+    pub export: Option<String>,
+    /// Slurm's warnings about the layout options (`srun: warning: ...`).
+    pub warnings: Vec<String>,
 }
 
 fn num(p: &Parsed, key: &str, spelled: &str) -> Result<u32, String> {
@@ -75,12 +87,125 @@ fn num(p: &Parsed, key: &str, spelled: &str) -> Result<u32, String> {
     }
 }
 
-/// Build srun's request from parsed options, the command and `SLURM_JOB_ID`.
-pub fn build(p: &Parsed, env_job_id: Option<&str>) -> Result<Srun, String> {
+/// srun's input environment variables (srun(1), INPUT ENVIRONMENT
+/// VARIABLES) and the option each stands for, in Slurm's order: a later
+/// one overrides an earlier (`SLURM_NTASKS` over `SLURM_NPROCS`,
+/// `SRUN_EXPORT_ENV` over `SLURM_EXPORT_ENV`); the command line overrides
+/// them all.
+pub const ENV_VARS: &[(&str, &str)] = &[
+    ("SLURM_ACCOUNT", "account"),
+    ("SLURM_CPUS_PER_TASK", "cpus-per-task"),
+    ("SLURM_DEPENDENCY", "dependency"),
+    ("SLURM_EXPORT_ENV", "export"),
+    ("SRUN_EXPORT_ENV", "export"),
+    ("SLURM_JOB_NUM_NODES", "nodes"),
+    ("SLURM_KILL_BAD_EXIT", "kill-on-bad-exit"),
+    ("SLURM_LABELIO", "label"),
+    ("SLURM_MPI_TYPE", "mpi"),
+    ("SLURM_NPROCS", "ntasks"),
+    ("SLURM_NTASKS", "ntasks"),
+    ("SLURM_NTASKS_PER_NODE", "ntasks-per-node"),
+    ("SLURM_OVERCOMMIT", "overcommit"),
+    ("SLURM_OVERLAP", "overlap"),
+    ("SLURM_PARTITION", "partition"),
+    ("SLURM_QOS", "qos"),
+    ("SLURM_REMOTE_CWD", "chdir"),
+    ("SLURM_STDERRMODE", "error"),
+    ("SLURM_STDINMODE", "input"),
+    ("SLURM_STDOUTMODE", "output"),
+    ("SLURM_TIMELIMIT", "time"),
+    ("SLURM_UNBUFFEREDIO", "unbuffered"),
+    ("SLURM_WORKING_DIR", "chdir"),
+    ("SRUN_ERROR", "error"),
+    ("SRUN_INPUT", "input"),
+    ("SRUN_OUTPUT", "output"),
+];
+
+/// The options `env` stands for, then the command line's: `Parsed` is
+/// last-wins, so the command line overrides the environment. Also says
+/// which of `ntasks`/`nodes` came from the environment only.
+pub fn with_env(p: &Parsed, env: &[(String, String)]) -> (Parsed, EnvSet) {
+    let mut merged = Parsed {
+        opts: Vec::new(),
+        positional: p.positional.clone(),
+    };
+    for (var, key) in ENV_VARS {
+        let Some((_, val)) = env.iter().find(|(k, _)| k == var) else {
+            continue;
+        };
+        let Some(def) = TABLE.iter().find(|d| d.key == *key) else {
+            continue;
+        };
+        let value = match def.arg {
+            // A flag variable: set unless "0" (Slurm's getenv test).
+            Arg::No if val.trim() == "0" => continue,
+            Arg::No => None,
+            Arg::Optional if val.is_empty() => None,
+            _ => Some(val.clone()),
+        };
+        merged.opts.push(crate::opts::Found {
+            key: def.key,
+            value,
+            spelled: var.to_string(),
+        });
+    }
+    let set = EnvSet {
+        ntasks: !p.has("ntasks") && merged.has("ntasks"),
+        nodes: !p.has("nodes") && merged.has("nodes"),
+    };
+    merged.opts.extend(p.opts.iter().cloned());
+    (merged, set)
+}
+
+/// Which layout options were set by the environment only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EnvSet {
+    pub ntasks: bool,
+    pub nodes: bool,
+}
+
+/// Slurm's reconciliation of `-n`, `-N` and `--ntasks-per-node` (srun's
+/// `_opt_verify`): `(ntasks, nodes, ntasks_per_node, warnings)`, 0 = unset.
+pub fn reconcile(
+    mut n: u32,
+    mut nn: u32,
+    mut per: u32,
+    by_env: EnvSet,
+) -> (u32, u32, u32, Vec<String>) {
+    let mut warn = Vec::new();
+    if nn > 0 && n > 0 {
+        if n < nn {
+            warn.push(format!(
+                "can't run {n} processes on {nn} nodes, setting nnodes to {n}"
+            ));
+            nn = n;
+        }
+        if per > 0 && by_env.ntasks && !by_env.nodes {
+            // -N on the command line, the task count from the allocation:
+            // the count follows the new node count.
+            n = 0;
+        } else if per > 0 && per != n / nn {
+            if n > per {
+                warn.push(format!("can't honor --ntasks-per-node set to {per} which doesn't match the requested tasks {n} with the number of requested nodes {nn}. Ignoring --ntasks-per-node."));
+            }
+            per = 0;
+        }
+    }
+    if per > 0 && n == 0 && nn > 0 {
+        n = nn * per;
+    }
+    (n, nn, per, warn)
+}
+
+/// Build srun's request from parsed options (the command line over the
+/// input environment `env`, see [`with_env`]) and the command.
+pub fn build(cli: &Parsed, env: &[(String, String)]) -> Result<Srun, String> {
+    let (merged, by_env) = with_env(cli, env);
+    let p = &merged;
     let mut s = Srun::default();
     let r = &mut s.req;
-    r.ntasks = num(p, "ntasks", "--ntasks")?;
-    r.nodes = match p.value("nodes") {
+    let ntasks = num(p, "ntasks", "--ntasks")?;
+    let nodes = match p.value("nodes") {
         // "-N 2-4": the minimum is what a step uses.
         Some(v) => v
             .split('-')
@@ -91,7 +216,8 @@ pub fn build(p: &Parsed, env_job_id: Option<&str>) -> Result<Srun, String> {
             .map_err(|_| format!("invalid --nodes value: {v}"))?,
         None => 0,
     };
-    r.ntasks_per_node = num(p, "ntasks-per-node", "--ntasks-per-node")?;
+    let per = num(p, "ntasks-per-node", "--ntasks-per-node")?;
+    (r.ntasks, r.nodes, r.ntasks_per_node, s.warnings) = reconcile(ntasks, nodes, per, by_env);
     if let Some(v) = p.value("cpus-per-task") {
         r.cpus_per_task = crate::sbatch::options::parse_positive(v, "--cpus-per-task")?;
     }
@@ -100,6 +226,7 @@ pub fn build(p: &Parsed, env_job_id: Option<&str>) -> Result<Srun, String> {
             .map_err(|e| format!("invalid --nodelist value: {w}: {e}"))?;
     }
     r.exclusive = p.has("exclusive");
+    r.overcommit = p.has("overcommit");
     r.overlap = p.has("overlap");
     let gpu_count = |key: &str, spelled: &str| -> Result<u32, String> {
         // `[type:]count`
@@ -151,7 +278,33 @@ pub fn build(p: &Parsed, env_job_id: Option<&str>) -> Result<Srun, String> {
     s.partition = p.value("partition").unwrap_or("").to_string();
     s.time = p.value("time").unwrap_or("").to_string();
     s.account = p.value("account").unwrap_or("").to_string();
-    let jid = p.value("jobid").or(env_job_id.filter(|v| !v.is_empty()));
+    if let Some(f) = p.last("immediate") {
+        s.immediate = Some(match f.value.as_deref() {
+            None => 1,
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| format!("invalid --immediate value: {v}"))?
+                .max(1),
+        });
+    }
+    if !s.time.is_empty() {
+        s.step_limit = match drover_conf::units::parse_time_minutes(&s.time) {
+            // "A time limit of zero requests that no time limit be imposed."
+            Ok(Some(0)) | Ok(None) => None,
+            Ok(Some(m)) => Some(u64::from(m) * 60),
+            Err(_) => return Err("Invalid --time specification".into()),
+        };
+    }
+    s.export = p.value("export").map(str::to_string);
+    let env_var = |k: &str| {
+        env.iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    };
+    let env_job_id = env_var("SLURM_JOB_ID").or_else(|| env_var("SLURM_JOBID"));
+    let jid = p.value("jobid").or(env_job_id);
     s.job_id = match jid {
         Some(v) => Some(
             v.split(['.', '_'])
@@ -224,9 +377,83 @@ mod tests {
     use super::*;
     use crate::opts::parse;
 
-    fn srun(args: &[&str], env: Option<&str>) -> Result<Srun, String> {
+    fn srun(args: &[&str], job: Option<&str>) -> Result<Srun, String> {
+        let env: Vec<(&str, &str)> = job.map(|j| ("SLURM_JOB_ID", j)).into_iter().collect();
+        srun_env(args, &env)
+    }
+
+    fn srun_env(args: &[&str], env: &[(&str, &str)]) -> Result<Srun, String> {
         let p = parse(TABLE, args, true).map_err(|e| e.to_string())?;
-        build(&p, env)
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        build(&p, &env)
+    }
+
+    #[test]
+    fn layout_from_the_allocation_environment() {
+        let alloc = [
+            ("SLURM_JOB_ID", "5"),
+            ("SLURM_JOB_NUM_NODES", "2"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_NPROCS", "4"),
+            ("SLURM_NTASKS_PER_NODE", "2"),
+        ];
+        let shape = |s: &Srun| (s.req.ntasks, s.req.nodes, s.req.ntasks_per_node);
+        // A bare srun: the job's 4 tasks, 2 a node.
+        let s = srun_env(&["true"], &alloc).unwrap();
+        assert_eq!(shape(&s), (4, 2, 2));
+        assert!(s.warnings.is_empty());
+        // -N1 on the command line: the count follows (2 on one node).
+        assert_eq!(
+            shape(&srun_env(&["-N1", "true"], &alloc).unwrap()),
+            (2, 1, 2)
+        );
+        // -n1: one node, with Slurm's warning.
+        let s = srun_env(&["-n1", "true"], &alloc).unwrap();
+        assert_eq!(shape(&s), (1, 1, 0));
+        assert_eq!(
+            s.warnings,
+            vec!["can't run 1 processes on 2 nodes, setting nnodes to 1"]
+        );
+        // -n3 over 2 nodes does not match 2 a node: that is dropped, loudly.
+        let s = srun_env(&["-n3", "true"], &alloc).unwrap();
+        assert_eq!(shape(&s), (3, 2, 0));
+        assert!(s.warnings[0].starts_with("can't honor --ntasks-per-node set to 2"));
+        // SLURM_NTASKS wins over SLURM_NPROCS; SRUN_OUTPUT over SLURM_STDOUTMODE.
+        let s = srun_env(
+            &["true"],
+            &[
+                ("SLURM_NPROCS", "3"),
+                ("SLURM_NTASKS", "6"),
+                ("SLURM_STDOUTMODE", "a.out"),
+                ("SRUN_OUTPUT", "b.out"),
+                ("SLURM_LABELIO", "1"),
+                ("SLURM_UNBUFFEREDIO", "0"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.req.ntasks, 6);
+        assert_eq!(s.req.output, "b.out");
+        assert!(s.label);
+        // The command line wins.
+        let s = srun_env(
+            &["-o", "c.out", "-n2", "true"],
+            &[("SRUN_OUTPUT", "b.out"), ("SLURM_NTASKS", "6")],
+        )
+        .unwrap();
+        assert_eq!((s.req.output.as_str(), s.req.ntasks), ("c.out", 2));
+        let s = srun_env(&["-I", "-t", "1:30", "--export=ALL,X=1", "true"], &[]).unwrap();
+        assert_eq!((s.immediate, s.step_limit), (Some(1), Some(120)));
+        assert_eq!(s.export.as_deref(), Some("ALL,X=1"));
+        assert_eq!(
+            srun(&["--immediate=5", "-t0", "true"], None)
+                .unwrap()
+                .immediate,
+            Some(5)
+        );
+        assert_eq!(srun(&["-t0", "true"], None).unwrap().step_limit, None);
     }
 
     #[test]

@@ -56,16 +56,32 @@ pub fn run(argv: &[String]) -> i32 {
         eprintln!("srun: error: {}", opts::hetjob_refused());
         return 1;
     }
-    let env_job = std::env::var("SLURM_JOB_ID")
-        .ok()
-        .or_else(|| std::env::var("SLURM_JOBID").ok());
-    let mut s = match args::build(&p, env_job.as_deref()) {
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    let mut s = match args::build(&p, &env) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("srun: error: {e}");
             return 1;
         }
     };
+    if !s.quiet {
+        for w in &s.warnings {
+            eprintln!("srun: warning: {w}");
+        }
+    }
+    // -v: Slurm's dump of the options set (environment, then command line).
+    let (merged, _) = args::with_env(&p, &env);
+    let verbose = merged.count("verbose") as u32;
+    if verbose > 0 {
+        let set: Vec<(&str, Option<String>)> = merged
+            .opts
+            .iter()
+            .map(|f| (f.key, f.value.clone()))
+            .collect();
+        for l in crate::optdump::defined_options(args::TABLE, &set, verbose) {
+            eprintln!("srun: {l}");
+        }
+    }
     // Outside an allocation srun gets one first (the allocation options
     // are sbatch's).
     let alloc_spec = if s.job_id.is_none() {
@@ -91,7 +107,7 @@ pub fn run(argv: &[String]) -> i32 {
             Ok(c) => c,
             Err(c) => return c,
         };
-        let job = match crate::salloc::alloc::allocate("srun", &mut ctl, spec).await {
+        let job = match crate::salloc::alloc::allocate("srun", &mut ctl, &cfg, spec).await {
             Ok(j) => j,
             Err(c) => return c,
         };
@@ -131,6 +147,8 @@ fn alloc_spec(p: &opts::Parsed) -> Result<drover_proto::JobSpec, String> {
         "account",
         "qos",
         "chdir",
+        "dependency",
+        "overcommit",
     ];
     let now = crate::timefmt::now();
     let mut o = crate::sbatch::options::SbatchOpts::default();
@@ -240,7 +258,11 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
     r.io_port = listener.local_addr().map(|a| a.port() as u32).unwrap_or(0);
     r.io_key = key.clone();
     r.create_token = random_key();
-    r.env = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
+    let env: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k != "SLURM_SRUN_COMM_PORT")
+        .collect();
+    r.env = crate::sbatch::spec::exported(s.export.as_deref(), &env);
+    r.env.push(format!("SLURM_SRUN_COMM_PORT={}", r.io_port));
     if r.cwd.is_empty() {
         r.cwd = std::env::current_dir()
             .map(|d| d.to_string_lossy().into_owned())
@@ -269,6 +291,7 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
     });
     let mut announced = false;
     let mut unreachable_since: Option<tokio::time::Instant> = None;
+    let begun = Instant::now();
     let resp = loop {
         match ctl.create_step(s.req.clone()).await {
             Ok(r) => break r.into_inner(),
@@ -276,6 +299,16 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
                 if st.code() == tonic::Code::Unavailable
                     && (st.message() == BUSY || st.message() == DISABLED) =>
             {
+                // --immediate: no waiting (or no longer than asked).
+                if s.immediate
+                    .is_some_and(|secs| secs <= 1 || begun.elapsed().as_secs() >= secs)
+                {
+                    eprintln!(
+                        "srun: error: Unable to create step for job {job_id}: {}",
+                        st.message()
+                    );
+                    return 1;
+                }
                 if !announced {
                     eprintln!(
                         "srun: Job {job_id} step creation temporarily disabled, retrying ({})",
@@ -285,8 +318,13 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
+            // The controller restarting: unreachable, or (on its host) its
+            // authentication socket gone for a moment.
             Err(st)
-                if conn::classify(&st) == RpcError::Connect
+                if (conn::classify(&st) == RpcError::Connect
+                    || st
+                        .message()
+                        .starts_with("cannot reach the authentication socket"))
                     && !st.message().contains("launch of step")
                     && unreachable_since
                         .get_or_insert_with(tokio::time::Instant::now)
@@ -321,9 +359,10 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
         }
     }
     accept.abort();
+    let kill_wait = cfg.kill_wait;
     let step_nodes: Vec<String> = resp.nodes.iter().map(|n| n.node.clone()).collect();
     let mut failed = tokio::spawn(nodefail::failed_nodes(cfg, job_id, step_nodes));
-    let code = run_io(&s, job_id, &resp, conns, sig_rx, &mut failed).await;
+    let code = run_io(&s, job_id, &resp, conns, sig_rx, &mut failed, kill_wait).await;
     failed.abort();
     code
 }
@@ -385,6 +424,7 @@ async fn run_io(
     conns: Vec<(u32, TcpStream)>,
     mut sig_rx: mpsc::UnboundedReceiver<i32>,
     failed: &mut tokio::task::JoinHandle<Vec<String>>,
+    kill_wait: u64,
 ) -> i32 {
     let step = format!("{job_id}.{}", resp.step_id);
     let node_name: HashMap<u32, String> = resp
@@ -504,8 +544,31 @@ async fn run_io(
     let mut failed_nodes: Vec<u32> = Vec::new();
     let mut closed: Vec<u32> = Vec::new();
     let mut watching = true;
+    // The step's own time limit (`-t` inside an allocation): SIGTERM at
+    // the limit, SIGKILL KillWait seconds later; the job goes on.
+    let far = tokio::time::Instant::now() + Duration::from_secs(100 * 365 * 86400);
+    let mut limit_at = s.step_limit.map_or(far, |l| {
+        tokio::time::Instant::now() + Duration::from_secs(l)
+    });
+    let mut timed_out = false;
     while open > 0 {
         tokio::select! {
+            _ = tokio::time::sleep_until(limit_at) => {
+                if timed_out {
+                    broadcast(signal_frame(libc::SIGKILL));
+                    limit_at = far;
+                    continue;
+                }
+                timed_out = true;
+                let node = node_name.get(&0).map_or("?", |n| n.as_str());
+                eprintln!(
+                    "slurmstepd: error: *** STEP {step} ON {node} CANCELLED AT {} DUE TO TIME LIMIT ***",
+                    crate::timefmt::make_time_str(crate::timefmt::now())
+                );
+                broadcast(signal_frame(libc::SIGCONT));
+                broadcast(signal_frame(libc::SIGTERM));
+                limit_at = tokio::time::Instant::now() + Duration::from_secs(kill_wait.max(1));
+            }
             names = &mut *failed, if watching => {
                 watching = false;
                 let Ok(names) = names else { continue };

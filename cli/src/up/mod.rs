@@ -247,7 +247,15 @@ pub fn run(args: &[String]) -> i32 {
             return err(&e);
         }
     }
-    let conf = dir.join("drover.conf");
+    // The config is slurm.conf (tools look for it beside $SLURM_CONF);
+    // drover.conf names it too. A cluster made before keeps its drover.conf
+    // as the file, with slurm.conf naming it.
+    let legacy = dir.join("drover.conf");
+    let conf = if !dir.join("slurm.conf").exists() && legacy.exists() && !legacy.is_symlink() {
+        legacy
+    } else {
+        dir.join("slurm.conf")
+    };
     let existing = if conf.exists() {
         match fs::read_to_string(&conf) {
             Ok(t) => {
@@ -325,6 +333,9 @@ pub fn run(args: &[String]) -> i32 {
         }
         read_existing(&text)
     };
+    if let Err(e) = link_other_name(&dir, &conf) {
+        return err(&e);
+    }
     let conf_s = conf.display().to_string();
     let nodes = existing.nodes.max(1);
     let cpus_each = if existing.cpus > 0 {
@@ -512,7 +523,7 @@ fn run_cluster(
         "Drover cluster \"{}\" is up: {nodes} nodes, {cpus_each} CPUs each.",
         existing.name
     );
-    println!("export DROVER_CONF={conf_s} PATH={d}/bin:$PATH");
+    println!("export DROVER_CONF={conf_s} SLURM_CONF={conf_s} PATH={d}/bin:$PATH");
     let _ = std::io::stdout().flush();
 
     // Foreground until a signal or a daemon dies.
@@ -560,4 +571,20 @@ pub fn keygen(args: &[String]) -> i32 {
             1
         }
     }
+}
+
+/// The config's other name (`drover.conf` for `slurm.conf` and back), a
+/// relative symbolic link, unless that name is taken already.
+fn link_other_name(dir: &Path, conf: &Path) -> Result<(), String> {
+    let file = conf.file_name().map(|f| f.to_string_lossy().into_owned());
+    let other = if file.as_deref() == Some("slurm.conf") {
+        "drover.conf"
+    } else {
+        "slurm.conf"
+    };
+    let link = dir.join(other);
+    if link.exists() || link.is_symlink() {
+        return Ok(());
+    }
+    symlink(Path::new(&file.unwrap_or_default()), &link)
 }

@@ -81,7 +81,9 @@ pub fn place(
         }
     };
     // Fits at all (ignoring other steps)? The biggest nodes, in tasks.
-    let mut caps: Vec<u32> = cands.iter().map(|a| a.cpus / cpt).collect();
+    // -O: tasks share CPUs, so a node holds any number of them.
+    let tasks_on = |cpus: u32| if req.overcommit { u32::MAX } else { cpus / cpt };
+    let mut caps: Vec<u32> = cands.iter().map(|a| tasks_on(a.cpus)).collect();
     caps.sort_unstable_by(|a, b| b.cmp(a));
     let fits = |caps: &[u32]| -> bool {
         let take = &caps[..(nnodes as usize).min(caps.len())];
@@ -116,7 +118,10 @@ pub fn place(
     }
     // Tasks per node: --ntasks-per-node, else one each, then round-robin
     // over the nodes with room left (an even block split when all are equal).
-    let cap: Vec<u32> = chosen.iter().map(|(_, f)| f.len() as u32 / cpt).collect();
+    let cap: Vec<u32> = chosen
+        .iter()
+        .map(|(_, f)| tasks_on(f.len() as u32))
+        .collect();
     let mut counts: Vec<u32> = vec![1; chosen.len()];
     if req.ntasks_per_node > 0 {
         let mut left = ntasks;
@@ -152,7 +157,7 @@ pub fn place(
     let mut out = Vec::new();
     let mut next_task = 0u32;
     for ((a, free), &count) in chosen.iter().zip(&counts) {
-        let need = (count * cpt) as usize;
+        let need = (count.saturating_mul(cpt) as usize).min(free.len());
         let node_id = out.len() as u32;
         out.push(StepNode {
             node: a.node.clone(),
@@ -267,6 +272,25 @@ mod tests {
         let p = place(&a, &HashMap::new(), &req(1, 0), 0).unwrap();
         assert_eq!(p.nodes.len(), 1);
         assert_eq!(p.nodes[0].cpu_ids, vec![0]);
+    }
+
+    #[test]
+    fn overcommit_puts_more_tasks_than_cpus() {
+        let a = alloc(2, 2);
+        assert_eq!(
+            place(&a, &HashMap::new(), &req(6, 0), 0),
+            Err(LayoutError::Invalid(NOT_AVAILABLE.into()))
+        );
+        let r = StepRequest {
+            overcommit: true,
+            ..req(6, 0)
+        };
+        let p = place(&a, &HashMap::new(), &r, 0).unwrap();
+        assert_eq!(
+            tasks(&p),
+            vec![("n0".into(), vec![0, 1, 2]), ("n1".into(), vec![3, 4, 5])]
+        );
+        assert_eq!(p.nodes[0].cpu_ids, vec![0, 1]);
     }
 
     #[test]

@@ -93,7 +93,12 @@ impl Ctld {
                 }
             }
         }
-        let spec_ntasks = job.spec().ntasks;
+        // A bare srun takes the job's shape: its -n, else
+        // --ntasks-per-node on each of its nodes.
+        let spec_ntasks = match job.spec().ntasks {
+            0 => job.spec().ntasks_per_node * job.rt().alloc.len() as u32,
+            n => n,
+        };
         let to_status = |e| match e {
             LayoutError::Busy => Status::unavailable(BUSY),
             LayoutError::Invalid(m) => Status::invalid_argument(m),
@@ -313,6 +318,43 @@ impl Ctld {
 }
 
 impl Ctld {
+    /// `scancel -s SIG JOB`: the signal to every running step of the job
+    /// (not its batch shell), where the step runs.
+    pub fn signal_steps(&mut self, id: u32, signal: u32) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let running: Vec<(u32, Vec<String>)> = job
+            .rt()
+            .steps
+            .iter()
+            .filter(|s| is_running(s))
+            .map(|s| (s.step_id, s.pending_nodes.clone()))
+            .collect();
+        let kill_wait = self.cfg.kill_wait as u32;
+        for (step_id, nodes) in running {
+            for node in nodes {
+                let Some(mut agent) = self.agent_for(&node) else {
+                    continue;
+                };
+                let req = drover_proto::SignalJobRequest {
+                    job_id: id,
+                    signal,
+                    node,
+                    kill_wait,
+                    step_only: true,
+                    step_id,
+                    ..Default::default()
+                };
+                tokio::spawn(async move {
+                    if let Err(e) = agent.signal_job(req).await {
+                        tracing::debug!("signal to step {id}.{step_id}: {}", e.message());
+                    }
+                });
+            }
+        }
+    }
+
     /// `scancel JOB.STEP` (with `-s SIG`: signal the step's tasks).
     pub fn cancel_step(
         &mut self,

@@ -132,7 +132,8 @@ fn drain_resume_signals_and_min_job_age() {
         "#!/bin/bash\ntrap 'echo got USR1' USR1\necho ready\ni=0; while [ $i -lt 600 ]; do i=$((i+1)); sleep 0.1; done\n",
     );
     c.wait_file(&out, |t| t.contains("ready"));
-    c.ok("scancel", &["--signal=USR1", &id.to_string()]);
+    // --full: the batch shell too (by default a signal goes to the steps).
+    c.ok("scancel", &["--full", "--signal=USR1", &id.to_string()]);
     c.wait_file(&out, |t| t.contains("got USR1"));
     assert_eq!(
         c.job_field(&id.to_string(), "JobState").as_deref(),

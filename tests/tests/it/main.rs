@@ -8,6 +8,7 @@ mod bad_input;
 mod batch;
 mod binding;
 mod commands;
+mod compat;
 mod configless;
 mod enforcement;
 mod field_limits;

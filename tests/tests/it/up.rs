@@ -50,6 +50,21 @@ fn drover_up_starts_runs_jobs_stops_and_resumes() {
     };
     let s = String::from_utf8(run("sinfo", &["-h", "-o", "%D %t"]).stdout).unwrap();
     assert_eq!(s.trim(), "2 idle");
+    // The config is slurm.conf; drover.conf names it too, and SLURM_CONF
+    // alone finds the cluster.
+    let slurm_conf = cluster.join("slurm.conf");
+    assert!(slurm_conf.is_file() && !slurm_conf.is_symlink());
+    assert_eq!(
+        std::fs::read_link(&conf).unwrap(),
+        std::path::PathBuf::from("slurm.conf")
+    );
+    let o = Command::new(cluster.join("bin").join("sinfo"))
+        .args(["-h", "-o", "%D"])
+        .env_remove("DROVER_CONF")
+        .env("SLURM_CONF", &slurm_conf)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "2");
     let o = run(
         "sbatch",
         &[
@@ -214,7 +229,7 @@ fn drover_up_says_which_daemon_died_and_how() {
     ] {
         assert!(seen.iter().any(|l| l.starts_with(want)), "{want}: {seen:?}");
     }
-    let conf = cluster.join("drover.conf").display().to_string();
+    let conf = cluster.join("slurm.conf").display().to_string();
     let ctld: Vec<i32> = drover_tests::pids_mentioning(&conf)
         .into_iter()
         .filter(|p| {
