@@ -7,7 +7,7 @@ use drover_proto::{
 };
 use tonic::Status;
 
-use crate::ctld::{now, Ctld, Reply};
+use crate::ctld::{Ctld, Reply};
 use crate::jobinfo::state_selected;
 use crate::submit::msg;
 
@@ -185,7 +185,7 @@ impl Ctld {
                 jobs.push(info);
             }
         }
-        Ok(GetJobsResponse { jobs, now: now() })
+        Ok(GetJobsResponse { jobs, now: self.now })
     }
 
     /// `scontrol write batch_script`: the script of a batch job, for its
@@ -216,7 +216,7 @@ impl Ctld {
                 _ => {}
             }
         }
-        self.diag.response(now(), pending, running, threads)
+        self.diag.response(self.now, pending, running, threads)
     }
 
     fn may_touch(&self, who: &Identity, id: u32) -> bool {

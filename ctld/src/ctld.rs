@@ -82,6 +82,9 @@ pub struct Ctld {
     /// when their command last said it is there (`inactive.rs`). In memory
     /// only: after a restart every allocation gets a whole grace period.
     pub alloc_seen: HashMap<u32, i64>,
+    /// The time of the batch being applied (unix seconds). Set by the
+    /// runtime, which reads the clock once per batch; no handler reads it.
+    pub now: i64,
 }
 
 pub fn now() -> i64 {
@@ -137,6 +140,7 @@ impl Ctld {
             sched: Default::default(),
             alloc_seen: HashMap::new(),
             lenders: BTreeSet::new(),
+            now: start,
         };
         let mut node_records = Vec::new();
         if let Some(s) = rec.snapshot {
@@ -250,6 +254,7 @@ impl Ctld {
             tokio::select! {
                 op = rx.recv() => {
                     let Some(op) = op else { break };
+                    self.now = now();
                     op(&mut self);
                     // Take everything already queued: one scheduling pass and one
                     // fsync for the whole batch.
@@ -262,6 +267,7 @@ impl Ctld {
                 }
                 _ = tick.tick() => {
                     let t = now();
+                    self.now = t;
                     self.tick(t);
                     if t - last_full >= 1 {
                         self.full_pass_needed = true;

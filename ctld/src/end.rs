@@ -5,7 +5,7 @@ use drover_proto::state::wal_record::Kind;
 use drover_proto::state::WalRecord;
 use drover_proto::{JobState, SignalJobRequest};
 
-use crate::ctld::{now, Ctld};
+use crate::ctld::Ctld;
 
 /// What a node said about a job's end.
 #[derive(Debug, Default, Clone)]
@@ -45,7 +45,7 @@ impl Ctld {
         if !job.rt().alloc.iter().any(|a| a.node == node) && !node.is_empty() {
             return;
         }
-        let t = now();
+        let t = self.now;
         let allocs = job.rt().alloc.clone();
         // A job suspended by preemption holds only its memory (its CPUs
         // and GPUs are lent and may be someone else's now).
@@ -155,7 +155,7 @@ impl Ctld {
 
     /// Cancel a pending job (or array meta record) right away.
     pub fn cancel_pending(&mut self, id: u32, by_uid: u32, reason: &str) {
-        let t = now();
+        let t = self.now;
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -233,7 +233,7 @@ impl Ctld {
 
     /// A node went away: its jobs fail (or are requeued when asked).
     pub fn node_failed(&mut self, idx: usize, why: &str) {
-        let t = now();
+        let t = self.now;
         let name = self.cluster.nodes[idx].name().to_string();
         {
             let n = &mut self.cluster.nodes[idx];

@@ -6,7 +6,7 @@ use drover_proto::{ConfigEntry, ConfigResponse, JobState, ReconfigureResponse};
 use tonic::Status;
 
 use crate::cluster::Cluster;
-use crate::ctld::{now, Ctld};
+use crate::ctld::Ctld;
 
 fn opt(v: &Option<String>) -> String {
     v.clone().unwrap_or_else(|| "(null)".into())
@@ -114,7 +114,7 @@ impl Ctld {
     pub fn reconfigure(&mut self) -> Result<ReconfigureResponse, Status> {
         let (cfg, warnings) = drover_conf::slurmconf::load(&self.config_path)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let mut cluster = Cluster::from_config(&cfg, now());
+        let mut cluster = Cluster::from_config(&cfg, self.now);
         for n in &mut cluster.nodes {
             if let Some(i) = self.cluster.node_idx(n.name()) {
                 let old = &self.cluster.nodes[i];

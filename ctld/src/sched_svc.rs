@@ -5,7 +5,7 @@ use drover_proto::scheduler_server::Scheduler;
 use drover_proto::*;
 use tonic::{Request, Response, Status};
 
-use crate::ctld::{now, Ctld};
+use crate::ctld::Ctld;
 use crate::server::Svc;
 use crate::submit::msg;
 
@@ -52,7 +52,7 @@ impl Ctld {
                 .iter()
                 .any(|(_, id)| !self.sched.factors.contains_key(id))
         {
-            let t = now();
+            let t = self.now;
             self.charge_usage(t, &pc);
             self.recompute_priorities(t, &pc);
         }
@@ -123,7 +123,7 @@ impl Ctld {
 
     pub fn shares(&mut self, who: &Identity) -> GetSharesResponse {
         let pc = crate::schedstate::prio_conf(&self.cfg);
-        let t = now();
+        let t = self.now;
         self.charge_usage(t, &pc);
         // PrivateData=usage: a user sees only their own rows.
         let own = (self.private().usage && !self.sees_all(who))
@@ -174,7 +174,7 @@ impl Scheduler for SchedSvc {
         let args = req.into_inner().args;
         self.call(move |c| {
             admin(c, &who)?;
-            let name = c.create_reservation(&args, now())?;
+            let name = c.create_reservation(&args, c.now)?;
             Ok(ReservationResponse { name })
         })
         .await
@@ -188,7 +188,7 @@ impl Scheduler for SchedSvc {
         let args = req.into_inner().args;
         self.call(move |c| {
             admin(c, &who)?;
-            let name = c.update_reservation(&args, now())?;
+            let name = c.update_reservation(&args, c.now)?;
             Ok(ReservationResponse { name })
         })
         .await
@@ -215,7 +215,7 @@ impl Scheduler for SchedSvc {
         let who = self.who(&req)?;
         let name = req.into_inner().name;
         self.call(move |c| {
-            let t = now();
+            let t = c.now;
             c.resv_snaps(t);
             // PrivateData=reservations: only those the user may use.
             let mine = if c.private().reservations && !c.sees_all(&who) {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use drover_proto::state::JobRecord;
 use drover_proto::{GresAlloc, JobState, LaunchRequest, NodeAlloc, INFINITE};
 
-use crate::ctld::{now, Ctld};
+use crate::ctld::Ctld;
 use crate::deps::{self, Seen, Verdict};
 use crate::job::{build_request, env_from_blob, Job};
 use crate::sched::{self, Decision, JobSnap};
@@ -141,7 +141,7 @@ impl Ctld {
         self.full_pass_needed = false;
         // Jobs suspended by preemption get their CPUs back first.
         self.resume_lenders();
-        let t = now();
+        let t = self.now;
         if full {
             let jobs = &self.jobs;
             self.sched
@@ -615,7 +615,7 @@ impl Ctld {
             Some(_) => id,
             None => return,
         };
-        let t = now();
+        let t = self.now;
         // In the nodes' configured order, as Slurm's node bitmap: the batch
         // script and rank 0 run on the first node of NodeList (launchers
         // take MASTER_ADDR from it), whatever order placement chose.
@@ -723,7 +723,7 @@ impl Ctld {
             user_name: job.rec.user_name.clone(),
             groups: job.rec.groups.clone(),
             node: node.clone(),
-            expires: now() + 300,
+            expires: self.now + 300,
             kill_wait: self.cfg.kill_wait as u32,
             cluster_name: self.cfg.cluster_name.clone(),
             node_id: 0,

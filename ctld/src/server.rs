@@ -284,7 +284,7 @@ impl Controller for Svc {
             let nodes = idx.into_iter().map(|i| c.node_info(i)).collect();
             let _ = r.send(Ok(GetNodesResponse {
                 nodes,
-                now: crate::ctld::now(),
+                now: c.now,
             }));
         })
         .await
@@ -322,7 +322,7 @@ impl Controller for Svc {
             let partitions = idx.into_iter().map(|i| c.partition_info(i)).collect();
             let _ = r.send(Ok(GetPartitionsResponse {
                 partitions,
-                now: crate::ctld::now(),
+                now: c.now,
             }));
         })
         .await

@@ -21,7 +21,7 @@ use std::time::Duration;
 use drover_proto::state::JobRuntime;
 use drover_proto::{JobState, NodeAlloc, SuspendJobRequest, INFINITE};
 
-use crate::ctld::{now, Ctld};
+use crate::ctld::Ctld;
 use crate::sched;
 
 /// How long a job suspended by preemption keeps its CPUs/GPUs for a
@@ -143,7 +143,7 @@ impl Ctld {
             JobState::Completing => return Err(crate::submit::msg::ALREADY_DONE.into()),
             _ => return Err(msg::NOT_RUNNING.into()),
         }
-        let t = now();
+        let t = self.now;
         let job = self.jobs.get_mut(&id).expect("job present");
         let rt = job.rt_mut();
         note_suspend(rt, t);
@@ -183,7 +183,7 @@ impl Ctld {
             self.cluster.take_back(&lent, share);
             self.lenders.remove(&id);
         }
-        let t = now();
+        let t = self.now;
         let job = self.jobs.get_mut(&id).expect("job present");
         let rt = job.rt_mut();
         rt.preempt_suspended = false;
@@ -206,7 +206,7 @@ impl Ctld {
         if job.state() != JobState::Suspended {
             return;
         }
-        note_resume(job.rt_mut(), now());
+        note_resume(job.rt_mut(), self.now);
     }
 
     /// Resume preempted jobs whose CPUs and GPUs are all free again, highest
@@ -222,7 +222,7 @@ impl Ctld {
             .filter_map(|id| self.jobs.get(id).map(|j| (j.rt().priority, *id)))
             .collect();
         ids.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        let t = now();
+        let t = self.now;
         for (_, id) in ids {
             let job = &self.jobs[&id];
             // The preemptor it was suspended for is still waiting to take
@@ -267,7 +267,7 @@ impl Ctld {
                 continue;
             };
             let by = job.rt().suspended_for;
-            if self.awaits_preemptor(job.rt(), now()) && cands.iter().any(|c| c.id == by) {
+            if self.awaits_preemptor(job.rt(), self.now) && cands.iter().any(|c| c.id == by) {
                 continue;
             }
             for a in &job.rt().alloc {

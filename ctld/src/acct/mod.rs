@@ -26,14 +26,14 @@ use crate::job::Job;
 fn start_builder(
     cluster: String,
     out: mpsc::Sender<Vec<u8>>,
-) -> Result<mpsc::Sender<(Arc<Config>, Job)>, String> {
-    let (tx, rx) = mpsc::channel::<(Arc<Config>, Job)>();
+) -> Result<mpsc::Sender<(Arc<Config>, Job, i64)>, String> {
+    let (tx, rx) = mpsc::channel::<(Arc<Config>, Job, i64)>();
     std::thread::Builder::new()
         .name("acct-records".into())
         .spawn(move || {
             let mut names = crate::users::NameCache::default();
-            while let Ok((cfg, job)) = rx.recv() {
-                let info = crate::jobinfo::job_info(&cfg, &mut names, &job, true);
+            while let Ok((cfg, job, now)) = rx.recv() {
+                let info = crate::jobinfo::job_info(&cfg, &mut names, &job, true, now);
                 let contain = cfg
                     .prolog_flags
                     .iter()
@@ -52,7 +52,7 @@ fn start_builder(
 /// The controller's accounting handle.
 pub struct Acct {
     /// To the record builder thread (then the outbox writer).
-    tx: mpsc::Sender<(Arc<Config>, Job)>,
+    tx: mpsc::Sender<(Arc<Config>, Job, i64)>,
     pub enforce: enforce::Enforce,
     pub dir: PathBuf,
 }
@@ -145,7 +145,7 @@ impl Ctld {
         };
         let job: Job = (**job).clone();
         if let Some(a) = &self.acct {
-            if a.tx.send((self.cfg.clone(), job)).is_err() {
+            if a.tx.send((self.cfg.clone(), job, self.now)).is_err() {
                 tracing::error!("accounting record builder is gone; job {id} not recorded");
             }
         }

@@ -20,7 +20,7 @@ use drover_proto::{
 };
 use tonic::Status;
 
-use crate::ctld::{now, Ctld};
+use crate::ctld::Ctld;
 use crate::job::env_from_blob;
 use crate::submit::msg;
 use layout::LayoutError;
@@ -138,7 +138,7 @@ impl Ctld {
             nodelist: nodelist.clone(),
             ntasks: placed.ntasks,
             ncpus: placed.nodes.iter().map(|n| n.cpus).sum(),
-            start_time: now(),
+            start_time: self.now,
             state: JobState::Running as i32,
             pending_nodes: placed.nodes.iter().map(|n| n.node.clone()).collect(),
             alloc: if req.overlap {
@@ -252,7 +252,7 @@ impl Ctld {
             user_name: job.rec.user_name.clone(),
             groups: job.rec.groups.clone(),
             node: String::new(),
-            expires: now() + 300,
+            expires: self.now + 300,
             kill_wait: self.cfg.kill_wait as u32,
             cluster_name: self.cfg.cluster_name.clone(),
             node_id: 0,
@@ -285,7 +285,7 @@ impl Ctld {
         s.max_rss_kb = s.max_rss_kb.max(r.max_rss_kb);
         s.oom |= r.oom;
         if s.pending_nodes.is_empty() {
-            s.end_time = now();
+            s.end_time = self.now;
             s.state = if s.oom {
                 // As for jobs (Slurm): OUT_OF_MEMORY, exit code 0:125.
                 s.exit_code = 0;
