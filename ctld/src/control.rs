@@ -137,10 +137,7 @@ impl Ctld {
         who: &Identity,
         req: GetJobsRequest,
     ) -> Result<GetJobsResponse, Status> {
-        let t0 = std::time::Instant::now();
-        let r = self.get_jobs_inner(who, req);
-        tracing::debug!("get_jobs: {:?}", t0.elapsed());
-        r
+        self.get_jobs_inner(who, req)
     }
 
     fn get_jobs_inner(

@@ -1,7 +1,9 @@
-//! The one owner of controller state. A single task runs [`Ctld::run`]: it
-//! takes operations from the RPC handlers in order, applies them, runs the
-//! scheduler on the result, and hands the batch's log records to the
-//! write-ahead log. Nobody else touches jobs or nodes.
+//! The controller's state, the core: jobs, nodes, partitions, reservations,
+//! associations/QOS, fair-share usage, steps. Every change is a method
+//! applied by the one owner task (`runtime/`) with `now` set for the batch;
+//! what a change asks of the world (log records, agent calls, accounting
+//! records, replies, timers) is pushed on [`Ctld::effects`] for the runtime
+//! to perform. No clock, no socket, no task below this line.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -10,28 +12,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use drover_conf::slurmconf::Config;
-use drover_proto::auth::{ClusterKey, Identity};
-use drover_proto::client::{Agent, Credential};
+use drover_proto::auth::Identity;
 use drover_proto::state::{
     wal_record::Kind, Blob, JobRuntimeUpdate, NodeStateRecord, Snapshot, WalRecord,
 };
 use drover_proto::{JobInfo, JobState};
-use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
 
 use crate::cluster::Cluster;
 use crate::job::{Blobs, Job};
 use crate::users::NameCache;
-use crate::wal::{self, Wal};
+pub use crate::effect::Reply;
+use crate::effect::Effect;
 
 /// An operation on the state, sent by an RPC handler.
 pub type Op = Box<dyn FnOnce(&mut Ctld) + Send>;
 
-/// Where the answer to an operation goes.
-pub type Reply<T> = oneshot::Sender<Result<T, Status>>;
-
-/// Snapshot the state once the log has grown this much.
-const SNAPSHOT_BYTES: u64 = 64 * 1024 * 1024;
 /// Jobs the event-driven scheduling pass looks at (Slurm's default_queue_depth).
 pub const DEFAULT_QUEUE_DEPTH: usize = 100;
 
@@ -47,13 +43,8 @@ pub struct Ctld {
     /// Blobs already written to the current log generation.
     pub blobs_logged: HashSet<u64>,
     pub next_job_id: u32,
-    pub wal: Wal,
     pub names: NameCache,
     pub waiters: HashMap<u32, Vec<Reply<JobInfo>>>,
-    pub key: ClusterKey,
-    pub cred: Credential,
-    pub agents: HashMap<String, Agent>,
-    pub tx: mpsc::Sender<Op>,
     pub slurm_user_uid: u32,
     pub start_time: i64,
     pub host: String,
@@ -85,31 +76,15 @@ pub struct Ctld {
     /// The time of the batch being applied (unix seconds). Set by the
     /// runtime, which reads the clock once per batch; no handler reads it.
     pub now: i64,
-}
-
-pub fn now() -> i64 {
-    drover_proto::auth::now_secs()
+    /// What the operations applied so far asked the world to do.
+    pub effects: Vec<Effect>,
 }
 
 impl Ctld {
-    /// Rebuild state from disk and start the log writer.
-    pub fn recover(
-        cfg: Config,
-        config_path: PathBuf,
-        key: ClusterKey,
-        tx: mpsc::Sender<Op>,
-    ) -> Result<Ctld, String> {
-        let dir = PathBuf::from(&cfg.state_save_location);
-        let rec = wal::recover(&dir)?;
-        if rec.torn_tail {
-            tracing::warn!("state log ended in a torn record (crash mid-write); it was dropped");
-        }
-        let start = now();
-        let cluster = Cluster::from_config(&cfg, start);
-        let host = drover_proto::auth::hostname();
-        let slurm_user_uid = crate::users::user_uid(&cfg.slurm_user).unwrap_or(0);
-        let wal = Wal::start(&dir, rec.generation)?;
-        let mut c = Ctld {
+    /// Empty state for `cfg` at time `now` (no jobs; nodes as configured).
+    pub fn new(cfg: Config, config_path: PathBuf, now: i64, slurm_user_uid: u32, host: String) -> Ctld {
+        let cluster = Cluster::from_config(&cfg, now);
+        Ctld {
             next_job_id: cfg.first_job_id.max(1),
             cfg: Arc::new(cfg),
             config_path,
@@ -118,21 +93,16 @@ impl Ctld {
             array_tasks: HashMap::new(),
             blobs: Blobs::default(),
             blobs_logged: HashSet::new(),
-            wal,
             names: NameCache::default(),
             waiters: HashMap::new(),
-            cred: Credential::daemon(key.clone(), host.clone()),
-            key,
-            agents: HashMap::new(),
-            tx,
             slurm_user_uid,
-            start_time: start,
+            start_time: now,
             host,
             sched_needed: true,
             full_pass_needed: true,
             shutdown: false,
             queue_depth: DEFAULT_QUEUE_DEPTH,
-            diag: crate::diag::DiagStats::new(start),
+            diag: crate::diag::DiagStats::new(now),
             assoc: Default::default(),
             acct: None,
             queue: BTreeSet::new(),
@@ -140,10 +110,17 @@ impl Ctld {
             sched: Default::default(),
             alloc_seen: HashMap::new(),
             lenders: BTreeSet::new(),
-            now: start,
-        };
+            now,
+            effects: Vec::new(),
+        }
+    }
+
+    /// Rebuild the state from a snapshot and the log records written after
+    /// it (what `wal::recover` read).
+    pub fn restore(&mut self, snapshot: Option<Snapshot>, records: Vec<WalRecord>) {
+        let c = self;
         let mut node_records = Vec::new();
-        if let Some(s) = rec.snapshot {
+        if let Some(s) = snapshot {
             c.next_job_id = c.next_job_id.max(s.next_job_id);
             for b in s.blobs {
                 c.blobs.insert_raw(b.id, b.data);
@@ -154,8 +131,7 @@ impl Ctld {
             node_records.extend(s.nodes);
             c.recover_sched(s.usage, s.resvs);
         }
-        let replayed = rec.records.len();
-        for r in rec.records {
+        for r in records {
             match r.kind {
                 Some(Kind::Job(j)) => {
                     c.next_job_id = c.next_job_id.max(j.job_id.saturating_add(1));
@@ -219,80 +195,11 @@ impl Ctld {
         for id in all {
             c.sync_queue(id);
         }
-        let running = c
-            .jobs
-            .values()
-            .filter(|j| !j.state().is_final() && j.state() != JobState::Pending)
-            .count();
-        let pending = c
-            .jobs
-            .values()
-            .filter(|j| j.state() == JobState::Pending)
-            .count();
-        tracing::info!(
-            "recovered {} jobs ({} pending, {} running) from {} ({} log records); next job id {}",
-            c.jobs.len(),
-            pending,
-            running,
-            dir.display(),
-            replayed,
-            c.next_job_id
-        );
-        // Start from a compact state: the snapshot replaces the replayed log.
-        if replayed > 0 {
-            c.write_snapshot();
-        }
-        Ok(c)
     }
 
-    /// The event loop of the owner task.
-    pub async fn run(mut self, mut rx: mpsc::Receiver<Op>) {
-        let mut tick = tokio::time::interval(Duration::from_millis(500));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut last_full = now();
-        loop {
-            tokio::select! {
-                op = rx.recv() => {
-                    let Some(op) = op else { break };
-                    self.now = now();
-                    op(&mut self);
-                    // Take everything already queued: one scheduling pass and one
-                    // fsync for the whole batch.
-                    for _ in 0..4096 {
-                        match rx.try_recv() {
-                            Ok(op) => op(&mut self),
-                            Err(_) => break,
-                        }
-                    }
-                }
-                _ = tick.tick() => {
-                    let t = now();
-                    self.now = t;
-                    self.tick(t);
-                    if t - last_full >= 1 {
-                        self.full_pass_needed = true;
-                        last_full = t;
-                        // Give memory freed after a burst (big replies, many
-                        // requests in flight) back to the system.
-                        // SAFETY: malloc_trim only releases free heap pages.
-                        unsafe {
-                            libc::malloc_trim(0);
-                        }
-                    }
-                }
-            }
-            if self.sched_needed || self.full_pass_needed {
-                self.schedule_pass();
-            }
-            self.wal.flush();
-            if self.wal.bytes_in_generation > SNAPSHOT_BYTES {
-                self.write_snapshot();
-            }
-            if self.shutdown {
-                self.wal.sync_blocking();
-                break;
-            }
-        }
+    /// Take the effects recorded so far (the runtime performs them).
+    pub fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
     }
 
     pub fn is_admin(&self, id: &Identity) -> bool {
@@ -343,12 +250,12 @@ impl Ctld {
         for b in [job.rec.script_blob, job.rec.env_blob] {
             if b != 0 && self.blobs_logged.insert(b) {
                 if let Some(data) = self.blobs.get(b) {
-                    self.wal.append(&WalRecord {
+                    self.effects.push(Effect::Log(WalRecord {
                         kind: Some(Kind::Blob(Blob {
                             id: b,
                             data: data.to_vec(),
                         })),
-                    });
+                    }));
                 }
             }
         }
@@ -358,7 +265,7 @@ impl Ctld {
                 rt.array_pending = crate::array::ranges(&job.pending_tasks);
             }
         }
-        self.wal.append(&WalRecord {
+        self.log(WalRecord {
             kind: Some(Kind::Job(rec)),
         });
         self.acct_record(id);
@@ -375,7 +282,7 @@ impl Ctld {
             job.rt_mut().array_pending = p;
         }
         let rt = job.rt().clone();
-        self.wal.append(&WalRecord {
+        self.log(WalRecord {
             kind: Some(Kind::Runtime(JobRuntimeUpdate {
                 job_id: id,
                 runtime: Some(rt),
@@ -387,12 +294,14 @@ impl Ctld {
     /// Log node `idx`'s durable state (drain, down and why).
     pub fn log_node(&mut self, idx: usize) {
         let rec = node_record(&self.cluster.nodes[idx]);
-        self.wal.append(&WalRecord {
+        self.log(WalRecord {
             kind: Some(Kind::Node(rec)),
         });
     }
 
-    pub fn write_snapshot(&mut self) {
+    /// The whole durable state, for a new log generation (the blobs in it
+    /// count as logged).
+    pub fn snapshot(&mut self) -> Snapshot {
         let mut jobs = Vec::with_capacity(self.jobs.len());
         for j in self.jobs.values() {
             let mut rec = j.rec.clone();
@@ -415,7 +324,7 @@ impl Ctld {
         let nodes = (0..self.cluster.nodes.len())
             .map(|i| node_record(&self.cluster.nodes[i]))
             .collect();
-        self.wal.snapshot(Snapshot {
+        Snapshot {
             next_job_id: self.next_job_id,
             blobs,
             jobs,
@@ -423,16 +332,21 @@ impl Ctld {
             wal_generation: 0,
             usage: Some(self.usage_record()),
             resvs: self.sched.resvs.clone(),
-        });
+        }
     }
 
     // ------------------------------------------------------------ helpers
 
+    /// Append `rec` to the write-ahead log.
+    pub fn log(&mut self, rec: WalRecord) {
+        self.effects.push(Effect::Log(rec));
+    }
+
     /// Answer `reply` once everything logged so far is durable.
     pub fn reply_durable<T: Send + 'static>(&mut self, reply: Reply<T>, value: Result<T, Status>) {
-        self.wal.after_durable(Box::new(move || {
-            let _ = reply.send(value);
-        }));
+        self.effects.push(Effect::AfterDurable(Box::new(move || {
+            reply.send(value);
+        })));
     }
 
     /// Allocate a fresh job id (never reused: the counter is durable and skips ids in use).
@@ -449,7 +363,7 @@ impl Ctld {
                 id + 1
             };
             if !self.jobs.contains_key(&id) {
-                self.wal.append(&WalRecord {
+                self.log(WalRecord {
                     kind: Some(Kind::NextJobId(self.next_job_id)),
                 });
                 return Ok(id);
@@ -460,8 +374,8 @@ impl Ctld {
         ))
     }
 
-    /// Client for the agent serving `node`.
-    pub fn agent_for(&mut self, node: &str) -> Option<Agent> {
+    /// Where the agent serving `node` listens (`NodeAddr:Port`).
+    pub fn agent_addr(&self, node: &str) -> Option<String> {
         let i = self.cluster.node_idx(node)?;
         let n = &self.cluster.nodes[i].conf;
         let port = if n.port == 0 {
@@ -469,29 +383,12 @@ impl Ctld {
         } else {
             n.port
         };
-        let addr = format!("{}:{}", n.node_addr, port);
-        if let Some(a) = self.agents.get(&addr) {
-            return Some(a.clone());
-        }
-        match drover_proto::client::agent(&addr, self.cred.clone()) {
-            Ok(a) => {
-                self.agents.insert(addr, a.clone());
-                Some(a)
-            }
-            Err(e) => {
-                tracing::warn!("node {node}: {e}");
-                None
-            }
-        }
+        Some(format!("{}:{}", n.node_addr, port))
     }
 
-    /// Wake the owner task later with an operation.
-    pub fn later(&self, delay: Duration, op: Op) {
-        let tx = self.tx.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            let _ = tx.send(op).await;
-        });
+    /// Apply `op` after `delay`.
+    pub fn later(&mut self, delay: Duration, op: Op) {
+        self.effects.push(Effect::Later { delay, op });
     }
 }
 

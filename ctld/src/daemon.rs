@@ -8,6 +8,7 @@ use drover_proto::controller_server::ControllerServer;
 use tokio::sync::mpsc;
 
 use crate::ctld::Ctld;
+use crate::runtime::{AgentPool, Runtime};
 use crate::server::Svc;
 
 const USAGE: &str = "usage: droverctld [-f CONFIG] [-D] [-v...] [-V]\n\
@@ -132,14 +133,16 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         cfg.auth_skew_secs(),
         max_request.saturating_add(5),
     );
-    let mut ctld = match Ctld::recover(cfg, path, key.clone(), tx.clone()) {
+    let cred = drover_proto::client::Credential::daemon(key.clone(), drover_proto::auth::hostname());
+    let agents = AgentPool::new(cred.clone());
+    let mut runtime = match Runtime::recover(cfg, path, agents.clone(), tx.clone()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("droverctld: error: {e}");
             return 1;
         }
     };
-    if let Err(e) = ctld.start_accounting() {
+    if let Err(e) = runtime.start_accounting(cred) {
         eprintln!("droverctld: error: {e}");
         return 1;
     }
@@ -161,11 +164,12 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         });
     }
     tracing::info!("auth socket {}", auth_path.display());
-    let owner = tokio::spawn(ctld.run(rx));
+    let owner = tokio::spawn(runtime.run(rx));
     let key2 = key.clone();
     let svc = ControllerServer::new(Svc {
         tx: tx.clone(),
         key,
+        agents: agents.clone(),
     })
     .max_decoding_message_size(max_request)
     .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
@@ -198,6 +202,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
             drover_proto::scheduler_server::SchedulerServer::new(crate::sched_svc::SchedSvc(Svc {
                 tx: tx.clone(),
                 key: key2,
+                agents,
             }))
             .max_decoding_message_size(max_request)
             .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES),

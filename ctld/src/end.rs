@@ -6,6 +6,7 @@ use drover_proto::state::WalRecord;
 use drover_proto::{JobState, SignalJobRequest};
 
 use crate::ctld::Ctld;
+use crate::effect::Effect;
 
 /// What a node said about a job's end.
 #[derive(Debug, Default, Clone)]
@@ -179,9 +180,6 @@ impl Ctld {
 
     /// Ask the agent of `node` to signal (sig != 0) or terminate (sig == 0) a job.
     pub fn signal_node(&mut self, id: u32, node: &str, sig: u32, batch_only: bool, timeout: bool) {
-        let Some(mut agent) = self.agent_for(node) else {
-            return;
-        };
         let req = SignalJobRequest {
             job_id: id,
             signal: sig,
@@ -191,10 +189,9 @@ impl Ctld {
             timeout,
             ..Default::default()
         };
-        tokio::spawn(async move {
-            if let Err(e) = agent.signal_job(req).await {
-                tracing::debug!("signal to job {id}: {}", e.message());
-            }
+        self.effects.push(Effect::Signal {
+            node: node.to_string(),
+            req,
         });
     }
 
@@ -379,7 +376,7 @@ impl Ctld {
                 }
             }
         }
-        self.wal.append(&WalRecord {
+        self.log(WalRecord {
             kind: Some(Kind::Purge(id)),
         });
     }

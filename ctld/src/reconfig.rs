@@ -143,7 +143,7 @@ impl Ctld {
         }
         self.cluster = cluster;
         self.cfg = Arc::new(cfg);
-        self.agents.clear();
+        self.effects.push(crate::effect::Effect::ForgetAgents);
         self.sched_needed = true;
         tracing::info!("reconfigured from {}", self.config_path.display());
         Ok(ReconfigureResponse {

@@ -27,6 +27,9 @@ pub struct SchedState {
     pub in_flight: bool,
     /// Something asked for a pass while one was in flight.
     pub again: bool,
+    /// A pass planned inline has just ended: (jobs looked at, queue length),
+    /// for the runtime to time it (sdiag).
+    pub cycle_done: Option<(usize, usize)>,
 }
 
 /// Scheduler settings from the configuration.
@@ -178,7 +181,7 @@ impl Ctld {
         if t - self.sched.usage_logged >= USAGE_LOG_EVERY {
             self.sched.usage_logged = t;
             let rec = self.usage_record();
-            self.wal.append(&WalRecord {
+            self.log(WalRecord {
                 kind: Some(Kind::Usage(rec)),
             });
         }

@@ -6,7 +6,8 @@ use std::time::Duration;
 use drover_proto::state::JobRecord;
 use drover_proto::{GresAlloc, JobState, LaunchRequest, NodeAlloc, INFINITE};
 
-use crate::ctld::Ctld;
+use crate::ctld::{Ctld, Op};
+use crate::effect::Effect;
 use crate::deps::{self, Seen, Verdict};
 use crate::job::{build_request, env_from_blob, Job};
 use crate::sched::{self, Decision, JobSnap};
@@ -202,7 +203,6 @@ impl Ctld {
             candidates.select_nth_unstable_by(depth, |a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
             candidates.truncate(depth);
         }
-        let cycle_start = std::time::Instant::now();
         let queue_len = self.queue.len();
         let (mut nodes, parts) = self.cluster.snapshot();
         let params = crate::schedstate::params(&self.cfg);
@@ -283,15 +283,13 @@ impl Ctld {
                 assoc: &self.assoc,
             });
             self.apply_plan(decisions, &nodes);
-            self.diag
-                .record_cycle(cycle_start.elapsed(), snaps.len(), queue_len);
+            self.sched.cycle_done = Some((snaps.len(), queue_len));
             return;
         }
         self.sched.in_flight = true;
         let assoc = self.assoc.clone();
-        let tx = self.tx.clone();
-        tokio::task::spawn_blocking(move || {
-            let t0 = std::time::Instant::now();
+        let depth = snaps.len();
+        let work = move || -> Op {
             let decisions = sched::plan(&sched::Input {
                 now: t,
                 params: &params,
@@ -302,26 +300,18 @@ impl Ctld {
                 resvs: &resvs,
                 assoc: &assoc,
             });
-            tracing::debug!(
-                "scheduling pass over {} jobs, {} nodes: {:?}",
-                snaps.len(),
-                nodes.len(),
-                t0.elapsed()
-            );
-            let planned = cycle_start.elapsed();
-            let depth = snaps.len();
-            let _ = tx.blocking_send(Box::new(move |c: &mut Ctld| {
+            Box::new(move |c: &mut Ctld| {
                 c.sched.in_flight = false;
-                let applying = std::time::Instant::now();
                 c.apply_plan(decisions, &nodes);
-                // Snapshot and plan, then the decisions carried out (the
-                // wait in the owner's queue in between is not counted).
-                c.diag
-                    .record_cycle(planned + applying.elapsed(), depth, queue_len);
                 if std::mem::take(&mut c.sched.again) {
                     c.sched_needed = true;
                 }
-            }));
+            })
+        };
+        self.effects.push(Effect::Plan {
+            work: Box::new(work),
+            depth,
+            queue_len,
         });
     }
 
@@ -728,22 +718,16 @@ impl Ctld {
             cluster_name: self.cfg.cluster_name.clone(),
             node_id: 0,
         };
-        let Some(mut agent) = self.agent_for(&node) else {
-            return;
-        };
-        let tx = self.tx.clone();
         let start = rt.start_time;
-        tokio::spawn(async move {
-            let res = agent.launch(req).await;
-            let _ = tx
-                .send(Box::new(move |c: &mut Ctld| {
-                    c.launch_done(id, start, res.map(|_| ()))
-                }))
-                .await;
+        self.effects.push(Effect::Launch {
+            node,
+            req: Box::new(req),
+            start,
         });
     }
 
-    fn launch_done(&mut self, id: u32, start: i64, res: Result<(), tonic::Status>) {
+    /// The agent's answer to a launch of the job started at `start`.
+    pub fn launch_done(&mut self, id: u32, start: i64, res: Result<(), tonic::Status>) {
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };

@@ -22,6 +22,7 @@ use drover_proto::state::JobRuntime;
 use drover_proto::{JobState, NodeAlloc, SuspendJobRequest, INFINITE};
 
 use crate::ctld::Ctld;
+use crate::effect::Effect;
 use crate::sched;
 
 /// How long a job suspended by preemption keeps its CPUs/GPUs for a
@@ -326,51 +327,62 @@ impl Ctld {
             return;
         }
         let start = job.rt().start_time;
-        let Some(mut agent) = self.agent_for(node) else {
-            return;
-        };
         let req = SuspendJobRequest {
             job_id: id,
             node: node.to_string(),
             suspend,
         };
-        let tx = self.tx.clone();
-        let node = node.to_string();
-        tokio::spawn(async move {
-            let Err(e) = agent.suspend_job(req).await else {
-                return;
-            };
-            if attempt >= 60
-                || matches!(
-                    e.code(),
-                    tonic::Code::NotFound
-                        | tonic::Code::InvalidArgument
-                        | tonic::Code::PermissionDenied
-                        | tonic::Code::Unauthenticated
-                        | tonic::Code::Unimplemented
-                )
-            {
-                let what = if suspend { "suspend" } else { "resume" };
-                tracing::warn!("job {id}: {what} on {node} failed: {}", e.message());
-                return;
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            let _ = tx
-                .send(Box::new(move |c: &mut Ctld| {
-                    let want = if suspend {
-                        JobState::Suspended
-                    } else {
-                        JobState::Running
-                    };
-                    if c.jobs
-                        .get(&id)
-                        .is_some_and(|j| j.state() == want && j.rt().start_time == start)
-                    {
-                        c.send_suspend_node(id, &node, suspend, attempt + 1);
-                    }
-                }))
-                .await;
+        self.effects.push(Effect::Suspend {
+            node: node.to_string(),
+            req,
+            start,
+            attempt,
         });
+    }
+
+    /// A suspend (or resume) of the job started at `start` failed on
+    /// `node`: try again in a second while the node may still answer and
+    /// the job is still in the state that asked for it.
+    pub fn suspend_failed(
+        &mut self,
+        id: u32,
+        node: &str,
+        suspend: bool,
+        start: i64,
+        attempt: u32,
+        e: &tonic::Status,
+    ) {
+        if attempt >= 60
+            || matches!(
+                e.code(),
+                tonic::Code::NotFound
+                    | tonic::Code::InvalidArgument
+                    | tonic::Code::PermissionDenied
+                    | tonic::Code::Unauthenticated
+                    | tonic::Code::Unimplemented
+            )
+        {
+            let what = if suspend { "suspend" } else { "resume" };
+            tracing::warn!("job {id}: {what} on {node} failed: {}", e.message());
+            return;
+        }
+        let node = node.to_string();
+        self.later(
+            Duration::from_secs(1),
+            Box::new(move |c: &mut Ctld| {
+                let want = if suspend {
+                    JobState::Suspended
+                } else {
+                    JobState::Running
+                };
+                if c.jobs
+                    .get(&id)
+                    .is_some_and(|j| j.state() == want && j.rt().start_time == start)
+                {
+                    c.send_suspend_node(id, &node, suspend, attempt + 1);
+                }
+            }),
+        );
     }
 }
 

@@ -13,7 +13,6 @@ use std::collections::HashMap;
 
 use drover_conf::hostlist;
 use drover_proto::auth::Identity;
-use drover_proto::client::Agent;
 use drover_proto::{
     CompleteAllocationRequest, CompleteAllocationResponse, CreateStepResponse, JobState,
     LaunchRequest, NodeAlloc, StepEndedRequest, StepInfo, StepLaunchRequest, StepRequest,
@@ -21,12 +20,13 @@ use drover_proto::{
 use tonic::Status;
 
 use crate::ctld::Ctld;
+use crate::effect::Effect;
 use crate::job::env_from_blob;
 use crate::submit::msg;
 use layout::LayoutError;
 
 /// What the service sends out after a step was created.
-pub type Launches = Vec<(String, Option<Agent>, StepLaunchRequest)>;
+pub type Launches = Vec<(String, Option<String>, StepLaunchRequest)>;
 
 /// Slurm's wording when a step must wait for CPUs held by other steps.
 pub const BUSY: &str = "Requested nodes are busy";
@@ -206,7 +206,7 @@ impl Ctld {
             let mut jr = base.clone();
             jr.node = n.node.clone();
             jr.node_id = alloc.iter().position(|a| *a == n.node).unwrap_or(0) as u32;
-            let agent = self.agent_for(&n.node);
+            let agent = self.agent_addr(&n.node);
             launches.push((
                 n.node.clone(),
                 agent,
@@ -335,9 +335,6 @@ impl Ctld {
         let nodes = step.pending_nodes.clone();
         let kill_wait = self.cfg.kill_wait as u32;
         for node in nodes {
-            let Some(mut agent) = self.agent_for(&node) else {
-                continue;
-            };
             let req = drover_proto::SignalJobRequest {
                 job_id: id,
                 signal,
@@ -347,11 +344,7 @@ impl Ctld {
                 step_id,
                 ..Default::default()
             };
-            tokio::spawn(async move {
-                if let Err(e) = agent.signal_job(req).await {
-                    tracing::debug!("signal to step {id}.{step_id}: {}", e.message());
-                }
-            });
+            self.effects.push(Effect::Signal { node, req });
         }
         Ok(())
     }
