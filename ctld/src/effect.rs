@@ -2,7 +2,7 @@
 //! an agent, start a timer or answer a client themselves: they push an
 //! [`Effect`] on [`Ctld::effects`](crate::ctld::Ctld), and the runtime
 //! (`runtime/`) performs the batch's effects, in order, after applying it.
-//! Tests read them instead (`tests/core/`).
+//! Scenario tests read them instead (`scenario/`).
 
 use std::fmt;
 use std::time::Duration;

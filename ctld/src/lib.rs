@@ -28,6 +28,8 @@ pub mod privacy;
 pub mod reconfig;
 pub mod reservation;
 pub mod runtime;
+#[cfg(test)]
+mod scenario;
 pub mod sched;
 pub mod sched_svc;
 pub mod schedstate;

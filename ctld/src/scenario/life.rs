@@ -1,0 +1,210 @@
+//! A job's life: submit, start, hold, dependencies, limits, requeue, purge.
+
+use drover_proto::JobState;
+
+use super::env::{job, TestEnv, T0};
+use crate::effect::Effect;
+
+const TWO_NODES: &str = "NodeName=n[1-2] CPUs=2 RealMemory=1000\n\
+                         PartitionName=p Nodes=n[1-2] Default=YES MaxTime=UNLIMITED";
+
+#[test]
+fn submitted_job_starts_then_completes() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let id = env.sbatch(job(10));
+    assert_eq!(env.state(id), JobState::Pending);
+    assert!(env.launches().is_empty(), "nothing starts before a pass");
+    env.advance(T0 + 1);
+    assert_eq!(env.launches(), vec![(id, "n1".to_string())]);
+    assert_eq!(env.logged_states(id), vec![JobState::Running]);
+    env.launch_ok(id);
+    env.clear();
+    env.advance(T0 + 5);
+    env.finish(id, 0);
+    assert_eq!(env.state(id), JobState::Completed);
+    assert_eq!(env.logged_states(id), vec![JobState::Completed]);
+    assert_eq!(env.core.jobs[&id].rt().end_time, T0 + 5);
+}
+
+#[test]
+fn submission_is_answered_only_after_its_records_are_logged() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let mut spec = job(10);
+    spec.time_limit = 5;
+    let reply = crate::effect::Reply::new(|_| true);
+    env.core.submit(super::env::user(), spec, reply);
+    let effects = env.core.take_effects();
+    let durable = effects
+        .iter()
+        .position(|e| matches!(e, Effect::AfterDurable(_)))
+        .expect("the answer waits for durability");
+    let job_logged = effects.iter().position(|e| {
+        matches!(e, Effect::Log(r) if matches!(r.kind,
+            Some(drover_proto::state::wal_record::Kind::Job(_))))
+    });
+    assert!(job_logged.is_some_and(|l| l < durable), "{effects:?}");
+}
+
+#[test]
+fn held_job_waits_until_released() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let mut spec = job(10);
+    spec.hold = true;
+    let id = env.sbatch(spec);
+    env.advance(T0 + 1);
+    assert!(env.launched().is_empty());
+    assert_eq!(env.state(id), JobState::Pending);
+    assert_eq!(env.reason(id), "JobHeldUser");
+    env.control("release", id).unwrap();
+    env.advance(T0 + 2);
+    assert_eq!(env.launched(), vec![id]);
+}
+
+#[test]
+fn admin_hold_on_a_pending_job_keeps_it_from_starting() {
+    let mut env = TestEnv::new("NodeName=n1 CPUs=1 RealMemory=1000\nPartitionName=p Nodes=n1 Default=YES");
+    let first = env.sbatch(job(10));
+    let second = env.sbatch(job(10));
+    env.advance(T0 + 1);
+    assert_eq!(env.launched(), vec![first]);
+    env.control("hold", second).unwrap();
+    assert_eq!(env.reason(second), "JobHeldAdmin");
+    env.finish(first, 0);
+    env.advance(T0 + 2);
+    assert_eq!(env.launched(), vec![first], "a held job does not start");
+    env.control("release", second).unwrap();
+    env.advance(T0 + 3);
+    assert_eq!(env.launched(), vec![first, second]);
+}
+
+#[test]
+fn afterok_dependency_starts_once_the_first_job_succeeds() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let first = env.sbatch(job(10));
+    let mut spec = job(10);
+    spec.dependency = format!("afterok:{first}");
+    let second = env.sbatch(spec);
+    env.advance(T0 + 1);
+    assert_eq!(env.launched(), vec![first]);
+    assert_eq!(env.reason(second), "Dependency");
+    env.launch_ok(first);
+    env.finish(first, 0);
+    env.advance(T0 + 2);
+    assert_eq!(env.launched(), vec![first, second]);
+}
+
+#[test]
+fn afterok_dependency_on_a_failed_job_is_never_satisfied() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let first = env.sbatch(job(10));
+    let mut spec = job(10);
+    spec.dependency = format!("afterok:{first}");
+    let second = env.sbatch(spec);
+    env.advance(T0 + 1);
+    env.finish(first, 1);
+    assert_eq!(env.state(first), JobState::Failed);
+    env.advance(T0 + 2);
+    assert_eq!(env.reason(second), "DependencyNeverSatisfied");
+    assert_eq!(env.state(second), JobState::Pending);
+    assert_eq!(env.launched(), vec![first], "no launch of the dependent job");
+}
+
+#[test]
+fn kill_on_invalid_dep_cancels_the_dependent_job() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let first = env.sbatch(job(10));
+    let mut spec = job(10);
+    spec.dependency = format!("afterok:{first}");
+    spec.kill_on_invalid_dep = true;
+    let second = env.sbatch(spec);
+    env.advance(T0 + 1);
+    env.finish(first, 1);
+    env.advance(T0 + 2);
+    assert_eq!(env.state(second), JobState::Cancelled);
+    assert_eq!(env.reason(second), "DependencyNeverSatisfied");
+    assert_eq!(env.logged_states(second).last(), Some(&JobState::Cancelled));
+}
+
+#[test]
+fn time_limit_terminates_the_job_then_it_ends_timeout() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let id = env.sbatch(job(1));
+    env.advance(T0 + 1);
+    env.launch_ok(id);
+    env.clear();
+    env.advance(T0 + 60);
+    assert!(env.signals().is_empty(), "not before the limit");
+    env.advance(T0 + 61);
+    assert_eq!(env.signals(), vec![(id, "n1".to_string(), 0)]);
+    assert_eq!(env.state(id), JobState::Completing);
+    env.killed_by_timeout(id);
+    assert_eq!(env.state(id), JobState::Timeout);
+}
+
+#[test]
+fn cancelled_pending_job_never_launches() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let id = env.sbatch(job(10));
+    env.cancel(id);
+    assert_eq!(env.state(id), JobState::Cancelled);
+    env.advance(T0 + 1);
+    assert!(env.launched().is_empty());
+    assert!(env.signals().is_empty(), "nothing ran: nothing to signal");
+}
+
+#[test]
+fn requeued_job_is_terminated_then_runs_again() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let id = env.sbatch(job(10));
+    env.advance(T0 + 1);
+    env.launch_ok(id);
+    env.clear();
+    env.control("requeue", id).unwrap();
+    assert_eq!(env.signals(), vec![(id, "n1".to_string(), 0)]);
+    // The agent reports the killed script.
+    env.finish(id, 0);
+    assert_eq!(env.state(id), JobState::Pending);
+    assert_eq!(env.core.jobs[&id].rt().restart_count, 1);
+    // Slurm holds a requeued job back for a while (BeginTime).
+    env.advance(T0 + 200);
+    assert_eq!(env.launched(), vec![id]);
+}
+
+#[test]
+fn finished_job_is_purged_after_min_job_age() {
+    let mut env = TestEnv::new(&format!("MinJobAge=300\n{TWO_NODES}"));
+    let id = env.sbatch(job(10));
+    env.advance(T0 + 1);
+    env.finish(id, 0);
+    env.advance(T0 + 300);
+    assert!(!env.purged(id));
+    env.advance(T0 + 301);
+    assert!(env.purged(id));
+    assert!(!env.core.jobs.contains_key(&id));
+}
+
+#[test]
+fn refused_launch_with_a_retryable_error_is_retried_later() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let id = env.sbatch(job(10));
+    env.advance(T0 + 1);
+    env.clear();
+    let start = env.core.jobs[&id].rt().start_time;
+    env.core
+        .launch_done(id, start, Err(tonic::Status::unavailable("connection refused")));
+    let later = env.core.take_effects();
+    assert!(
+        matches!(&later[..], [Effect::Later { delay, .. }] if delay.as_secs() == 1),
+        "{later:?}"
+    );
+    assert_eq!(env.state(id), JobState::Running);
+    let Some(Effect::Later { op, .. }) = later.into_iter().next() else {
+        unreachable!()
+    };
+    op(&mut env.core);
+    let again = env.core.take_effects();
+    assert!(
+        matches!(&again[..], [Effect::Launch { req, .. }] if req.job_id == id),
+        "{again:?}"
+    );
+}
