@@ -65,7 +65,7 @@ pub struct Ctld {
     pub queue: BTreeSet<(Reverse<u32>, u32)>,
     queue_key: HashMap<u32, u32>,
     /// Scheduler state: reservations, fair-share usage, planned starts.
-    pub sched: crate::schedstate::SchedState,
+    pub sched: crate::dispatch::state::SchedState,
     /// Jobs suspended by preemption whose CPUs/GPUs are lent (resumed
     /// automatically when they are free again; see `suspend.rs`).
     pub lenders: BTreeSet<u32>,

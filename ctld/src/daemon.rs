@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use crate::ctld::Ctld;
 use crate::runtime::{AgentPool, Runtime};
-use crate::server::Svc;
+use crate::rpc::controller::Svc;
 
 const USAGE: &str = "usage: droverctld [-f CONFIG] [-D] [-v...] [-V]\n\
   -f CONFIG  configuration file (default: $DROVER_CONF, $SLURM_CONF, /etc/drover/drover.conf)\n\
@@ -199,7 +199,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         .layer(auth)
         .add_service(svc)
         .add_service(
-            drover_proto::scheduler_server::SchedulerServer::new(crate::sched_svc::SchedSvc(Svc {
+            drover_proto::scheduler_server::SchedulerServer::new(crate::rpc::scheduler::SchedSvc(Svc {
                 tx: tx.clone(),
                 key: key2,
                 agents,

@@ -148,7 +148,7 @@ impl Ctld {
             self.sched
                 .expected
                 .retain(|id, _| jobs.get(id).is_some_and(|j| j.state() == JobState::Pending));
-            let pc = crate::schedstate::prio_conf(&self.cfg);
+            let pc = crate::dispatch::state::prio_conf(&self.cfg);
             self.charge_usage(t, &pc);
             self.recompute_priorities(t, &pc);
         }
@@ -205,7 +205,7 @@ impl Ctld {
         }
         let queue_len = self.queue.len();
         let (mut nodes, parts) = self.cluster.snapshot();
-        let params = crate::schedstate::params(&self.cfg);
+        let params = crate::dispatch::state::params(&self.cfg);
         let running = self.running_snaps(&nodes);
         self.share_untils(&mut nodes, t);
         let resvs = self.resv_snaps(t);
@@ -481,7 +481,7 @@ impl Ctld {
                 // Already stopped: not a victim again.
                 crate::assoc::PreemptMode::Off
             } else {
-                crate::schedstate::preempt_mode(&self.cfg, Some(&rt.partition), qos_mode)
+                crate::dispatch::state::preempt_mode(&self.cfg, Some(&rt.partition), qos_mode)
             };
             // Suspending a job frees its CPUs and GPUs but not its memory:
             // the core must not count on that memory when it picks victims.

@@ -6,7 +6,7 @@ use drover_proto::*;
 use tonic::{Request, Response, Status};
 
 use crate::ctld::Ctld;
-use crate::server::Svc;
+use crate::rpc::controller::Svc;
 use crate::submit::msg;
 
 /// Same channel to the owner task and key as the controller service.
@@ -43,7 +43,7 @@ impl Ctld {
         who: &Identity,
         req: GetPrioritiesRequest,
     ) -> GetPrioritiesResponse {
-        let pc = crate::schedstate::prio_conf(&self.cfg);
+        let pc = crate::dispatch::state::prio_conf(&self.cfg);
         // A job submitted since the last full pass has no factors yet: as
         // Slurm computes them at submission, sprio must not show zeros.
         if pc.multifactor
@@ -122,7 +122,7 @@ impl Ctld {
     }
 
     pub fn shares(&mut self, who: &Identity) -> GetSharesResponse {
-        let pc = crate::schedstate::prio_conf(&self.cfg);
+        let pc = crate::dispatch::state::prio_conf(&self.cfg);
         let t = self.now;
         self.charge_usage(t, &pc);
         // PrivateData=usage: a user sees only their own rows.

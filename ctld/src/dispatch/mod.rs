@@ -1,0 +1,8 @@
+//! The controller's half of scheduling: [`pass`] builds the snapshot for
+//! the pure planner (`sched::plan`) and carries out its decisions (start,
+//! wait reasons, preemption in [`preempt`]); [`state`] is what the passes
+//! keep between them (reservations, fair-share usage, expected starts).
+
+pub mod pass;
+pub mod preempt;
+pub mod state;
