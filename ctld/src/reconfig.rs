@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use drover_conf::{Config, ConfError, ConfWarning};
 use drover_proto::{ConfigEntry, ConfigResponse, JobState, ReconfigureResponse};
 use tonic::Status;
 
@@ -110,10 +111,13 @@ impl Ctld {
         }
     }
 
-    /// Re-read the configuration; jobs and node states carry over.
-    pub fn reconfigure(&mut self) -> Result<ReconfigureResponse, Status> {
-        let (cfg, warnings) = drover_conf::slurmconf::load(&self.config_path)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+    /// Take the configuration as re-read from [`Ctld::config_path`] (the
+    /// runtime reads the file); jobs and node states carry over.
+    pub fn reconfigure(
+        &mut self,
+        loaded: Result<(Config, Vec<ConfWarning>), ConfError>,
+    ) -> Result<ReconfigureResponse, Status> {
+        let (cfg, warnings) = loaded.map_err(|e| Status::invalid_argument(e.to_string()))?;
         let mut cluster = Cluster::from_config(&cfg, self.now);
         for n in &mut cluster.nodes {
             if let Some(i) = self.cluster.node_idx(n.name()) {

@@ -384,7 +384,7 @@ impl Controller for Svc {
                 let _ = r.send(Err(Status::permission_denied(msg::ACCESS)));
                 return;
             }
-            let v = c.reconfigure();
+            let v = c.reconfigure(drover_conf::slurmconf::load(&c.config_path));
             c.reply_durable(r, v);
         })
         .await
