@@ -8,6 +8,7 @@ use drover_proto::{
 use tonic::Status;
 
 use crate::ctld::{Ctld, Reply};
+use crate::job::Job;
 use crate::jobinfo::state_selected;
 use crate::submit::msg;
 
@@ -34,6 +35,20 @@ pub fn parse_selector(s: &str) -> Option<Selector> {
 }
 
 impl Ctld {
+    /// Job `id`, when `who` owns it or is an admin: else Slurm's
+    /// `Invalid job id specified` / `Access/permission denied`.
+    pub fn owned_job(&self, who: &Identity, id: u32) -> Result<&Job, tonic::Status> {
+        use crate::submit::msg;
+        let job = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| tonic::Status::not_found(msg::INVALID_JOB))?;
+        if !self.is_admin(who) && job.rec.uid != who.uid {
+            return Err(tonic::Status::permission_denied(msg::ACCESS));
+        }
+        Ok(job)
+    }
+
     /// Job ids a selector names (split-off tasks and meta records).
     pub fn select_ids(&self, sel: &Selector) -> Vec<u32> {
         match sel {
@@ -182,7 +197,10 @@ impl Ctld {
                 jobs.push(info);
             }
         }
-        Ok(GetJobsResponse { jobs, now: self.now })
+        Ok(GetJobsResponse {
+            jobs,
+            now: self.now,
+        })
     }
 
     /// `scontrol write batch_script`: the script of a batch job, for its

@@ -20,13 +20,14 @@ use drover_proto::{JobInfo, JobState};
 use tonic::Status;
 
 use crate::cluster::Cluster;
+pub use crate::effect::Reply;
 use crate::job::{Blobs, Job};
 use crate::users::NameCache;
-pub use crate::effect::Reply;
-use crate::effect::Effect;
 
 /// An operation on the state, sent by an RPC handler.
-pub type Op = Box<dyn FnOnce(&mut Ctld) + Send>;
+pub type Op = crate::effect::Op<Ctld>;
+/// What an operation asks the world to do.
+pub type Effect = crate::effect::Effect<Ctld>;
 
 /// Jobs the event-driven scheduling pass looks at (Slurm's default_queue_depth).
 pub const DEFAULT_QUEUE_DEPTH: usize = 100;
@@ -59,7 +60,7 @@ pub struct Ctld {
     /// Associations and QOS cached from accounting (empty without it).
     pub assoc: crate::assoc::AssocSet,
     /// Accounting outbox (None without AccountingStorageType=.../slurmdbd).
-    pub acct: Option<crate::acct::Acct>,
+    pub acct: Option<crate::acct::settings::Acct>,
     /// Pending jobs by (effective priority desc, id): the scheduler's queue.
     /// Kept in step by [`Ctld::sync_queue`], which every logged change calls.
     pub queue: BTreeSet<(Reverse<u32>, u32)>,
@@ -82,7 +83,13 @@ pub struct Ctld {
 
 impl Ctld {
     /// Empty state for `cfg` at time `now` (no jobs; nodes as configured).
-    pub fn new(cfg: Config, config_path: PathBuf, now: i64, slurm_user_uid: u32, host: String) -> Ctld {
+    pub fn new(
+        cfg: Config,
+        config_path: PathBuf,
+        now: i64,
+        slurm_user_uid: u32,
+        host: String,
+    ) -> Ctld {
         let cluster = Cluster::from_config(&cfg, now);
         Ctld {
             next_job_id: cfg.first_job_id.max(1),
@@ -115,88 +122,6 @@ impl Ctld {
         }
     }
 
-    /// Rebuild the state from a snapshot and the log records written after
-    /// it (what `wal::recover` read).
-    pub fn restore(&mut self, snapshot: Option<Snapshot>, records: Vec<WalRecord>) {
-        let c = self;
-        let mut node_records = Vec::new();
-        if let Some(s) = snapshot {
-            c.next_job_id = c.next_job_id.max(s.next_job_id);
-            for b in s.blobs {
-                c.blobs.insert_raw(b.id, b.data);
-            }
-            for j in s.jobs {
-                c.jobs.insert(j.job_id, Box::new(Job::from_record(j)));
-            }
-            node_records.extend(s.nodes);
-            c.recover_sched(s.usage, s.resvs);
-        }
-        for r in records {
-            match r.kind {
-                Some(Kind::Job(j)) => {
-                    c.next_job_id = c.next_job_id.max(j.job_id.saturating_add(1));
-                    c.jobs.insert(j.job_id, Box::new(Job::from_record(j)));
-                }
-                Some(Kind::Runtime(u)) => {
-                    if let (Some(job), Some(rt)) = (c.jobs.get_mut(&u.job_id), u.runtime) {
-                        if rt.is_array_meta {
-                            job.pending_tasks = crate::array::parse_ranges(&rt.array_pending);
-                        }
-                        job.rec.runtime = Some(rt);
-                    }
-                }
-                Some(Kind::Purge(id)) => {
-                    c.jobs.remove(&id);
-                }
-                Some(Kind::Blob(b)) => c.blobs.insert_raw(b.id, b.data),
-                Some(Kind::Node(n)) => node_records.push(n),
-                Some(Kind::NextJobId(n)) => c.next_job_id = c.next_job_id.max(n),
-                Some(k @ (Kind::Usage(_) | Kind::Resv(_) | Kind::ResvDelete(_))) => {
-                    c.replay_sched(k)
-                }
-                None => {}
-            }
-        }
-        for n in node_records {
-            if let Some(i) = c.cluster.node_idx(&n.name) {
-                let node = &mut c.cluster.nodes[i];
-                node.drain = n.drain;
-                node.down = n.down;
-                node.down_not_responding = n.down && n.not_responding;
-                node.reason = n.reason;
-                node.reason_uid = n.reason_uid;
-                node.reason_time = n.reason_time;
-            }
-        }
-        // Rebuild derived state: blob references, allocations, array index.
-        let ids: Vec<u32> = c.jobs.keys().copied().collect();
-        for id in ids {
-            let job = &c.jobs[&id];
-            c.next_job_id = c.next_job_id.max(id.saturating_add(1));
-            c.blobs.retain_ref(job.rec.script_blob);
-            c.blobs.retain_ref(job.rec.env_blob);
-            let rt = job.rt().clone();
-            if rt.array_job_id != 0 && !rt.is_array_meta {
-                c.array_tasks.entry(rt.array_job_id).or_default().push(id);
-            }
-            if matches!(
-                job.state(),
-                JobState::Running | JobState::Completing | JobState::Suspended
-            ) {
-                c.cluster
-                    .allocate(id, &crate::suspend::held_allocs(&rt), rt.share);
-                if job.state() == JobState::Suspended && rt.preempt_suspended {
-                    c.lenders.insert(id);
-                }
-            }
-        }
-        c.blobs.drop_unreferenced();
-        let all: Vec<u32> = c.jobs.keys().copied().collect();
-        for id in all {
-            c.sync_queue(id);
-        }
-    }
-
     /// Take the effects recorded so far (the runtime performs them).
     pub fn take_effects(&mut self) -> Vec<Effect> {
         std::mem::take(&mut self.effects)
@@ -204,20 +129,6 @@ impl Ctld {
 
     pub fn is_admin(&self, id: &Identity) -> bool {
         id.daemon || id.uid == 0 || id.uid == self.slurm_user_uid
-    }
-
-    /// Job `id`, when `who` owns it or is an admin: else Slurm's
-    /// `Invalid job id specified` / `Access/permission denied`.
-    pub fn owned_job(&self, who: &Identity, id: u32) -> Result<&Job, tonic::Status> {
-        use crate::submit::msg;
-        let job = self
-            .jobs
-            .get(&id)
-            .ok_or_else(|| tonic::Status::not_found(msg::INVALID_JOB))?;
-        if !self.is_admin(who) && job.rec.uid != who.uid {
-            return Err(tonic::Status::permission_denied(msg::ACCESS));
-        }
-        Ok(job)
     }
 
     // ------------------------------------------------------------ logging

@@ -8,8 +8,8 @@ use drover_proto::controller_server::ControllerServer;
 use tokio::sync::mpsc;
 
 use crate::ctld::Ctld;
-use crate::runtime::{AgentPool, Runtime};
 use crate::rpc::controller::Svc;
+use crate::runtime::{AgentPool, Runtime};
 
 const USAGE: &str = "usage: droverctld [-f CONFIG] [-D] [-v...] [-V]\n\
   -f CONFIG  configuration file (default: $DROVER_CONF, $SLURM_CONF, /etc/drover/drover.conf)\n\
@@ -133,7 +133,8 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         cfg.auth_skew_secs(),
         max_request.saturating_add(5),
     );
-    let cred = drover_proto::client::Credential::daemon(key.clone(), drover_proto::auth::hostname());
+    let cred =
+        drover_proto::client::Credential::daemon(key.clone(), drover_proto::auth::hostname());
     let agents = AgentPool::new(cred.clone());
     let mut runtime = match Runtime::recover(cfg, path, agents.clone(), tx.clone()) {
         Ok(c) => c,
@@ -199,11 +200,13 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         .layer(auth)
         .add_service(svc)
         .add_service(
-            drover_proto::scheduler_server::SchedulerServer::new(crate::rpc::scheduler::SchedSvc(Svc {
-                tx: tx.clone(),
-                key: key2,
-                agents,
-            }))
+            drover_proto::scheduler_server::SchedulerServer::new(crate::rpc::scheduler::SchedSvc(
+                Svc {
+                    tx: tx.clone(),
+                    key: key2,
+                    agents,
+                },
+            ))
             .max_decoding_message_size(max_request)
             .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES),
         )

@@ -1,6 +1,6 @@
 //! What the core asks the world to do. Handlers never write the log, call
 //! an agent, start a timer or answer a client themselves: they push an
-//! [`Effect`] on [`Ctld::effects`](crate::ctld::Ctld), and the runtime
+//! [`Effect`] on `Ctld::effects`, and the runtime
 //! (`runtime/`) performs the batch's effects, in order, after applying it.
 //! Scenario tests read them instead (`scenario/`).
 
@@ -11,10 +11,13 @@ use drover_proto::state::WalRecord;
 use drover_proto::{LaunchRequest, SignalJobRequest, SuspendJobRequest};
 use tonic::Status;
 
-use crate::ctld::Op;
 use crate::job::Job;
 
-pub enum Effect {
+/// An operation on the state `S` (the core), applied by the owner task.
+pub type Op<S> = Box<dyn FnOnce(&mut S) + Send>;
+
+/// What the core asks the world to do; callbacks apply to the state `S`.
+pub enum Effect<S> {
     /// Append a record to the write-ahead log (in the order pushed).
     Log(WalRecord),
     /// Run once everything logged before it is durable: an answer to a
@@ -23,7 +26,7 @@ pub enum Effect {
     /// Queue the job's current state (as of `now`) for the accounting daemon.
     Account { job: Box<Job>, now: i64 },
     /// Start the job's batch script on `node`; the agent's answer comes
-    /// back as [`Ctld::launch_done`](crate::ctld::Ctld::launch_done)`(job, start, ..)`.
+    /// back as `Ctld::launch_done(job, start, ..)`.
     Launch {
         node: String,
         req: Box<LaunchRequest>,
@@ -32,7 +35,7 @@ pub enum Effect {
     /// Signal a job or a step on `node` (signal 0: terminate it).
     Signal { node: String, req: SignalJobRequest },
     /// Stop or continue a job's processes on `node`; a failure comes back
-    /// as [`Ctld::suspend_failed`](crate::ctld::Ctld::suspend_failed).
+    /// as `Ctld::suspend_failed`.
     Suspend {
         node: String,
         req: SuspendJobRequest,
@@ -40,11 +43,11 @@ pub enum Effect {
         attempt: u32,
     },
     /// Apply `op` after `delay`.
-    Later { delay: Duration, op: Op },
+    Later { delay: Duration, op: Op<S> },
     /// Plan a big scheduling pass off the owner task over a snapshot: `work`
     /// returns the operation that applies its decisions.
     Plan {
-        work: Box<dyn FnOnce() -> Op + Send>,
+        work: Box<dyn FnOnce() -> Op<S> + Send>,
         depth: usize,
         queue_len: usize,
     },
@@ -52,7 +55,7 @@ pub enum Effect {
     ForgetAgents,
 }
 
-impl fmt::Debug for Effect {
+impl<S> fmt::Debug for Effect<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Effect::Log(r) => write!(f, "Log({:?})", r.kind.as_ref().map(kind_name)),
@@ -60,7 +63,11 @@ impl fmt::Debug for Effect {
             Effect::Account { job, .. } => write!(f, "Account(job {})", job.rec.job_id),
             Effect::Launch { node, req, .. } => write!(f, "Launch(job {} on {node})", req.job_id),
             Effect::Signal { node, req } => {
-                write!(f, "Signal(job {} on {node}, signal {})", req.job_id, req.signal)
+                write!(
+                    f,
+                    "Signal(job {} on {node}, signal {})",
+                    req.job_id, req.signal
+                )
             }
             Effect::Suspend { node, req, .. } => write!(
                 f,

@@ -6,7 +6,7 @@ use drover_proto::state::WalRecord;
 use drover_proto::{JobState, SignalJobRequest};
 
 use crate::ctld::Ctld;
-use crate::effect::Effect;
+use crate::ctld::Effect;
 
 /// What a node said about a job's end.
 #[derive(Debug, Default, Clone)]

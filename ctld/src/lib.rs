@@ -33,6 +33,7 @@ pub mod priority;
 pub mod privacy;
 pub mod reconfig;
 pub mod reservation;
+pub mod restore;
 pub mod rpc;
 pub mod runtime;
 #[cfg(test)]

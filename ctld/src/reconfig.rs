@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use drover_conf::{Config, ConfError, ConfWarning};
+use drover_conf::{ConfError, ConfWarning, Config};
 use drover_proto::{ConfigEntry, ConfigResponse, JobState, ReconfigureResponse};
 use tonic::Status;
 

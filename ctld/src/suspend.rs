@@ -22,7 +22,7 @@ use drover_proto::state::JobRuntime;
 use drover_proto::{JobState, NodeAlloc, SuspendJobRequest, INFINITE};
 
 use crate::ctld::Ctld;
-use crate::effect::Effect;
+use crate::ctld::Effect;
 use crate::sched;
 
 /// How long a job suspended by preemption keeps its CPUs/GPUs for a

@@ -9,8 +9,9 @@ pub mod enforce;
 pub mod outbox;
 pub mod record;
 pub(crate) mod sender;
+pub mod settings;
 
-use std::path::PathBuf;
+pub use settings::Acct;
 
 use drover_conf::slurmconf::Config;
 use drover_proto::auth::Identity;
@@ -18,14 +19,7 @@ use drover_proto::JobSpec;
 use tonic::Status;
 
 use crate::ctld::Ctld;
-use crate::effect::Effect;
-
-/// The controller's accounting settings (present when accounting is on).
-pub struct Acct {
-    pub enforce: enforce::Enforce,
-    /// The outbox (StateSaveLocation/acct/).
-    pub dir: PathBuf,
-}
+use crate::ctld::Effect;
 
 /// Is an accounting daemon configured (`AccountingStorageType=accounting_storage/slurmdbd`)?
 pub fn enabled(cfg: &Config) -> bool {

@@ -6,8 +6,8 @@ use std::time::Duration;
 use drover_proto::state::JobRecord;
 use drover_proto::{GresAlloc, JobState, LaunchRequest, NodeAlloc, INFINITE};
 
+use crate::ctld::Effect;
 use crate::ctld::{Ctld, Op};
-use crate::effect::Effect;
 use crate::deps::{self, Seen, Verdict};
 use crate::job::{build_request, env_from_blob, Job};
 use crate::sched::{self, Decision, JobSnap};

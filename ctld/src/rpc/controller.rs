@@ -109,11 +109,11 @@ impl Controller for Svc {
         let calls = launches.into_iter().map(|(node, addr, l)| {
             let agent = addr.and_then(|a| self.agents.get(&a));
             async move {
-            let res = match agent {
-                Some(mut a) => a.step_launch(l).await.map(|_| ()),
-                None => Err(Status::unavailable("no address for the node's agent")),
-            };
-            (node, res)
+                let res = match agent {
+                    Some(mut a) => a.step_launch(l).await.map(|_| ()),
+                    None => Err(Status::unavailable("no address for the node's agent")),
+                };
+                (node, res)
             }
         });
         let mut failed = Vec::new();
@@ -299,10 +299,7 @@ impl Controller for Svc {
                 return;
             }
             let nodes = idx.into_iter().map(|i| c.node_info(i)).collect();
-            let _ = r.send(Ok(GetNodesResponse {
-                nodes,
-                now: c.now,
-            }));
+            let _ = r.send(Ok(GetNodesResponse { nodes, now: c.now }));
         })
         .await
     }

@@ -15,8 +15,8 @@ use drover_conf::slurmconf::Config;
 use drover_proto::JobState;
 use tokio::sync::mpsc;
 
+use crate::ctld::Effect;
 use crate::ctld::{Ctld, Op};
-use crate::effect::Effect;
 use crate::job::Job;
 use crate::wal::{self, Wal};
 pub use agent_pool::AgentPool;

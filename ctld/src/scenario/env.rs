@@ -12,8 +12,8 @@ use drover_proto::{
 };
 use tonic::Status;
 
+use crate::ctld::Effect;
 use crate::ctld::{Ctld, Reply};
-use crate::effect::Effect;
 
 /// When every scenario starts (unix seconds).
 pub const T0: i64 = 1_000_000;
@@ -193,9 +193,9 @@ impl TestEnv {
     /// Whether the log was told to forget the job.
     pub fn purged(&self, id: u32) -> bool {
         use drover_proto::state::wal_record::Kind;
-        self.effects.iter().any(|e| {
-            matches!(e, Effect::Log(r) if matches!(r.kind, Some(Kind::Purge(p)) if p == id))
-        })
+        self.effects.iter().any(
+            |e| matches!(e, Effect::Log(r) if matches!(r.kind, Some(Kind::Purge(p)) if p == id)),
+        )
     }
 
     /// The agent accepted the job's launch.
@@ -265,7 +265,10 @@ impl TestEnv {
                 ..Default::default()
             },
         );
-        assert!(r.is_ok_and(|r| r.results.iter().all(|x| x.ok)), "cancel {id}");
+        assert!(
+            r.is_ok_and(|r| r.results.iter().all(|x| x.ok)),
+            "cancel {id}"
+        );
         self.collect();
     }
 

@@ -3,7 +3,7 @@
 use drover_proto::JobState;
 
 use super::env::{job, TestEnv, T0};
-use crate::effect::Effect;
+use crate::ctld::Effect;
 
 const TWO_NODES: &str = "NodeName=n[1-2] CPUs=2 RealMemory=1000\n\
                          PartitionName=p Nodes=n[1-2] Default=YES MaxTime=UNLIMITED";
@@ -62,7 +62,8 @@ fn held_job_waits_until_released() {
 
 #[test]
 fn admin_hold_on_a_pending_job_keeps_it_from_starting() {
-    let mut env = TestEnv::new("NodeName=n1 CPUs=1 RealMemory=1000\nPartitionName=p Nodes=n1 Default=YES");
+    let mut env =
+        TestEnv::new("NodeName=n1 CPUs=1 RealMemory=1000\nPartitionName=p Nodes=n1 Default=YES");
     let first = env.sbatch(job(10));
     let second = env.sbatch(job(10));
     env.advance(T0 + 1);
@@ -106,7 +107,11 @@ fn afterok_dependency_on_a_failed_job_is_never_satisfied() {
     env.advance(T0 + 2);
     assert_eq!(env.reason(second), "DependencyNeverSatisfied");
     assert_eq!(env.state(second), JobState::Pending);
-    assert_eq!(env.launched(), vec![first], "no launch of the dependent job");
+    assert_eq!(
+        env.launched(),
+        vec![first],
+        "no launch of the dependent job"
+    );
 }
 
 #[test]
@@ -190,8 +195,11 @@ fn refused_launch_with_a_retryable_error_is_retried_later() {
     env.advance(T0 + 1);
     env.clear();
     let start = env.core.jobs[&id].rt().start_time;
-    env.core
-        .launch_done(id, start, Err(tonic::Status::unavailable("connection refused")));
+    env.core.launch_done(
+        id,
+        start,
+        Err(tonic::Status::unavailable("connection refused")),
+    );
     let later = env.core.take_effects();
     assert!(
         matches!(&later[..], [Effect::Later { delay, .. }] if delay.as_secs() == 1),

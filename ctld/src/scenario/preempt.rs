@@ -71,8 +71,15 @@ fn preemption_in_requeue_mode_requeues_the_victim_and_starts_the_preemptor() {
     let high = env.sbatch(whole_node("high"));
     env.clear();
     env.advance(T0 + 2);
-    assert_eq!(env.signals(), vec![(low, "n1".to_string(), 0)], "victim terminated");
-    assert!(env.launched().is_empty(), "the preemptor waits for the CPUs");
+    assert_eq!(
+        env.signals(),
+        vec![(low, "n1".to_string(), 0)],
+        "victim terminated"
+    );
+    assert!(
+        env.launched().is_empty(),
+        "the preemptor waits for the CPUs"
+    );
     env.finish(low, 0);
     assert_eq!(env.state(low), JobState::Pending, "requeued, not ended");
     env.advance(T0 + 3);

@@ -6,9 +6,8 @@ use super::env::{job, TestEnv, T0};
 
 #[test]
 fn array_tasks_start_in_index_order_within_the_throttle() {
-    let mut env = TestEnv::new(
-        "NodeName=n1 CPUs=4 RealMemory=1000\nPartitionName=p Nodes=n1 Default=YES",
-    );
+    let mut env =
+        TestEnv::new("NodeName=n1 CPUs=4 RealMemory=1000\nPartitionName=p Nodes=n1 Default=YES");
     let mut spec = job(10);
     spec.array = "0-3%2".into();
     let meta = env.sbatch(spec);
@@ -78,9 +77,8 @@ fn requeueable_job_on_a_failed_node_runs_again_elsewhere() {
 
 #[test]
 fn reservation_keeps_other_users_off_its_nodes() {
-    let mut env = TestEnv::new(
-        "NodeName=n1 CPUs=1 RealMemory=1000\nPartitionName=p Nodes=n1 Default=YES",
-    );
+    let mut env =
+        TestEnv::new("NodeName=n1 CPUs=1 RealMemory=1000\nPartitionName=p Nodes=n1 Default=YES");
     let args: Vec<String> = [
         "ReservationName=maint",
         "Nodes=n1",
@@ -103,9 +101,8 @@ fn reservation_keeps_other_users_off_its_nodes() {
 
 #[test]
 fn qos_max_jobs_per_user_holds_the_second_job() {
-    let mut env = TestEnv::new(
-        "NodeName=n1 CPUs=4 RealMemory=1000\nPartitionName=p Nodes=n1 Default=YES",
-    );
+    let mut env =
+        TestEnv::new("NodeName=n1 CPUs=4 RealMemory=1000\nPartitionName=p Nodes=n1 Default=YES");
     let first = env.sbatch(job(10));
     let second = env.sbatch(job(10));
     let user = env.core.jobs[&first].rec.user_name.clone();
@@ -115,7 +112,8 @@ fn qos_max_jobs_per_user_holds_the_second_job() {
     set.qos.insert("normal".into(), normal);
     set.assocs.push(crate::assoc::Assoc::new("root", "", ""));
     set.assocs.push(crate::assoc::Assoc::new("lab", "", "root"));
-    set.assocs.push(crate::assoc::Assoc::new("lab", &user, "lab"));
+    set.assocs
+        .push(crate::assoc::Assoc::new("lab", &user, "lab"));
     set.users.insert(
         user.clone(),
         crate::assoc::User {

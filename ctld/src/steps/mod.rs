@@ -20,7 +20,7 @@ use drover_proto::{
 use tonic::Status;
 
 use crate::ctld::Ctld;
-use crate::effect::Effect;
+use crate::ctld::Effect;
 use crate::job::env_from_blob;
 use crate::submit::msg;
 use layout::LayoutError;
