@@ -216,3 +216,65 @@ fn refused_launch_with_a_retryable_error_is_retried_later() {
         "{again:?}"
     );
 }
+
+#[test]
+fn launch_refused_as_aborted_drains_the_node_and_requeues_the_job() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let id = env.sbatch(job(10));
+    env.advance(T0 + 1);
+    let start = env.core.jobs[&id].rt().start_time;
+    env.core.launch_done(
+        id,
+        start,
+        Err(tonic::Status::aborted("cannot create the job's cgroup")),
+    );
+    let i = env.core.cluster.node_idx("n1").unwrap();
+    let n1 = &env.core.cluster.nodes[i];
+    assert!(n1.drain);
+    assert_eq!(n1.reason, "cannot create the job's cgroup");
+    assert_eq!(env.state(id), JobState::Pending, "requeued");
+    env.clear();
+    env.advance(T0 + 300);
+    assert_eq!(env.launches(), vec![(id, "n2".to_string())], "not on the drained node");
+}
+
+#[test]
+fn signal_option_warns_the_job_before_its_time_limit() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let mut spec = job(2);
+    spec.signal = libc::SIGUSR1 as u32;
+    spec.signal_time = 60;
+    let id = env.sbatch(spec);
+    env.advance(T0 + 1);
+    env.launch_ok(id);
+    env.clear();
+    env.advance(T0 + 60);
+    assert!(env.signals().is_empty());
+    env.advance(T0 + 61);
+    assert_eq!(
+        env.signals(),
+        vec![(id, "n1".to_string(), libc::SIGUSR1 as u32)]
+    );
+    env.advance(T0 + 62);
+    assert_eq!(env.signals().len(), 1, "warned once");
+}
+
+#[test]
+fn allocation_without_a_script_runs_with_nothing_to_launch() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let mut spec = job(10);
+    spec.interactive = true;
+    spec.script.clear();
+    let id = env.sbatch(spec);
+    env.advance(T0 + 1);
+    assert_eq!(env.state(id), JobState::Running);
+    assert!(env.launches().is_empty(), "salloc's allocation has no batch script");
+    let node = env.core.jobs[&id].rt().alloc[0].node.clone();
+    env.cancel(id);
+    assert_eq!(env.state(id), JobState::Cancelled, "no agent reports its end");
+    let signals = env.signals();
+    assert!(!signals.is_empty(), "its steps are killed");
+    // (Terminated twice today: by the cancel and again as the allocation
+    // ends; agents take a repeat as a no-op.)
+    assert!(signals.iter().all(|s| *s == (id, node.clone(), 0)), "{signals:?}");
+}
