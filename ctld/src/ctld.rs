@@ -161,12 +161,12 @@ impl Ctld {
         for b in [job.rec.script_blob, job.rec.env_blob] {
             if b != 0 && self.blobs_logged.insert(b) {
                 if let Some(data) = self.blobs.get(b) {
-                    self.effects.push(Effect::Log(WalRecord {
+                    self.effects.push(Effect::Log(Box::new(WalRecord {
                         kind: Some(Kind::Blob(Blob {
                             id: b,
                             data: data.to_vec(),
                         })),
-                    }));
+                    })));
                 }
             }
         }
@@ -250,7 +250,7 @@ impl Ctld {
 
     /// Append `rec` to the write-ahead log.
     pub fn log(&mut self, rec: WalRecord) {
-        self.effects.push(Effect::Log(rec));
+        self.effects.push(Effect::Log(Box::new(rec)));
     }
 
     /// Answer `reply` once everything logged so far is durable.

@@ -19,7 +19,7 @@ pub type Op<S> = Box<dyn FnOnce(&mut S) + Send>;
 /// What the core asks the world to do; callbacks apply to the state `S`.
 pub enum Effect<S> {
     /// Append a record to the write-ahead log (in the order pushed).
-    Log(WalRecord),
+    Log(Box<WalRecord>),
     /// Run once everything logged before it is durable: an answer to a
     /// client ("durable before acknowledged").
     AfterDurable(Box<dyn FnOnce() + Send>),

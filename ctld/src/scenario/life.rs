@@ -235,7 +235,11 @@ fn launch_refused_as_aborted_drains_the_node_and_requeues_the_job() {
     assert_eq!(env.state(id), JobState::Pending, "requeued");
     env.clear();
     env.advance(T0 + 300);
-    assert_eq!(env.launches(), vec![(id, "n2".to_string())], "not on the drained node");
+    assert_eq!(
+        env.launches(),
+        vec![(id, "n2".to_string())],
+        "not on the drained node"
+    );
 }
 
 #[test]
@@ -268,13 +272,23 @@ fn allocation_without_a_script_runs_with_nothing_to_launch() {
     let id = env.sbatch(spec);
     env.advance(T0 + 1);
     assert_eq!(env.state(id), JobState::Running);
-    assert!(env.launches().is_empty(), "salloc's allocation has no batch script");
+    assert!(
+        env.launches().is_empty(),
+        "salloc's allocation has no batch script"
+    );
     let node = env.core.jobs[&id].rt().alloc[0].node.clone();
     env.cancel(id);
-    assert_eq!(env.state(id), JobState::Cancelled, "no agent reports its end");
+    assert_eq!(
+        env.state(id),
+        JobState::Cancelled,
+        "no agent reports its end"
+    );
     let signals = env.signals();
     assert!(!signals.is_empty(), "its steps are killed");
     // (Terminated twice today: by the cancel and again as the allocation
     // ends; agents take a repeat as a no-op.)
-    assert!(signals.iter().all(|s| *s == (id, node.clone(), 0)), "{signals:?}");
+    assert!(
+        signals.iter().all(|s| *s == (id, node.clone(), 0)),
+        "{signals:?}"
+    );
 }
