@@ -147,15 +147,8 @@ impl Ctld {
         Ok(out)
     }
 
+    /// squeue's query.
     pub fn get_jobs(
-        &mut self,
-        who: &Identity,
-        req: GetJobsRequest,
-    ) -> Result<GetJobsResponse, Status> {
-        self.get_jobs_inner(who, req)
-    }
-
-    fn get_jobs_inner(
         &mut self,
         who: &Identity,
         req: GetJobsRequest,

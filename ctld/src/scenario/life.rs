@@ -292,3 +292,34 @@ fn allocation_without_a_script_runs_with_nothing_to_launch() {
         "{signals:?}"
     );
 }
+
+#[test]
+fn a_waiting_client_is_answered_once_the_end_is_durable() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let id = env.sbatch(job(10));
+    env.advance(T0 + 1);
+    let answer = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let slot = answer.clone();
+    let reply = crate::effect::Reply::new(move |v: Result<drover_proto::JobInfo, _>| {
+        *slot.lock().unwrap() = Some(v.map(|i| i.state));
+        true
+    });
+    env.core.wait_job(&super::env::user(), id, reply);
+    assert!(env.core.take_effects().is_empty(), "nothing to answer yet");
+    env.finish(id, 3);
+    let durable: Vec<_> = std::mem::take(&mut env.effects)
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::AfterDurable(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        answer.lock().unwrap().is_none(),
+        "not before the log is on disk"
+    );
+    assert_eq!(durable.len(), 1);
+    durable.into_iter().for_each(|f| f());
+    let got = answer.lock().unwrap().take().expect("answered");
+    assert_eq!(got.unwrap(), JobState::Failed as i32);
+}
