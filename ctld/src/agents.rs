@@ -5,7 +5,7 @@ use drover_proto::{
     RegisterResponse,
 };
 
-use crate::ctld::{now, Ctld};
+use crate::ctld::Ctld;
 use crate::end::EndReport;
 
 impl Ctld {
@@ -34,7 +34,7 @@ impl Ctld {
     }
 
     pub fn register(&mut self, req: RegisterRequest) -> RegisterResponse {
-        let t = now();
+        let t = self.now;
         let mut errors = Vec::new();
         let mut kill = Vec::new();
         let mut relaunch = Vec::new();
@@ -235,7 +235,7 @@ impl Ctld {
     }
 
     pub fn heartbeat(&mut self, req: HeartbeatRequest) -> HeartbeatResponse {
-        let t = now();
+        let t = self.now;
         let mut reregister = false;
         let mut kill = Vec::new();
         for (k, name) in req.nodes.iter().enumerate() {
@@ -273,7 +273,7 @@ impl Ctld {
 
     pub fn agent_job_ended(&mut self, req: JobEndedRequest) {
         if let Some(i) = self.cluster.node_idx(&req.node) {
-            self.cluster.nodes[i].last_seen = now();
+            self.cluster.nodes[i].last_seen = self.now;
         }
         // A report about an earlier run of a requeued job changes nothing.
         if self

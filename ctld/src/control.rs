@@ -7,7 +7,8 @@ use drover_proto::{
 };
 use tonic::Status;
 
-use crate::ctld::{now, Ctld, Reply};
+use crate::ctld::{Ctld, Reply};
+use crate::job::Job;
 use crate::jobinfo::state_selected;
 use crate::submit::msg;
 
@@ -34,6 +35,20 @@ pub fn parse_selector(s: &str) -> Option<Selector> {
 }
 
 impl Ctld {
+    /// Job `id`, when `who` owns it or is an admin: else Slurm's
+    /// `Invalid job id specified` / `Access/permission denied`.
+    pub fn owned_job(&self, who: &Identity, id: u32) -> Result<&Job, tonic::Status> {
+        use crate::submit::msg;
+        let job = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| tonic::Status::not_found(msg::INVALID_JOB))?;
+        if !self.is_admin(who) && job.rec.uid != who.uid {
+            return Err(tonic::Status::permission_denied(msg::ACCESS));
+        }
+        Ok(job)
+    }
+
     /// Job ids a selector names (split-off tasks and meta records).
     pub fn select_ids(&self, sel: &Selector) -> Vec<u32> {
         match sel {
@@ -132,18 +147,8 @@ impl Ctld {
         Ok(out)
     }
 
+    /// squeue's query.
     pub fn get_jobs(
-        &mut self,
-        who: &Identity,
-        req: GetJobsRequest,
-    ) -> Result<GetJobsResponse, Status> {
-        let t0 = std::time::Instant::now();
-        let r = self.get_jobs_inner(who, req);
-        tracing::debug!("get_jobs: {:?}", t0.elapsed());
-        r
-    }
-
-    fn get_jobs_inner(
         &mut self,
         who: &Identity,
         req: GetJobsRequest,
@@ -185,7 +190,10 @@ impl Ctld {
                 jobs.push(info);
             }
         }
-        Ok(GetJobsResponse { jobs, now: now() })
+        Ok(GetJobsResponse {
+            jobs,
+            now: self.now,
+        })
     }
 
     /// `scontrol write batch_script`: the script of a batch job, for its
@@ -216,7 +224,7 @@ impl Ctld {
                 _ => {}
             }
         }
-        self.diag.response(now(), pending, running, threads)
+        self.diag.response(self.now, pending, running, threads)
     }
 
     fn may_touch(&self, who: &Identity, id: u32) -> bool {

@@ -1,7 +1,9 @@
-//! The one owner of controller state. A single task runs [`Ctld::run`]: it
-//! takes operations from the RPC handlers in order, applies them, runs the
-//! scheduler on the result, and hands the batch's log records to the
-//! write-ahead log. Nobody else touches jobs or nodes.
+//! The controller's state, the core: jobs, nodes, partitions, reservations,
+//! associations/QOS, fair-share usage, steps. Every change is a method
+//! applied by the one owner task (`runtime/`) with `now` set for the batch;
+//! what a change asks of the world (log records, agent calls, accounting
+//! records, replies, timers) is pushed on [`Ctld::effects`] for the runtime
+//! to perform. No clock, no socket, no task below this line.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -10,28 +12,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use drover_conf::slurmconf::Config;
-use drover_proto::auth::{ClusterKey, Identity};
-use drover_proto::client::{Agent, Credential};
+use drover_proto::auth::Identity;
 use drover_proto::state::{
     wal_record::Kind, Blob, JobRuntimeUpdate, NodeStateRecord, Snapshot, WalRecord,
 };
 use drover_proto::{JobInfo, JobState};
-use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
 
 use crate::cluster::Cluster;
+pub use crate::effect::Reply;
 use crate::job::{Blobs, Job};
 use crate::users::NameCache;
-use crate::wal::{self, Wal};
 
 /// An operation on the state, sent by an RPC handler.
-pub type Op = Box<dyn FnOnce(&mut Ctld) + Send>;
+pub type Op = crate::effect::Op<Ctld>;
+/// What an operation asks the world to do.
+pub type Effect = crate::effect::Effect<Ctld>;
 
-/// Where the answer to an operation goes.
-pub type Reply<T> = oneshot::Sender<Result<T, Status>>;
-
-/// Snapshot the state once the log has grown this much.
-const SNAPSHOT_BYTES: u64 = 64 * 1024 * 1024;
 /// Jobs the event-driven scheduling pass looks at (Slurm's default_queue_depth).
 pub const DEFAULT_QUEUE_DEPTH: usize = 100;
 
@@ -47,13 +44,8 @@ pub struct Ctld {
     /// Blobs already written to the current log generation.
     pub blobs_logged: HashSet<u64>,
     pub next_job_id: u32,
-    pub wal: Wal,
     pub names: NameCache,
     pub waiters: HashMap<u32, Vec<Reply<JobInfo>>>,
-    pub key: ClusterKey,
-    pub cred: Credential,
-    pub agents: HashMap<String, Agent>,
-    pub tx: mpsc::Sender<Op>,
     pub slurm_user_uid: u32,
     pub start_time: i64,
     pub host: String,
@@ -68,7 +60,7 @@ pub struct Ctld {
     /// Associations and QOS cached from accounting (empty without it).
     pub assoc: crate::assoc::AssocSet,
     /// Accounting outbox (None without AccountingStorageType=.../slurmdbd).
-    pub acct: Option<crate::acct::Acct>,
+    pub acct: Option<crate::acct::settings::Acct>,
     /// Configless: the files as read at start-up or the last reconfigure
     /// (what this controller runs on), served to hosts without their own.
     pub served_files: Option<Arc<drover_proto::ConfigFilesResponse>>,
@@ -77,7 +69,7 @@ pub struct Ctld {
     pub queue: BTreeSet<(Reverse<u32>, u32)>,
     queue_key: HashMap<u32, u32>,
     /// Scheduler state: reservations, fair-share usage, planned starts.
-    pub sched: crate::schedstate::SchedState,
+    pub sched: crate::dispatch::state::SchedState,
     /// Jobs suspended by preemption whose CPUs/GPUs are lent (resumed
     /// automatically when they are free again; see `suspend.rs`).
     pub lenders: BTreeSet<u32>,
@@ -85,31 +77,24 @@ pub struct Ctld {
     /// when their command last said it is there (`inactive.rs`). In memory
     /// only: after a restart every allocation gets a whole grace period.
     pub alloc_seen: HashMap<u32, i64>,
-}
-
-pub fn now() -> i64 {
-    drover_proto::auth::now_secs()
+    /// The time of the batch being applied (unix seconds). Set by the
+    /// runtime, which reads the clock once per batch; no handler reads it.
+    pub now: i64,
+    /// What the operations applied so far asked the world to do.
+    pub effects: Vec<Effect>,
 }
 
 impl Ctld {
-    /// Rebuild state from disk and start the log writer.
-    pub fn recover(
+    /// Empty state for `cfg` at time `now` (no jobs; nodes as configured).
+    pub fn new(
         cfg: Config,
         config_path: PathBuf,
-        key: ClusterKey,
-        tx: mpsc::Sender<Op>,
-    ) -> Result<Ctld, String> {
-        let dir = PathBuf::from(&cfg.state_save_location);
-        let rec = wal::recover(&dir)?;
-        if rec.torn_tail {
-            tracing::warn!("state log ended in a torn record (crash mid-write); it was dropped");
-        }
-        let start = now();
-        let cluster = Cluster::from_config(&cfg, start);
-        let host = drover_proto::auth::hostname();
-        let slurm_user_uid = crate::users::user_uid(&cfg.slurm_user).unwrap_or(0);
-        let wal = Wal::start(&dir, rec.generation)?;
-        let mut c = Ctld {
+        now: i64,
+        slurm_user_uid: u32,
+        host: String,
+    ) -> Ctld {
+        let cluster = Cluster::from_config(&cfg, now);
+        Ctld {
             next_job_id: cfg.first_job_id.max(1),
             cfg: Arc::new(cfg),
             config_path,
@@ -118,21 +103,16 @@ impl Ctld {
             array_tasks: HashMap::new(),
             blobs: Blobs::default(),
             blobs_logged: HashSet::new(),
-            wal,
             names: NameCache::default(),
             waiters: HashMap::new(),
-            cred: Credential::daemon(key.clone(), host.clone()),
-            key,
-            agents: HashMap::new(),
-            tx,
             slurm_user_uid,
-            start_time: start,
+            start_time: now,
             host,
             sched_needed: true,
             full_pass_needed: true,
             shutdown: false,
             queue_depth: DEFAULT_QUEUE_DEPTH,
-            diag: crate::diag::DiagStats::new(start),
+            diag: crate::diag::DiagStats::new(now),
             assoc: Default::default(),
             acct: None,
             served_files: None,
@@ -141,175 +121,18 @@ impl Ctld {
             sched: Default::default(),
             alloc_seen: HashMap::new(),
             lenders: BTreeSet::new(),
-        };
-        let mut node_records = Vec::new();
-        if let Some(s) = rec.snapshot {
-            c.next_job_id = c.next_job_id.max(s.next_job_id);
-            for b in s.blobs {
-                c.blobs.insert_raw(b.id, b.data);
-            }
-            for j in s.jobs {
-                c.jobs.insert(j.job_id, Box::new(Job::from_record(j)));
-            }
-            node_records.extend(s.nodes);
-            c.recover_sched(s.usage, s.resvs);
+            now,
+            effects: Vec::new(),
         }
-        let replayed = rec.records.len();
-        for r in rec.records {
-            match r.kind {
-                Some(Kind::Job(j)) => {
-                    c.next_job_id = c.next_job_id.max(j.job_id.saturating_add(1));
-                    c.jobs.insert(j.job_id, Box::new(Job::from_record(j)));
-                }
-                Some(Kind::Runtime(u)) => {
-                    if let (Some(job), Some(rt)) = (c.jobs.get_mut(&u.job_id), u.runtime) {
-                        if rt.is_array_meta {
-                            job.pending_tasks = crate::array::parse_ranges(&rt.array_pending);
-                        }
-                        job.rec.runtime = Some(rt);
-                    }
-                }
-                Some(Kind::Purge(id)) => {
-                    c.jobs.remove(&id);
-                }
-                Some(Kind::Blob(b)) => c.blobs.insert_raw(b.id, b.data),
-                Some(Kind::Node(n)) => node_records.push(n),
-                Some(Kind::NextJobId(n)) => c.next_job_id = c.next_job_id.max(n),
-                Some(k @ (Kind::Usage(_) | Kind::Resv(_) | Kind::ResvDelete(_))) => {
-                    c.replay_sched(k)
-                }
-                None => {}
-            }
-        }
-        for n in node_records {
-            if let Some(i) = c.cluster.node_idx(&n.name) {
-                let node = &mut c.cluster.nodes[i];
-                node.drain = n.drain;
-                node.down = n.down;
-                node.down_not_responding = n.down && n.not_responding;
-                node.reason = n.reason;
-                node.reason_uid = n.reason_uid;
-                node.reason_time = n.reason_time;
-            }
-        }
-        // Rebuild derived state: blob references, allocations, array index.
-        let ids: Vec<u32> = c.jobs.keys().copied().collect();
-        for id in ids {
-            let job = &c.jobs[&id];
-            c.next_job_id = c.next_job_id.max(id.saturating_add(1));
-            c.blobs.retain_ref(job.rec.script_blob);
-            c.blobs.retain_ref(job.rec.env_blob);
-            let rt = job.rt().clone();
-            if rt.array_job_id != 0 && !rt.is_array_meta {
-                c.array_tasks.entry(rt.array_job_id).or_default().push(id);
-            }
-            if matches!(
-                job.state(),
-                JobState::Running | JobState::Completing | JobState::Suspended
-            ) {
-                c.cluster
-                    .allocate(id, &crate::suspend::held_allocs(&rt), rt.share);
-                if job.state() == JobState::Suspended && rt.preempt_suspended {
-                    c.lenders.insert(id);
-                }
-            }
-        }
-        c.blobs.drop_unreferenced();
-        c.refresh_requests();
-        let all: Vec<u32> = c.jobs.keys().copied().collect();
-        for id in all {
-            c.sync_queue(id);
-        }
-        let running = c
-            .jobs
-            .values()
-            .filter(|j| !j.state().is_final() && j.state() != JobState::Pending)
-            .count();
-        let pending = c
-            .jobs
-            .values()
-            .filter(|j| j.state() == JobState::Pending)
-            .count();
-        tracing::info!(
-            "recovered {} jobs ({} pending, {} running) from {} ({} log records); next job id {}",
-            c.jobs.len(),
-            pending,
-            running,
-            dir.display(),
-            replayed,
-            c.next_job_id
-        );
-        // Start from a compact state: the snapshot replaces the replayed log.
-        if replayed > 0 {
-            c.write_snapshot();
-        }
-        Ok(c)
     }
 
-    /// The event loop of the owner task.
-    pub async fn run(mut self, mut rx: mpsc::Receiver<Op>) {
-        let mut tick = tokio::time::interval(Duration::from_millis(500));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut last_full = now();
-        loop {
-            tokio::select! {
-                op = rx.recv() => {
-                    let Some(op) = op else { break };
-                    op(&mut self);
-                    // Take everything already queued: one scheduling pass and one
-                    // fsync for the whole batch.
-                    for _ in 0..4096 {
-                        match rx.try_recv() {
-                            Ok(op) => op(&mut self),
-                            Err(_) => break,
-                        }
-                    }
-                }
-                _ = tick.tick() => {
-                    let t = now();
-                    self.tick(t);
-                    if t - last_full >= 1 {
-                        self.full_pass_needed = true;
-                        last_full = t;
-                        // Give memory freed after a burst (big replies, many
-                        // requests in flight) back to the system.
-                        // SAFETY: malloc_trim only releases free heap pages.
-                        unsafe {
-                            libc::malloc_trim(0);
-                        }
-                    }
-                }
-            }
-            if self.sched_needed || self.full_pass_needed {
-                self.schedule_pass();
-            }
-            self.wal.flush();
-            if self.wal.bytes_in_generation > SNAPSHOT_BYTES {
-                self.write_snapshot();
-            }
-            if self.shutdown {
-                self.wal.sync_blocking();
-                break;
-            }
-        }
+    /// Take the effects recorded so far (the runtime performs them).
+    pub fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
     }
 
     pub fn is_admin(&self, id: &Identity) -> bool {
         id.daemon || id.uid == 0 || id.uid == self.slurm_user_uid
-    }
-
-    /// Job `id`, when `who` owns it or is an admin: else Slurm's
-    /// `Invalid job id specified` / `Access/permission denied`.
-    pub fn owned_job(&self, who: &Identity, id: u32) -> Result<&Job, tonic::Status> {
-        use crate::submit::msg;
-        let job = self
-            .jobs
-            .get(&id)
-            .ok_or_else(|| tonic::Status::not_found(msg::INVALID_JOB))?;
-        if !self.is_admin(who) && job.rec.uid != who.uid {
-            return Err(tonic::Status::permission_denied(msg::ACCESS));
-        }
-        Ok(job)
     }
 
     // ------------------------------------------------------------ logging
@@ -342,12 +165,12 @@ impl Ctld {
         for b in [job.rec.script_blob, job.rec.env_blob] {
             if b != 0 && self.blobs_logged.insert(b) {
                 if let Some(data) = self.blobs.get(b) {
-                    self.wal.append(&WalRecord {
+                    self.effects.push(Effect::Log(Box::new(WalRecord {
                         kind: Some(Kind::Blob(Blob {
                             id: b,
                             data: data.to_vec(),
                         })),
-                    });
+                    })));
                 }
             }
         }
@@ -357,7 +180,7 @@ impl Ctld {
                 rt.array_pending = crate::array::ranges(&job.pending_tasks);
             }
         }
-        self.wal.append(&WalRecord {
+        self.log(WalRecord {
             kind: Some(Kind::Job(rec)),
         });
         self.acct_record(id);
@@ -374,7 +197,7 @@ impl Ctld {
             job.rt_mut().array_pending = p;
         }
         let rt = job.rt().clone();
-        self.wal.append(&WalRecord {
+        self.log(WalRecord {
             kind: Some(Kind::Runtime(JobRuntimeUpdate {
                 job_id: id,
                 runtime: Some(rt),
@@ -386,12 +209,14 @@ impl Ctld {
     /// Log node `idx`'s durable state (drain, down and why).
     pub fn log_node(&mut self, idx: usize) {
         let rec = node_record(&self.cluster.nodes[idx]);
-        self.wal.append(&WalRecord {
+        self.log(WalRecord {
             kind: Some(Kind::Node(rec)),
         });
     }
 
-    pub fn write_snapshot(&mut self) {
+    /// The whole durable state, for a new log generation (the blobs in it
+    /// count as logged).
+    pub fn snapshot(&mut self) -> Snapshot {
         let mut jobs = Vec::with_capacity(self.jobs.len());
         for j in self.jobs.values() {
             let mut rec = j.rec.clone();
@@ -414,7 +239,7 @@ impl Ctld {
         let nodes = (0..self.cluster.nodes.len())
             .map(|i| node_record(&self.cluster.nodes[i]))
             .collect();
-        self.wal.snapshot(Snapshot {
+        Snapshot {
             next_job_id: self.next_job_id,
             blobs,
             jobs,
@@ -422,16 +247,21 @@ impl Ctld {
             wal_generation: 0,
             usage: Some(self.usage_record()),
             resvs: self.sched.resvs.clone(),
-        });
+        }
     }
 
     // ------------------------------------------------------------ helpers
 
+    /// Append `rec` to the write-ahead log.
+    pub fn log(&mut self, rec: WalRecord) {
+        self.effects.push(Effect::Log(Box::new(rec)));
+    }
+
     /// Answer `reply` once everything logged so far is durable.
     pub fn reply_durable<T: Send + 'static>(&mut self, reply: Reply<T>, value: Result<T, Status>) {
-        self.wal.after_durable(Box::new(move || {
-            let _ = reply.send(value);
-        }));
+        self.effects.push(Effect::AfterDurable(Box::new(move || {
+            reply.send(value);
+        })));
     }
 
     /// Allocate a fresh job id (never reused: the counter is durable and skips ids in use).
@@ -448,7 +278,7 @@ impl Ctld {
                 id + 1
             };
             if !self.jobs.contains_key(&id) {
-                self.wal.append(&WalRecord {
+                self.log(WalRecord {
                     kind: Some(Kind::NextJobId(self.next_job_id)),
                 });
                 return Ok(id);
@@ -459,25 +289,7 @@ impl Ctld {
         ))
     }
 
-    /// Client for the agent serving `node`.
-    pub fn agent_for(&mut self, node: &str) -> Option<Agent> {
-        let addr = self.agent_addr(node)?;
-        if let Some(a) = self.agents.get(&addr) {
-            return Some(a.clone());
-        }
-        match drover_proto::client::agent(&addr, self.cred.clone()) {
-            Ok(a) => {
-                self.agents.insert(addr, a.clone());
-                Some(a)
-            }
-            Err(e) => {
-                tracing::warn!("node {node}: {e}");
-                None
-            }
-        }
-    }
-
-    /// `ADDR:PORT` of the agent serving `node`.
+    /// Where the agent serving `node` listens (`NodeAddr:Port`).
     pub fn agent_addr(&self, node: &str) -> Option<String> {
         let i = self.cluster.node_idx(node)?;
         let n = &self.cluster.nodes[i].conf;
@@ -489,13 +301,9 @@ impl Ctld {
         Some(format!("{}:{}", n.node_addr, port))
     }
 
-    /// Wake the owner task later with an operation.
-    pub fn later(&self, delay: Duration, op: Op) {
-        let tx = self.tx.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            let _ = tx.send(op).await;
-        });
+    /// Apply `op` after `delay`.
+    pub fn later(&mut self, delay: Duration, op: Op) {
+        self.effects.push(Effect::Later { delay, op });
     }
 }
 

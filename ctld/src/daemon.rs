@@ -8,7 +8,8 @@ use drover_proto::controller_server::ControllerServer;
 use tokio::sync::mpsc;
 
 use crate::ctld::Ctld;
-use crate::server::Svc;
+use crate::rpc::controller::Svc;
+use crate::runtime::{AgentPool, Runtime};
 
 const USAGE: &str = "usage: droverctld [-f CONFIG] [-D] [-v...] [-V]\n\
   -f CONFIG  configuration file (default: $DROVER_CONF, $SLURM_CONF, /etc/drover/drover.conf)\n\
@@ -132,21 +133,24 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         cfg.auth_skew_secs(),
         max_request.saturating_add(5),
     );
-    let mut ctld = match Ctld::recover(cfg, path, key.clone(), tx.clone()) {
+    let cred =
+        drover_proto::client::Credential::daemon(key.clone(), drover_proto::auth::hostname());
+    let agents = AgentPool::new(cred.clone());
+    let mut runtime = match Runtime::recover(cfg, path, agents.clone(), tx.clone()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("droverctld: error: {e}");
             return 1;
         }
     };
-    match crate::configless::snapshot(&ctld.cfg, &ctld.config_path) {
-        Ok(s) => ctld.served_files = s,
+    match crate::runtime::config_files::snapshot(&runtime.core.cfg, &runtime.core.config_path) {
+        Ok(s) => runtime.core.served_files = s,
         Err(e) => {
             eprintln!("droverctld: error: configless: {e}");
             return 1;
         }
     }
-    if let Some(s) = &ctld.served_files {
+    if let Some(s) = &runtime.core.served_files {
         tracing::info!(
             "configless: serving {}",
             s.files
@@ -156,7 +160,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
                 .join(", ")
         );
     }
-    if let Err(e) = ctld.start_accounting() {
+    if let Err(e) = runtime.start_accounting(cred) {
         eprintln!("droverctld: error: {e}");
         return 1;
     }
@@ -179,11 +183,12 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     }
     tracing::info!("auth socket {}", auth_path.display());
     drover_proto::sdnotify::ready(&format!("listening on {bind}"));
-    let owner = tokio::spawn(ctld.run(rx));
+    let owner = tokio::spawn(runtime.run(rx));
     let key2 = key.clone();
     let svc = ControllerServer::new(Svc {
         tx: tx.clone(),
         key,
+        agents: agents.clone(),
     })
     .max_decoding_message_size(max_request)
     .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
@@ -206,7 +211,8 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
                 _ = hup.recv() => {
                     tracing::info!("SIGHUP received: reconfiguring");
                     let op = Box::new(|c: &mut Ctld| {
-                        if let Err(e) = c.reconfigure() {
+                        let loaded = crate::runtime::config_files::reload(&c.config_path);
+                        if let Err(e) = c.reconfigure(loaded) {
                             tracing::error!("reconfigure refused: {}", e.message());
                         }
                     });
@@ -229,10 +235,13 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         .layer(auth)
         .add_service(svc)
         .add_service(
-            drover_proto::scheduler_server::SchedulerServer::new(crate::sched_svc::SchedSvc(Svc {
-                tx: tx.clone(),
-                key: key2,
-            }))
+            drover_proto::scheduler_server::SchedulerServer::new(crate::rpc::scheduler::SchedSvc(
+                Svc {
+                    tx: tx.clone(),
+                    key: key2,
+                    agents,
+                },
+            ))
             .max_decoding_message_size(max_request)
             .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES),
         )

@@ -5,7 +5,8 @@ use drover_proto::state::wal_record::Kind;
 use drover_proto::state::WalRecord;
 use drover_proto::{JobState, SignalJobRequest};
 
-use crate::ctld::{now, Ctld};
+use crate::ctld::Ctld;
+use crate::ctld::Effect;
 
 /// What a node said about a job's end.
 #[derive(Debug, Default, Clone)]
@@ -45,7 +46,7 @@ impl Ctld {
         if !job.rt().alloc.iter().any(|a| a.node == node) && !node.is_empty() {
             return;
         }
-        let t = now();
+        let t = self.now;
         let allocs = job.rt().alloc.clone();
         // A job suspended by preemption holds only its memory (its CPUs
         // and GPUs are lent and may be someone else's now).
@@ -155,7 +156,7 @@ impl Ctld {
 
     /// Cancel a pending job (or array meta record) right away.
     pub fn cancel_pending(&mut self, id: u32, by_uid: u32, reason: &str) {
-        let t = now();
+        let t = self.now;
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -179,9 +180,6 @@ impl Ctld {
 
     /// Ask the agent of `node` to signal (sig != 0) or terminate (sig == 0) a job.
     pub fn signal_node(&mut self, id: u32, node: &str, sig: u32, batch_only: bool, timeout: bool) {
-        let Some(mut agent) = self.agent_for(node) else {
-            return;
-        };
         let req = SignalJobRequest {
             job_id: id,
             signal: sig,
@@ -191,10 +189,9 @@ impl Ctld {
             timeout,
             ..Default::default()
         };
-        tokio::spawn(async move {
-            if let Err(e) = agent.signal_job(req).await {
-                tracing::debug!("signal to job {id}: {}", e.message());
-            }
+        self.effects.push(Effect::Signal {
+            node: node.to_string(),
+            req,
         });
     }
 
@@ -233,7 +230,7 @@ impl Ctld {
 
     /// A node went away: its jobs fail (or are requeued when asked).
     pub fn node_failed(&mut self, idx: usize, why: &str) {
-        let t = now();
+        let t = self.now;
         let name = self.cluster.nodes[idx].name().to_string();
         {
             let n = &mut self.cluster.nodes[idx];
@@ -379,7 +376,7 @@ impl Ctld {
                 }
             }
         }
-        self.wal.append(&WalRecord {
+        self.log(WalRecord {
             kind: Some(Kind::Purge(id)),
         });
     }

@@ -9,7 +9,7 @@
 use drover_proto::{AllocationAliveRequest, AllocationAliveResponse, JobState};
 use tonic::Status;
 
-use crate::ctld::{now, Ctld};
+use crate::ctld::Ctld;
 use crate::submit::msg;
 use drover_proto::auth::Identity;
 
@@ -61,7 +61,7 @@ impl Ctld {
             return Err(Status::failed_precondition(msg::ALREADY_DONE));
         }
         if job.state() != JobState::Pending {
-            self.alloc_seen.insert(r.job_id, now());
+            self.alloc_seen.insert(r.job_id, self.now);
         }
         Ok(AllocationAliveResponse {
             interval_secs: beat_interval(self.cfg.inactive_limit),

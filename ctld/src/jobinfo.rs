@@ -21,7 +21,7 @@ fn mem_text(mb: u64) -> String {
 impl Ctld {
     /// Everything about a job (launches, scontrol, waiters).
     pub fn job_info(&mut self, job: &Job) -> JobInfo {
-        let mut i = job_info(&self.cfg, &mut self.names, job, true);
+        let mut i = job_info(&self.cfg, &mut self.names, job, true, self.now);
         self.add_expected_start(&mut i);
         i
     }
@@ -29,7 +29,7 @@ impl Ctld {
     /// A job by id; `details` adds expanded paths and per-node allocations.
     pub fn job_info_by_id(&mut self, id: u32, details: bool) -> Option<JobInfo> {
         let job = self.jobs.get(&id)?;
-        let mut i = job_info(&self.cfg, &mut self.names, job, details);
+        let mut i = job_info(&self.cfg, &mut self.names, job, details, self.now);
         self.add_expected_start(&mut i);
         Some(i)
     }
@@ -56,7 +56,13 @@ impl Ctld {
 /// dir, command, group, comment, features, dependency, node lists, mail,
 /// wckey) are left empty: a 10,000-job queue is then a small message, cheap
 /// to build and to decode. Clients ask for `details` when they show them.
-pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -> JobInfo {
+pub fn job_info(
+    cfg: &Config,
+    names: &mut NameCache,
+    job: &Job,
+    details: bool,
+    now: i64,
+) -> JobInfo {
     {
         let spec = job.spec();
         let rt = job.rt();
@@ -261,7 +267,7 @@ pub fn job_info(cfg: &Config, names: &mut NameCache, job: &Job, details: bool) -
             end_time: if rt.end_time != 0 {
                 rt.end_time
             } else {
-                crate::suspend::shown_end(rt, state, crate::ctld::now()).unwrap_or(0)
+                crate::suspend::shown_end(rt, state, now).unwrap_or(0)
             },
             suspend_time: rt.suspend_time,
             nodes,
@@ -388,7 +394,7 @@ impl Ctld {
         if !n.responding && n.registered || (!n.registered && n.down) {
             flags.push_str("+NOT_RESPONDING");
         }
-        if let Some(r) = self.node_reservation(n.name(), crate::ctld::now()) {
+        if let Some(r) = self.node_reservation(n.name(), self.now) {
             flags.push_str(if crate::reservation::is_maint(r) {
                 "+MAINT"
             } else {

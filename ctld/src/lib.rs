@@ -1,14 +1,20 @@
 //! droverctld: the Drover controller.
 //!
-//! Layout: [`ctld`] is the single owner of state and its event loop;
-//! [`submit`], [`schedule`], [`end`], [`control`], [`update`], [`agents`] and
-//! [`reconfig`] are its operations; [`sched`] is the pure scheduler core;
-//! [`wal`] makes state durable; [`server`] is the gRPC front.
+//! Layout, top to bottom:
+//! - [`runtime`]: the owner task (clock, batches, performing effects), the
+//!   [`wal`] and accounting threads, and [`rpc`], the gRPC front. The only
+//!   place with tokio, tonic transports, sockets and the clock.
+//! - the core: [`ctld::Ctld`] (all controller state) and its operations,
+//!   each a function of (state, event, `now`) that records [`effect`]s:
+//!   [`submit`], [`dispatch`], [`end`], [`control`], [`update`], [`agents`],
+//!   [`suspend`], [`steps`], [`reservation`], [`reconfig`], ...
+//! - [`sched`]: the pure planner the core calls (no controller types).
 
 pub mod acct;
 pub mod agents;
+/// Associations and QOS: the scheduler's input, kept below it (`sched/assoc.rs`).
+pub use sched::assoc;
 pub mod array;
-pub mod assoc;
 pub mod cluster;
 pub mod configless;
 pub mod control;
@@ -16,23 +22,25 @@ pub mod ctld;
 mod daemon;
 pub mod deps;
 pub mod diag;
+pub mod dispatch;
+pub mod effect;
 pub mod end;
 pub mod fairshare;
 pub mod fieldlimits;
 pub mod inactive;
 pub mod job;
 pub mod jobinfo;
-pub mod preemption;
 pub mod priority;
 pub mod privacy;
 pub mod reconfig;
 pub mod request;
 pub mod reservation;
+pub mod restore;
+pub mod rpc;
+pub mod runtime;
+#[cfg(test)]
+mod scenario;
 pub mod sched;
-pub mod sched_svc;
-pub mod schedstate;
-pub mod schedule;
-pub mod server;
 pub mod stats;
 pub mod steps;
 pub mod submit;

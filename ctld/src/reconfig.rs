@@ -2,12 +2,22 @@
 
 use std::sync::Arc;
 
-use drover_conf::slurmconf::Config;
-use drover_proto::{ConfigEntry, ConfigResponse, JobState, ReconfigureResponse};
+use drover_conf::{ConfWarning, Config};
+use drover_proto::{
+    ConfigEntry, ConfigFilesResponse, ConfigResponse, JobState, ReconfigureResponse,
+};
 use tonic::Status;
 
 use crate::cluster::Cluster;
-use crate::ctld::{now, Ctld};
+use crate::ctld::Ctld;
+
+/// The configuration as re-read by the runtime (`runtime/config_files.rs`).
+pub struct Reloaded {
+    pub cfg: Config,
+    pub warnings: Vec<ConfWarning>,
+    /// What configless hosts are served from now on (None: not enabled).
+    pub served: Option<Arc<ConfigFilesResponse>>,
+}
 
 fn opt(v: &Option<String>) -> String {
     v.clone().unwrap_or_else(|| "(null)".into())
@@ -111,11 +121,18 @@ impl Ctld {
         }
     }
 
-    /// Re-read the configuration; jobs and node states carry over.
-    pub fn reconfigure(&mut self) -> Result<ReconfigureResponse, Status> {
-        let (cfg, warnings) = drover_conf::slurmconf::load(&self.config_path)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let mut cluster = Cluster::from_config(&cfg, now());
+    /// Take the configuration as re-read from [`Ctld::config_path`] (the
+    /// runtime reads the file); jobs and node states carry over.
+    pub fn reconfigure(
+        &mut self,
+        loaded: Result<Reloaded, Status>,
+    ) -> Result<ReconfigureResponse, Status> {
+        let Reloaded {
+            cfg,
+            warnings,
+            served,
+        } = loaded?;
+        let mut cluster = Cluster::from_config(&cfg, self.now);
         for n in &mut cluster.nodes {
             if let Some(i) = self.cluster.node_idx(n.name()) {
                 let old = &self.cluster.nodes[i];
@@ -142,8 +159,6 @@ impl Ctld {
                 cluster.allocate(*id, &crate::suspend::held_allocs(j.rt()), j.rt().share);
             }
         }
-        let served = crate::configless::snapshot(&cfg, &self.config_path)
-            .map_err(|e| Status::invalid_argument(format!("configless: {e}")))?;
         let mut cfg = cfg;
         let mut notes = restart_needed(&self.cfg, &cfg, self.acct.is_some());
         keep_restart_only(&self.cfg, &mut cfg, self.acct.is_some());
@@ -157,13 +172,15 @@ impl Ctld {
         // resolved (new defaults apply to new submissions and updates).
         self.refresh_requests();
         self.served_files = served;
-        self.agents.clear();
+        self.effects.push(crate::effect::Effect::ForgetAgents);
         self.sched_needed = true;
         if start_acct {
             // Accounting switched on: from now on, and every job known.
-            if let Err(e) = self.start_accounting() {
-                notes.push(format!("accounting not started: {e}"));
-            }
+            self.effects.push(crate::effect::Effect::StartAccounting);
+            notes.push(format!(
+                "accounting starts now (droverdbd at {})",
+                self.cfg.dbd_addr()
+            ));
         }
         tracing::info!("reconfigured from {}", self.config_path.display());
         for n in &notes {

@@ -143,14 +143,14 @@ impl Ctld {
 
     fn remove_resv(&mut self, name: &str) {
         self.sched.resvs.retain(|r| r.name != name);
-        self.wal.append(&WalRecord {
+        self.log(WalRecord {
             kind: Some(Kind::ResvDelete(name.to_string())),
         });
         self.sched_needed = true;
     }
 
     fn log_resv(&mut self, r: &ReservationInfo) {
-        self.wal.append(&WalRecord {
+        self.log(WalRecord {
             kind: Some(Kind::Resv(r.clone())),
         });
         self.sched_needed = true;

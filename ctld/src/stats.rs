@@ -6,13 +6,13 @@ use tonic::Status;
 
 use crate::ctld::Ctld;
 
-/// Where to ask for a running job's live usage: (node, its agent).
-pub type StatsTargets = Vec<(String, drover_proto::client::Agent)>;
+/// Where to ask for a running job's live usage: (node, its agent's address).
+pub type StatsTargets = Vec<(String, String)>;
 
 impl Ctld {
     /// `sstat`: check the caller may see the job and that it runs, and name
     /// the agents to ask (the fan-out runs outside the owner task).
-    pub fn stats_targets(&mut self, who: &Identity, job_id: u32) -> Result<StatsTargets, Status> {
+    pub fn stats_targets(&self, who: &Identity, job_id: u32) -> Result<StatsTargets, Status> {
         let job = self.owned_job(who, job_id)?;
         if job.state() != JobState::Running {
             return Err(Status::failed_precondition(format!(
@@ -22,7 +22,7 @@ impl Ctld {
         let nodes: Vec<String> = job.rt().alloc.iter().map(|a| a.node.clone()).collect();
         Ok(nodes
             .into_iter()
-            .filter_map(|n| self.agent_for(&n).map(|a| (n, a)))
+            .filter_map(|n| self.agent_addr(&n).map(|a| (n, a)))
             .collect())
     }
 }

@@ -7,7 +7,7 @@ use drover_proto::state::{JobRecord, JobRuntime, ResolvedRequest};
 use drover_proto::{JobSpec, JobState, SubmitResponse, INFINITE};
 use tonic::Status;
 
-use crate::ctld::{now, Ctld, Reply};
+use crate::ctld::{Ctld, Reply};
 use crate::job::{env_to_blob, Job};
 use crate::sched::{place, NodeSnap, Request};
 
@@ -369,7 +369,7 @@ impl Ctld {
         }
 
         let id = self.alloc_job_id()?;
-        let t = now();
+        let t = self.now;
         let script = std::mem::take(&mut spec.script);
         let env = env_to_blob(&std::mem::take(&mut spec.environment));
         let (script_blob, _) = self.blobs.add(&script);

@@ -21,7 +21,8 @@ use std::time::Duration;
 use drover_proto::state::JobRuntime;
 use drover_proto::{JobState, NodeAlloc, SuspendJobRequest, INFINITE};
 
-use crate::ctld::{now, Ctld};
+use crate::ctld::Ctld;
+use crate::ctld::Effect;
 use crate::sched;
 
 /// How long a job suspended by preemption keeps its CPUs/GPUs for a
@@ -143,7 +144,7 @@ impl Ctld {
             JobState::Completing => return Err(crate::submit::msg::ALREADY_DONE.into()),
             _ => return Err(msg::NOT_RUNNING.into()),
         }
-        let t = now();
+        let t = self.now;
         let job = self.jobs.get_mut(&id).expect("job present");
         let rt = job.rt_mut();
         note_suspend(rt, t);
@@ -183,7 +184,7 @@ impl Ctld {
             self.cluster.take_back(&lent, share);
             self.lenders.remove(&id);
         }
-        let t = now();
+        let t = self.now;
         let job = self.jobs.get_mut(&id).expect("job present");
         let rt = job.rt_mut();
         rt.preempt_suspended = false;
@@ -206,7 +207,7 @@ impl Ctld {
         if job.state() != JobState::Suspended {
             return;
         }
-        note_resume(job.rt_mut(), now());
+        note_resume(job.rt_mut(), self.now);
     }
 
     /// Resume preempted jobs whose CPUs and GPUs are all free again, highest
@@ -222,7 +223,7 @@ impl Ctld {
             .filter_map(|id| self.jobs.get(id).map(|j| (j.rt().priority, *id)))
             .collect();
         ids.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        let t = now();
+        let t = self.now;
         for (_, id) in ids {
             let job = &self.jobs[&id];
             // The preemptor it was suspended for is still waiting to take
@@ -267,7 +268,7 @@ impl Ctld {
                 continue;
             };
             let by = job.rt().suspended_for;
-            if self.awaits_preemptor(job.rt(), now()) && cands.iter().any(|c| c.id == by) {
+            if self.awaits_preemptor(job.rt(), self.now) && cands.iter().any(|c| c.id == by) {
                 continue;
             }
             for a in &job.rt().alloc {
@@ -326,51 +327,62 @@ impl Ctld {
             return;
         }
         let start = job.rt().start_time;
-        let Some(mut agent) = self.agent_for(node) else {
-            return;
-        };
         let req = SuspendJobRequest {
             job_id: id,
             node: node.to_string(),
             suspend,
         };
-        let tx = self.tx.clone();
-        let node = node.to_string();
-        tokio::spawn(async move {
-            let Err(e) = agent.suspend_job(req).await else {
-                return;
-            };
-            if attempt >= 60
-                || matches!(
-                    e.code(),
-                    tonic::Code::NotFound
-                        | tonic::Code::InvalidArgument
-                        | tonic::Code::PermissionDenied
-                        | tonic::Code::Unauthenticated
-                        | tonic::Code::Unimplemented
-                )
-            {
-                let what = if suspend { "suspend" } else { "resume" };
-                tracing::warn!("job {id}: {what} on {node} failed: {}", e.message());
-                return;
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            let _ = tx
-                .send(Box::new(move |c: &mut Ctld| {
-                    let want = if suspend {
-                        JobState::Suspended
-                    } else {
-                        JobState::Running
-                    };
-                    if c.jobs
-                        .get(&id)
-                        .is_some_and(|j| j.state() == want && j.rt().start_time == start)
-                    {
-                        c.send_suspend_node(id, &node, suspend, attempt + 1);
-                    }
-                }))
-                .await;
+        self.effects.push(Effect::Suspend {
+            node: node.to_string(),
+            req,
+            start,
+            attempt,
         });
+    }
+
+    /// A suspend (or resume) of the job started at `start` failed on
+    /// `node`: try again in a second while the node may still answer and
+    /// the job is still in the state that asked for it.
+    pub fn suspend_failed(
+        &mut self,
+        id: u32,
+        node: &str,
+        suspend: bool,
+        start: i64,
+        attempt: u32,
+        e: &tonic::Status,
+    ) {
+        if attempt >= 60
+            || matches!(
+                e.code(),
+                tonic::Code::NotFound
+                    | tonic::Code::InvalidArgument
+                    | tonic::Code::PermissionDenied
+                    | tonic::Code::Unauthenticated
+                    | tonic::Code::Unimplemented
+            )
+        {
+            let what = if suspend { "suspend" } else { "resume" };
+            tracing::warn!("job {id}: {what} on {node} failed: {}", e.message());
+            return;
+        }
+        let node = node.to_string();
+        self.later(
+            Duration::from_secs(1),
+            Box::new(move |c: &mut Ctld| {
+                let want = if suspend {
+                    JobState::Suspended
+                } else {
+                    JobState::Running
+                };
+                if c.jobs
+                    .get(&id)
+                    .is_some_and(|j| j.state() == want && j.rt().start_time == start)
+                {
+                    c.send_suspend_node(id, &node, suspend, attempt + 1);
+                }
+            }),
+        );
     }
 }
 

@@ -8,7 +8,7 @@ use drover_proto::{
 use tonic::Status;
 
 use crate::control::parse_selector;
-use crate::ctld::{now, Ctld};
+use crate::ctld::Ctld;
 use crate::submit::{base_priority, msg};
 
 impl Ctld {
@@ -273,7 +273,7 @@ impl Ctld {
                 }
                 "starttime" | "begintime" => {
                     need_pending()?;
-                    spec.begin_time = parse_start_time(v)?;
+                    spec.begin_time = parse_start_time(v, self.now)?;
                 }
                 "requeue" => spec.requeue = v == "1" || v.eq_ignore_ascii_case("yes"),
                 "arraytaskthrottle" => {
@@ -360,7 +360,7 @@ impl Ctld {
             ));
         }
         let mut errors = Vec::new();
-        let t = now();
+        let t = self.now;
         for name in &req.names {
             let Some(i) = self.cluster.node_idx(name) else {
                 errors.push(format!("Invalid node name specified: {name}"));
@@ -442,9 +442,8 @@ impl Ctld {
 /// `StartTime=` for scontrol update: unix seconds, `now`, `now+N[units]`, or
 /// `YYYY-MM-DDTHH:MM[:SS]` read as UTC-less local time by the client (the
 /// client converts); here numbers and `now` forms.
-fn parse_start_time(v: &str) -> Result<i64, String> {
+fn parse_start_time(v: &str, t: i64) -> Result<i64, String> {
     let bad = || format!("Invalid StartTime value: {v}");
-    let t = now();
     if v.eq_ignore_ascii_case("now") {
         return Ok(t);
     }

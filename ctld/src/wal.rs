@@ -209,12 +209,16 @@ impl Wal {
 
     /// Queue a record (not yet durable).
     pub fn append(&mut self, rec: &WalRecord) {
-        let body = rec.encode_to_vec();
-        self.buf
-            .extend_from_slice(&(body.len() as u32).to_le_bytes());
-        self.buf
-            .extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-        self.buf.extend_from_slice(&body);
+        // len | crc32 | body, the body encoded in place.
+        let len = rec.encoded_len();
+        self.buf.reserve(8 + len);
+        self.buf.extend_from_slice(&(len as u32).to_le_bytes());
+        let crc_at = self.buf.len();
+        self.buf.extend_from_slice(&[0; 4]);
+        let body = self.buf.len();
+        rec.encode_raw(&mut self.buf);
+        let crc = crc32fast::hash(&self.buf[body..]);
+        self.buf[crc_at..body].copy_from_slice(&crc.to_le_bytes());
     }
 
     /// Run `ack` once everything appended so far is on disk.

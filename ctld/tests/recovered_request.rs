@@ -6,9 +6,10 @@
 use std::path::Path;
 
 use drover_conf::Config;
-use drover_ctld::ctld::Ctld;
+use drover_ctld::runtime::{AgentPool, Runtime};
 use drover_ctld::wal::Wal;
 use drover_proto::auth::ClusterKey;
+use drover_proto::client::Credential;
 use drover_proto::state::{wal_record::Kind, JobRecord, JobRuntime, WalRecord};
 use drover_proto::{JobSpec, JobState};
 
@@ -24,12 +25,14 @@ fn config(state: &Path, def_mem_per_cpu: u32) -> Config {
         .0
 }
 
-fn recover(state: &Path, def_mem_per_cpu: u32) -> Ctld {
+fn recover(state: &Path, def_mem_per_cpu: u32) -> Runtime {
     let (tx, _rx) = tokio::sync::mpsc::channel(8);
-    Ctld::recover(
+    let key = ClusterKey::from_bytes(b"0123456789abcdef0123456789abcdef");
+    let agents = AgentPool::new(Credential::daemon(key, "test".into()));
+    Runtime::recover(
         config(state, def_mem_per_cpu),
         state.join("drover.conf"),
-        ClusterKey::from_bytes(b"0123456789abcdef0123456789abcdef"),
+        agents,
         tx,
     )
     .unwrap()
@@ -61,8 +64,8 @@ fn an_older_record_gets_its_request_at_recovery_and_keeps_it() {
     wal.sync_blocking();
     drop(wal);
 
-    let mut c = recover(&state, 100);
-    let job = &c.jobs[&7];
+    let mut rt = recover(&state, 100);
+    let job = &rt.core.jobs[&7];
     let r = job.request().expect("resolved at recovery");
     assert_eq!(
         (r.mem_per_cpu_mb, r.cpus_per_task, r.defaults_from.as_str()),
@@ -70,12 +73,12 @@ fn an_older_record_gets_its_request_at_recovery_and_keeps_it() {
     );
     let sched = job.sched_req.as_ref().expect("scheduler form made");
     assert_eq!((sched.mem_per_cpu, sched.cpus_per_task), (100, 2));
-    c.wal.sync_blocking();
-    drop(c);
+    rt.sync();
+    drop(rt);
 
     // Recovered again (from the snapshot written at start-up) under a new
     // default: the request stays as it was resolved.
-    let c = recover(&state, 300);
-    let r = c.jobs[&7].request().expect("stored");
+    let rt = recover(&state, 300);
+    let r = rt.core.jobs[&7].request().expect("stored");
     assert_eq!(r.mem_per_cpu_mb, 100);
 }

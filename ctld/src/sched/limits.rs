@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::assoc::{AssocSet, Limits, Tres};
+use crate::sched::assoc::{AssocSet, Limits, Tres};
 
 use super::Request;
 

@@ -13,6 +13,7 @@
 //! fits around every planned start. With `sched/builtin` the first job that
 //! must wait in a partition holds back every job below it there.
 
+pub mod assoc;
 mod constraint;
 mod index;
 mod limits;
@@ -28,7 +29,7 @@ pub use limits::{request_tres, LimitState, Owner};
 pub use place::{place, place_with, Alloc, Avail, PlaceOpts};
 pub use plan::plan;
 
-use crate::assoc::PreemptMode;
+use crate::sched::assoc::PreemptMode;
 
 /// Scheduler settings (SchedulerType, SchedulerParameters,
 /// SelectTypeParameters, PreemptType).
@@ -131,7 +132,7 @@ pub struct Input<'a> {
     pub running: &'a [RunSnap],
     pub jobs: &'a [JobSnap],
     pub resvs: &'a [ResvSnap],
-    pub assoc: &'a crate::assoc::AssocSet,
+    pub assoc: &'a crate::sched::assoc::AssocSet,
 }
 
 /// One node as the scheduler sees it.
@@ -326,7 +327,7 @@ pub enum Decision {
 /// One pass with nothing running, no reservations and no accounting
 /// (tests and the submit-time feasibility check).
 pub fn schedule(nodes: &[NodeSnap], parts: &[PartSnap], jobs: &[JobSnap]) -> Vec<Decision> {
-    let assoc = crate::assoc::AssocSet::default();
+    let assoc = crate::sched::assoc::AssocSet::default();
     plan(&Input {
         now: 0,
         params: &Params::default(),

@@ -534,8 +534,8 @@ impl<'a> Pass<'a> {
 }
 
 /// TRES of a running job's allocation.
-fn run_tres(nodes: &[NodeSnap], allocs: &[RunAlloc]) -> crate::assoc::Tres {
-    let mut t = crate::assoc::Tres::new();
+fn run_tres(nodes: &[NodeSnap], allocs: &[RunAlloc]) -> crate::sched::assoc::Tres {
+    let mut t = crate::sched::assoc::Tres::new();
     for a in allocs {
         *t.entry("cpu".into()).or_default() += u64::from(a.cpus);
         *t.entry("billing".into()).or_default() += u64::from(a.cpus);
@@ -611,7 +611,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         let tres = if limited {
             request_tres(&job.req)
         } else {
-            crate::assoc::Tres::new()
+            crate::sched::assoc::Tres::new()
         };
         let tl_min = if d == i64::MAX {
             u32::MAX

@@ -1,7 +1,7 @@
 //! Choosing preemption victims: the fewest, lowest-priority running jobs
 //! whose resources let a waiting job start now.
 
-use crate::assoc::PreemptMode;
+use crate::sched::assoc::PreemptMode;
 
 use super::place::{place_with, Alloc, Avail};
 use super::plan::{hold_of_run, Pass};

@@ -3,7 +3,7 @@
 //! time (at most their limit); the scheduler only knows limits.
 
 use super::{apply, plan, Decision, Input, JobSnap, NodeSnap, Params, PartSnap, RunAlloc, RunSnap};
-use crate::assoc::AssocSet;
+use crate::sched::assoc::AssocSet;
 
 /// One job of a trace.
 #[derive(Debug, Clone)]
@@ -133,7 +133,7 @@ pub fn replay(
                         end: now.saturating_add(tj.job.time_limit),
                         priority: tj.job.priority,
                         owner: tj.job.owner.clone(),
-                        preempt_mode: crate::assoc::PreemptMode::Off,
+                        preempt_mode: crate::sched::assoc::PreemptMode::Off,
                         ending: false,
                         share: false,
                     },

@@ -155,7 +155,7 @@ pub fn fill(nodes: &mut [NodeSnap], now: i64, fill: f64, rng: &mut Rng) -> Vec<R
                 end: now + rng.range(60, 2 * 86400) as i64,
                 priority: 1,
                 owner: Owner::default(),
-                preempt_mode: crate::assoc::PreemptMode::Off,
+                preempt_mode: crate::sched::assoc::PreemptMode::Off,
                 ending: false,
                 share: false,
             });

@@ -351,7 +351,7 @@ proptest! {
                 ..Default::default()
             });
             let mut names = crate::users::NameCache::default();
-            let _ = crate::jobinfo::job_info(&cfg, &mut names, &job, true);
+            let _ = crate::jobinfo::job_info(&cfg, &mut names, &job, true, 0);
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::tests::reason;
 use super::*;
-use crate::assoc::{Assoc, AssocSet, Qos, Tres};
+use crate::sched::assoc::{Assoc, AssocSet, Qos, Tres};
 use proptest::prelude::*;
 
 const NOW: i64 = 1_000_000;
@@ -92,7 +92,7 @@ impl Sim {
                 user: "u".into(),
                 ..Default::default()
             },
-            preempt_mode: crate::assoc::PreemptMode::Requeue,
+            preempt_mode: crate::sched::assoc::PreemptMode::Requeue,
             ending: false,
             share: false,
         });
@@ -451,7 +451,7 @@ fn qos_preemption_follows_the_qos_list() {
         vec![
             qos("normal", |_| {}),
             qos("scavenger", |q| {
-                q.preempt_mode = crate::assoc::PreemptMode::Cancel
+                q.preempt_mode = crate::sched::assoc::PreemptMode::Cancel
             }),
             qos("high", |q| q.preempt = vec!["scavenger".into()]),
         ],
@@ -474,7 +474,7 @@ fn qos_preemption_follows_the_qos_list() {
     assert!(d.contains(&Decision::Preempt {
         job: 100,
         by: 1,
-        mode: crate::assoc::PreemptMode::Requeue
+        mode: crate::sched::assoc::PreemptMode::Requeue
     }));
     // Job 2 would need the normal-QOS job too: no preemption for it.
     assert!(!d
@@ -591,7 +591,7 @@ proptest! {
                     end: NOW + j.time_limit,
                     priority: j.priority,
                     owner: j.owner.clone(),
-                    preempt_mode: crate::assoc::PreemptMode::Off,
+                    preempt_mode: crate::sched::assoc::PreemptMode::Off,
                     ending: false,
                     share: false,
                 });

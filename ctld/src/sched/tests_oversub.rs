@@ -2,7 +2,7 @@
 //! "never more than N jobs on a CPU, a non-sharing job alone" invariant.
 
 use super::*;
-use crate::assoc::AssocSet;
+use crate::sched::assoc::AssocSet;
 use proptest::prelude::*;
 
 const NOW: i64 = 1_000_000;
@@ -258,7 +258,7 @@ fn sharer(id: u32, cpus: u32, end: i64) -> RunSnap {
         end,
         priority: 1,
         owner: Owner::default(),
-        preempt_mode: crate::assoc::PreemptMode::Off,
+        preempt_mode: crate::sched::assoc::PreemptMode::Off,
         ending: false,
         share: true,
     }
@@ -412,7 +412,7 @@ proptest! {
                     end: NOW + j.time_limit,
                     priority: j.priority,
                     owner: Owner::default(),
-                    preempt_mode: crate::assoc::PreemptMode::Off,
+                    preempt_mode: crate::sched::assoc::PreemptMode::Off,
                     ending: false,
                     share: limit > 1,
                 });

@@ -13,20 +13,20 @@ use std::collections::HashMap;
 
 use drover_conf::hostlist;
 use drover_proto::auth::Identity;
-use drover_proto::client::Agent;
 use drover_proto::{
     CompleteAllocationRequest, CompleteAllocationResponse, CreateStepResponse, JobState,
     LaunchRequest, NodeAlloc, StepEndedRequest, StepInfo, StepLaunchRequest, StepRequest,
 };
 use tonic::Status;
 
-use crate::ctld::{now, Ctld};
+use crate::ctld::Ctld;
+use crate::ctld::Effect;
 use crate::job::env_from_blob;
 use crate::submit::msg;
 use layout::LayoutError;
 
 /// What the service sends out after a step was created.
-pub type Launches = Vec<(String, Option<Agent>, StepLaunchRequest)>;
+pub type Launches = Vec<(String, Option<String>, StepLaunchRequest)>;
 
 /// Slurm's wording when a step must wait for CPUs held by other steps.
 pub const BUSY: &str = "Requested nodes are busy";
@@ -143,7 +143,7 @@ impl Ctld {
             nodelist: nodelist.clone(),
             ntasks: placed.ntasks,
             ncpus: placed.nodes.iter().map(|n| n.cpus).sum(),
-            start_time: now(),
+            start_time: self.now,
             state: JobState::Running as i32,
             pending_nodes: placed.nodes.iter().map(|n| n.node.clone()).collect(),
             alloc: if req.overlap {
@@ -211,7 +211,7 @@ impl Ctld {
             let mut jr = base.clone();
             jr.node = n.node.clone();
             jr.node_id = alloc.iter().position(|a| *a == n.node).unwrap_or(0) as u32;
-            let agent = self.agent_for(&n.node);
+            let agent = self.agent_addr(&n.node);
             launches.push((
                 n.node.clone(),
                 agent,
@@ -261,7 +261,7 @@ impl Ctld {
             user_name: job.rec.user_name.clone(),
             groups: job.rec.groups.clone(),
             node: String::new(),
-            expires: now() + 300,
+            expires: self.now + 300,
             kill_wait: self.cfg.kill_wait as u32,
             cluster_name: self.cfg.cluster_name.clone(),
             node_id: 0,
@@ -295,7 +295,7 @@ impl Ctld {
         s.max_rss_kb = s.max_rss_kb.max(r.max_rss_kb);
         s.oom |= r.oom;
         if s.pending_nodes.is_empty() {
-            s.end_time = now();
+            s.end_time = self.now;
             s.state = if s.oom {
                 // As for jobs (Slurm): OUT_OF_MEMORY, exit code 0:125.
                 s.exit_code = 0;
@@ -334,23 +334,16 @@ impl Ctld {
         let kill_wait = self.cfg.kill_wait as u32;
         for (step_id, nodes) in running {
             for node in nodes {
-                let Some(mut agent) = self.agent_for(&node) else {
-                    continue;
-                };
                 let req = drover_proto::SignalJobRequest {
                     job_id: id,
                     signal,
-                    node,
+                    node: node.clone(),
                     kill_wait,
                     step_only: true,
                     step_id,
                     ..Default::default()
                 };
-                tokio::spawn(async move {
-                    if let Err(e) = agent.signal_job(req).await {
-                        tracing::debug!("signal to step {id}.{step_id}: {}", e.message());
-                    }
-                });
+                self.effects.push(Effect::Signal { node, req });
             }
         }
     }
@@ -382,9 +375,6 @@ impl Ctld {
         let nodes = step.pending_nodes.clone();
         let kill_wait = self.cfg.kill_wait as u32;
         for node in nodes {
-            let Some(mut agent) = self.agent_for(&node) else {
-                continue;
-            };
             let req = drover_proto::SignalJobRequest {
                 job_id: id,
                 signal,
@@ -394,11 +384,7 @@ impl Ctld {
                 step_id,
                 ..Default::default()
             };
-            tokio::spawn(async move {
-                if let Err(e) = agent.signal_job(req).await {
-                    tracing::debug!("signal to step {id}.{step_id}: {}", e.message());
-                }
-            });
+            self.effects.push(Effect::Signal { node, req });
         }
         Ok(())
     }

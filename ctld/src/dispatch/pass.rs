@@ -6,7 +6,8 @@ use std::time::Duration;
 use drover_proto::state::JobRecord;
 use drover_proto::{GresAlloc, JobState, LaunchRequest, NodeAlloc, INFINITE};
 
-use crate::ctld::{now, Ctld};
+use crate::ctld::Effect;
+use crate::ctld::{Ctld, Op};
 use crate::deps::{self, Seen, Verdict};
 use crate::job::{env_from_blob, Job};
 use crate::sched::{self, Decision, JobSnap};
@@ -141,13 +142,13 @@ impl Ctld {
         self.full_pass_needed = false;
         // Jobs suspended by preemption get their CPUs back first.
         self.resume_lenders();
-        let t = now();
+        let t = self.now;
         if full {
             let jobs = &self.jobs;
             self.sched
                 .expected
                 .retain(|id, _| jobs.get(id).is_some_and(|j| j.state() == JobState::Pending));
-            let pc = crate::schedstate::prio_conf(&self.cfg);
+            let pc = crate::dispatch::state::prio_conf(&self.cfg);
             self.charge_usage(t, &pc);
             self.recompute_priorities(t, &pc);
         }
@@ -202,10 +203,9 @@ impl Ctld {
             candidates.select_nth_unstable_by(depth, |a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
             candidates.truncate(depth);
         }
-        let cycle_start = std::time::Instant::now();
         let queue_len = self.queue.len();
         let (mut nodes, parts) = self.cluster.snapshot();
-        let params = crate::schedstate::params(&self.cfg);
+        let params = crate::dispatch::state::params(&self.cfg);
         let running = self.running_snaps(&nodes);
         self.share_untils(&mut nodes, t);
         let resvs = self.resv_snaps(t);
@@ -281,15 +281,13 @@ impl Ctld {
                 assoc: &self.assoc,
             });
             self.apply_plan(decisions, &nodes);
-            self.diag
-                .record_cycle(cycle_start.elapsed(), snaps.len(), queue_len);
+            self.sched.cycle_done = Some((snaps.len(), queue_len));
             return;
         }
         self.sched.in_flight = true;
         let assoc = self.assoc.clone();
-        let tx = self.tx.clone();
-        tokio::task::spawn_blocking(move || {
-            let t0 = std::time::Instant::now();
+        let depth = snaps.len();
+        let work = move || -> Op {
             let decisions = sched::plan(&sched::Input {
                 now: t,
                 params: &params,
@@ -300,26 +298,18 @@ impl Ctld {
                 resvs: &resvs,
                 assoc: &assoc,
             });
-            tracing::debug!(
-                "scheduling pass over {} jobs, {} nodes: {:?}",
-                snaps.len(),
-                nodes.len(),
-                t0.elapsed()
-            );
-            let planned = cycle_start.elapsed();
-            let depth = snaps.len();
-            let _ = tx.blocking_send(Box::new(move |c: &mut Ctld| {
+            Box::new(move |c: &mut Ctld| {
                 c.sched.in_flight = false;
-                let applying = std::time::Instant::now();
                 c.apply_plan(decisions, &nodes);
-                // Snapshot and plan, then the decisions carried out (the
-                // wait in the owner's queue in between is not counted).
-                c.diag
-                    .record_cycle(planned + applying.elapsed(), depth, queue_len);
                 if std::mem::take(&mut c.sched.again) {
                     c.sched_needed = true;
                 }
-            }));
+            })
+        };
+        self.effects.push(Effect::Plan {
+            work: Box::new(work),
+            depth,
+            queue_len,
         });
     }
 
@@ -489,7 +479,7 @@ impl Ctld {
                 // Already stopped: not a victim again.
                 crate::assoc::PreemptMode::Off
             } else {
-                crate::schedstate::preempt_mode(&self.cfg, Some(&rt.partition), qos_mode)
+                crate::dispatch::state::preempt_mode(&self.cfg, Some(&rt.partition), qos_mode)
             };
             // Suspending a job frees its CPUs and GPUs but not its memory:
             // the core must not count on that memory when it picks victims.
@@ -615,7 +605,7 @@ impl Ctld {
             Some(_) => id,
             None => return,
         };
-        let t = now();
+        let t = self.now;
         // In the nodes' configured order, as Slurm's node bitmap: the batch
         // script and rank 0 run on the first node of NodeList (launchers
         // take MASTER_ADDR from it), whatever order placement chose.
@@ -727,28 +717,22 @@ impl Ctld {
             user_name: job.rec.user_name.clone(),
             groups: job.rec.groups.clone(),
             node: node.clone(),
-            expires: now() + 300,
+            expires: self.now + 300,
             kill_wait: self.cfg.kill_wait as u32,
             cluster_name: self.cfg.cluster_name.clone(),
             node_id: 0,
             allocation: Some(allocation),
         };
-        let Some(mut agent) = self.agent_for(&node) else {
-            return;
-        };
-        let tx = self.tx.clone();
         let start = rt.start_time;
-        tokio::spawn(async move {
-            let res = agent.launch(req).await;
-            let _ = tx
-                .send(Box::new(move |c: &mut Ctld| {
-                    c.launch_done(id, start, res.map(|_| ()))
-                }))
-                .await;
+        self.effects.push(Effect::Launch {
+            node,
+            req: Box::new(req),
+            start,
         });
     }
 
-    fn launch_done(&mut self, id: u32, start: i64, res: Result<(), tonic::Status>) {
+    /// The agent's answer to a launch of the job started at `start`.
+    pub fn launch_done(&mut self, id: u32, start: i64, res: Result<(), tonic::Status>) {
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };

@@ -1,93 +1,15 @@
-//! The scheduler's part of the controller state: reservations, fair-share
-//! usage, the last pass's planned starts and priority factors.
+//! Fair-share usage and priorities between passes: charging running jobs'
+//! usage, logging and replaying it, the share tree, priority factors.
 
-use std::collections::HashMap;
-
-use drover_conf::slurmconf::Config;
-use drover_proto::ReservationInfo;
-
-use crate::assoc::PreemptMode;
-use crate::fairshare::Usage;
-use crate::priority::{Factors, PrioConf};
-use crate::sched::{Params, PlaceOpts, PreemptKind};
-
-#[derive(Default)]
-pub struct SchedState {
-    /// Pending job -> expected start planned by the last pass that saw it.
-    pub expected: HashMap<u32, i64>,
-    /// Pending job -> multifactor priority factors (when multifactor).
-    pub factors: HashMap<u32, Factors>,
-    pub usage: Usage,
-    /// When usage was last written to the log.
-    pub usage_logged: i64,
-    pub resvs: Vec<ReservationInfo>,
-    /// Counter for generated reservation names.
-    pub resv_seq: u32,
-    /// A pass is running on a worker thread.
-    pub in_flight: bool,
-    /// Something asked for a pass while one was in flight.
-    pub again: bool,
-}
-
-/// Scheduler settings from the configuration.
-pub fn params(cfg: &Config) -> Params {
-    let sp = cfg.sched_params();
-    let stp: Vec<String> = cfg
-        .select_type_parameters
-        .iter()
-        .map(|s| s.to_ascii_uppercase())
-        .collect();
-    let place = if stp.is_empty() {
-        PlaceOpts::default()
-    } else {
-        PlaceOpts {
-            track_memory: stp.iter().any(|s| s.ends_with("_MEMORY")),
-            whole_cores: stp.iter().any(|s| s.starts_with("CR_CORE")),
-            share: 1,
-        }
-    };
-    let preempt = match cfg.preempt_type.as_str() {
-        "preempt/qos" => PreemptKind::Qos,
-        "preempt/partition_prio" => PreemptKind::PartitionPrio,
-        _ => PreemptKind::Off,
-    };
-    Params {
-        backfill: cfg.scheduler_type != "sched/builtin",
-        bf_window: i64::from(sp.bf_window_min) * 60,
-        bf_resolution: i64::from(sp.bf_resolution_s),
-        bf_max_job_test: sp.bf_max_job_test as usize,
-        bf_max_job_user: sp.bf_max_job_user as usize,
-        place,
-        preempt,
-    }
-}
-
-/// The preempt mode of a job running in a partition (partition setting,
-/// else the cluster's); SUSPEND is carried out as REQUEUE.
-pub fn preempt_mode(cfg: &Config, part: Option<&str>, qos_mode: PreemptMode) -> PreemptMode {
-    if qos_mode != PreemptMode::Off {
-        return qos_mode;
-    }
-    let text = part
-        .and_then(|p| cfg.partition(p))
-        .and_then(|p| p.preempt_mode.clone())
-        .unwrap_or_else(|| cfg.preempt_mode.clone());
-    PreemptMode::parse(&text).unwrap_or(PreemptMode::Off)
-}
-
-/// Priority settings (cached per pass).
-pub fn prio_conf(cfg: &Config) -> PrioConf {
-    PrioConf::from_config(cfg)
-}
-
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use drover_proto::state::wal_record::Kind;
 use drover_proto::state::{FairShareUsage, UsageEntry, WalRecord};
-use drover_proto::JobState;
+use drover_proto::{JobState, ReservationInfo};
 
 use crate::ctld::Ctld;
-use crate::priority::{factors, JobFacts};
+use crate::fairshare::Usage;
+use crate::priority::{factors, JobFacts, PrioConf};
 
 /// How often the fair-share table is written to the log, seconds (a crash
 /// loses at most this much usage; usage is never acknowledged to anyone).
@@ -178,7 +100,7 @@ impl Ctld {
         if t - self.sched.usage_logged >= USAGE_LOG_EVERY {
             self.sched.usage_logged = t;
             let rec = self.usage_record();
-            self.wal.append(&WalRecord {
+            self.log(WalRecord {
                 kind: Some(Kind::Usage(rec)),
             });
         }

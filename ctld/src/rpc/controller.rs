@@ -8,11 +8,14 @@ use tokio::sync::{mpsc, oneshot};
 use tonic::{Request, Response, Status};
 
 use crate::ctld::{Ctld, Op, Reply};
+use crate::runtime::AgentPool;
 use crate::submit::msg;
 
 pub struct Svc {
     pub tx: mpsc::Sender<Op>,
     pub key: ClusterKey,
+    /// Agent connections (step launches and sstat fan out from here).
+    pub agents: AgentPool,
 }
 
 impl Svc {
@@ -22,7 +25,9 @@ impl Svc {
     ) -> Result<Response<T>, Status> {
         let (tx, rx) = oneshot::channel();
         self.tx
-            .send(Box::new(move |c: &mut Ctld| f(c, tx)))
+            .send(Box::new(move |c: &mut Ctld| {
+                f(c, Reply::new(move |v| tx.send(v).is_ok()))
+            }))
             .await
             .map_err(|_| Status::unavailable("controller is shutting down"))?;
         rx.await
@@ -58,14 +63,21 @@ impl Controller for Svc {
             .await?
             .into_inner();
         // Ask every node at once; a node that cannot answer is reported, not fatal.
-        let calls = targets.into_iter().map(|(node, mut agent)| async move {
-            let r = agent
-                .job_stats(JobStatsRequest {
-                    job_id,
-                    node: node.clone(),
-                })
-                .await;
-            (node, r)
+        let calls = targets.into_iter().map(|(node, addr)| {
+            let agent = self.agents.get(&addr);
+            async move {
+                let r = match agent {
+                    Some(mut a) => {
+                        a.job_stats(JobStatsRequest {
+                            job_id,
+                            node: node.clone(),
+                        })
+                        .await
+                    }
+                    None => Err(Status::unavailable("no address for the node's agent")),
+                };
+                (node, r)
+            }
         });
         let mut out = JobStatsResponse::default();
         for (node, r) in futures_join_all(calls).await {
@@ -94,12 +106,15 @@ impl Controller for Svc {
             .into_inner();
         let step_id = resp.step_id;
         // Every node at once: a fan-out, not one node after another.
-        let calls = launches.into_iter().map(|(node, agent, l)| async move {
-            let res = match agent {
-                Some(mut a) => a.step_launch(l).await.map(|_| ()),
-                None => Err(Status::unavailable("no address for the node's agent")),
-            };
-            (node, res)
+        let calls = launches.into_iter().map(|(node, addr, l)| {
+            let agent = addr.and_then(|a| self.agents.get(&a));
+            async move {
+                let res = match agent {
+                    Some(mut a) => a.step_launch(l).await.map(|_| ()),
+                    None => Err(Status::unavailable("no address for the node's agent")),
+                };
+                (node, res)
+            }
         });
         let mut failed = Vec::new();
         for (node, res) in futures_join_all(calls).await {
@@ -247,7 +262,9 @@ impl Controller for Svc {
         let id = req.into_inner().job_id;
         let (tx, rx) = oneshot::channel();
         self.tx
-            .send(Box::new(move |c: &mut Ctld| c.wait_job(&who, id, tx)))
+            .send(Box::new(move |c: &mut Ctld| {
+                c.wait_job(&who, id, Reply::new(move |v| tx.send(v).is_ok()))
+            }))
             .await
             .map_err(|_| Status::unavailable("controller is shutting down"))?;
         let info = rx
@@ -282,10 +299,7 @@ impl Controller for Svc {
                 return;
             }
             let nodes = idx.into_iter().map(|i| c.node_info(i)).collect();
-            let _ = r.send(Ok(GetNodesResponse {
-                nodes,
-                now: crate::ctld::now(),
-            }));
+            let _ = r.send(Ok(GetNodesResponse { nodes, now: c.now }));
         })
         .await
     }
@@ -322,7 +336,7 @@ impl Controller for Svc {
             let partitions = idx.into_iter().map(|i| c.partition_info(i)).collect();
             let _ = r.send(Ok(GetPartitionsResponse {
                 partitions,
-                now: crate::ctld::now(),
+                now: c.now,
             }));
         })
         .await
@@ -367,7 +381,7 @@ impl Controller for Svc {
                 let _ = r.send(Err(Status::permission_denied(msg::ACCESS)));
                 return;
             }
-            let v = c.reconfigure();
+            let v = c.reconfigure(crate::runtime::config_files::reload(&c.config_path));
             c.reply_durable(r, v);
         })
         .await

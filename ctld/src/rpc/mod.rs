@@ -1,0 +1,6 @@
+//! The gRPC front: authenticate, then hand each request to the owner task
+//! as an operation on the core. [`controller`]: jobs, nodes, steps, agents;
+//! [`scheduler`]: sprio, sshare, reservations.
+
+pub mod controller;
+pub mod scheduler;
