@@ -10,6 +10,7 @@
 pub mod acctconn;
 pub mod agentconn;
 pub mod bench;
+pub mod ca;
 pub mod benchacct;
 pub mod conn;
 pub mod fmtspec;
@@ -68,6 +69,7 @@ fn drover_usage() -> String {
          \x20 drover up --dir DIR [--nodes N] [--cpus-per-node C] [--mem-per-node MB]\n\
          \x20           [--gpus-per-node G] [--partition NAME]   run a local cluster\n\
          \x20 drover keygen [PATH]                                 write a cluster key\n\
+         \x20 drover ca init|issue|rotate|retire ...              the TLS CA and host certificates\n\
          \x20 drover version                                       print the version\n",
         COMMANDS.join(" ")
     )
@@ -95,6 +97,7 @@ pub fn run_command(cmd: &str, args: &[String]) -> i32 {
         "sattach" => sattach::run(args),
         "up" => up::run(args),
         "keygen" => up::keygen(args),
+        "ca" => ca::run(args),
         "bench" => bench::run(args),
         "version" | "--version" | "-V" => {
             println!(

@@ -143,6 +143,27 @@ pub fn set_client(mode: TlsMode, files: TlsFiles, names: Vec<(String, String)>, 
     });
 }
 
+/// This host's TLS files under `conf`, for a configuration file at
+/// `conf_path` (defaults beside it, in `tls/`, named after this host).
+pub fn files_for(conf: &TlsConf, conf_path: &Path) -> TlsFiles {
+    let dir = conf_path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let full = crate::auth::hostname();
+    conf.files(dir, drover_conf::local::short_host(&full))
+}
+
+/// [`set_client`] from a drover.conf loaded from `conf_path`.
+pub fn set_client_from(cfg: &drover_conf::slurmconf::Config, conf_path: &Path, identity: bool) {
+    set_client(
+        cfg.tls.mode,
+        files_for(&cfg.tls, conf_path),
+        cfg.tls_names(),
+        identity,
+    );
+}
+
 fn client_side() -> &'static ClientSide {
     CLIENT.get_or_init(|| ClientSide {
         mode: TlsMode::Auto,
