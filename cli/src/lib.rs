@@ -10,8 +10,8 @@
 pub mod acctconn;
 pub mod agentconn;
 pub mod bench;
-pub mod ca;
 pub mod benchacct;
+pub mod ca;
 pub mod conn;
 pub mod fmtspec;
 pub mod jobids;

@@ -60,11 +60,9 @@ pub fn parse_parameters(v: &str, conf: &mut TlsConf) -> Result<(), String> {
             "ca_cert_file" => &mut conf.ca_cert_file,
             "cert_file" => &mut conf.cert_file,
             "cert_key_file" => &mut conf.cert_key_file,
-            _ => {
-                return Err(format!(
-                    "TLSParameters: unknown key '{k}' (known: ca_cert_file, cert_file, cert_key_file)"
-                ))
-            }
+            _ => return Err(format!(
+                "TLSParameters: unknown key '{k}' (known: ca_cert_file, cert_file, cert_key_file)"
+            )),
         };
         *slot = Some(val.to_string());
     }
@@ -107,7 +105,9 @@ mod tests {
         assert_eq!(parse_type("tls/rustls"), Ok(TlsMode::On));
         assert_eq!(parse_type("TLS/S2N"), Ok(TlsMode::On));
         assert_eq!(parse_type("tls/none"), Ok(TlsMode::Off));
-        assert!(parse_type("tls/openssl").unwrap_err().contains("tls/openssl"));
+        assert!(parse_type("tls/openssl")
+            .unwrap_err()
+            .contains("tls/openssl"));
     }
 
     #[test]

@@ -70,6 +70,12 @@ pub fn tls_refused(peer: Option<std::net::SocketAddr>, kind: &'static str, what:
     limited(peer, kind, "TLS: refused connection", what);
 }
 
+/// Log a connection this process could not make at the TLS layer
+/// (rate-limited like [`refused`]): `TLS: cannot connect to ADDR: WHAT`.
+pub fn tls_failed(peer: Option<std::net::SocketAddr>, what: &str) {
+    limited(peer, "connect", "TLS: cannot connect", what);
+}
+
 fn limited(peer: Option<std::net::SocketAddr>, kind: &'static str, headline: &str, what: &str) {
     let due = LIMIT.lock().unwrap_or_else(|p| p.into_inner()).note(
         peer.map(|p| p.ip()),
@@ -86,7 +92,12 @@ fn limited(peer: Option<std::net::SocketAddr>, kind: &'static str, headline: &st
     } else {
         String::new()
     };
-    tracing::warn!("{headline} from {from}: {what}{more}");
+    let dir = if headline.ends_with("connect") {
+        "to"
+    } else {
+        "from"
+    };
+    tracing::warn!("{headline} {dir} {from}: {what}{more}");
 }
 
 #[cfg(test)]

@@ -299,7 +299,11 @@ pub async fn connect(host: &str, port: u16) -> std::io::Result<Conn> {
         .await
     {
         Ok(s) => Ok(Conn::Tls(Box::new(tokio_rustls::TlsStream::Client(s)))),
-        Err(e) => Err(fail(explain(&e, &name, &side.files))),
+        Err(e) => {
+            let why = explain(&e, &name, &side.files);
+            crate::authlog::tls_failed(Some(peer), &why);
+            Err(fail(why))
+        }
     }
 }
 
@@ -316,10 +320,12 @@ pub fn explain(e: &std::io::Error, name: &str, files: &TlsFiles) -> String {
         };
     };
     match r {
-        R::InvalidCertificate(C::UnknownIssuer) | R::InvalidCertificate(C::BadSignature) => format!(
-            "certificate not signed by a CA this host trusts ({}): {r}",
-            files.ca_cert.display()
-        ),
+        R::InvalidCertificate(C::UnknownIssuer) | R::InvalidCertificate(C::BadSignature) => {
+            format!(
+                "certificate not signed by a CA this host trusts ({}): {r}",
+                files.ca_cert.display()
+            )
+        }
         R::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => {
             format!("certificate expired: {r}")
         }

@@ -182,24 +182,45 @@ async fn sort(tcp: TcpStream, peer: std::net::SocketAddr, tls: &ServerTls) -> Op
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
         Ok(Ok(s)) => Some(Conn::Tls(Box::new(tokio_rustls::TlsStream::Server(s)))),
         Ok(Err(e)) => {
-            let why = match e.get_ref().and_then(|x| x.downcast_ref::<rustls::Error>()) {
-                Some(rustls::Error::InvalidCertificate(c)) => format!(
-                    "its client certificate was refused: {c:?} (not from this cluster's CA, \
-                     expired, or not valid yet)"
-                ),
-                Some(rustls::Error::AlertReceived(a)) => format!(
-                    "the client gave up the handshake ({a:?}): it does not trust this host's \
-                     certificate (other CA, wrong name or expired; see the client's error)"
-                ),
-                Some(r) => format!("TLS handshake failed: {r}"),
-                None => format!("TLS handshake failed: {e}"),
-            };
-            crate::authlog::tls_refused(Some(peer), "handshake", &why);
+            let (kind, why) = handshake_refusal(&e);
+            crate::authlog::tls_refused(Some(peer), kind, &why);
             None
         }
         Err(_) => {
             crate::authlog::tls_refused(Some(peer), "slow", "TLS handshake not done in 10 s");
             None
         }
+    }
+}
+
+/// Why a client's handshake failed: (kind, for the rate limit; words).
+fn handshake_refusal(e: &std::io::Error) -> (&'static str, String) {
+    use rustls::{CertificateError as C, Error as R};
+    match e.get_ref().and_then(|x| x.downcast_ref::<R>()) {
+        Some(R::InvalidCertificate(c)) => {
+            let (kind, what) = match c {
+                C::UnknownIssuer | C::BadSignature => {
+                    ("foreign certificate", "not signed by this cluster's CA")
+                }
+                C::Expired | C::ExpiredContext { .. } => ("expired certificate", "expired"),
+                C::NotValidYet | C::NotValidYetContext { .. } => {
+                    ("early certificate", "not valid yet")
+                }
+                _ => ("bad certificate", "not acceptable"),
+            };
+            (
+                kind,
+                format!("its client certificate was refused: {what} ({c:?})"),
+            )
+        }
+        Some(R::AlertReceived(a)) => (
+            "client gave up",
+            format!(
+                "the client gave up the handshake ({a:?}): it does not trust this host's \
+                 certificate (other CA, wrong name or expired; see the client's error)"
+            ),
+        ),
+        Some(r) => ("handshake", format!("TLS handshake failed: {r}")),
+        None => ("handshake", format!("TLS handshake failed: {e}")),
     }
 }

@@ -258,6 +258,11 @@ impl Cluster {
         }
         let conf_path = dir.path().join("drover.conf");
         fs::write(&conf_path, conf).map_err(|e| e.to_string())?;
+        if net.is_some() {
+            // Daemons listen on the hosts' own addresses: TLS is on by
+            // default, with a cluster CA and a certificate per host.
+            make_certificates(&conf_path)?;
+        }
         let mut c = Cluster {
             dir,
             conf: conf_path,
@@ -685,6 +690,26 @@ impl Cluster {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// `drover ca init` and `drover ca issue` (every host of the config) for
+/// the cluster whose config is `conf`: files in `tls/` beside it.
+pub fn make_certificates(conf: &Path) -> Result<(), String> {
+    for args in [&["ca", "init"][..], &["ca", "issue"][..]] {
+        let out = Command::new(bin_dir().join("drover"))
+            .args(args)
+            .env("DROVER_CONF", conf)
+            .output()
+            .map_err(|e| format!("drover: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "drover {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn tail(s: &str) -> String {

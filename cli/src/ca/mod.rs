@@ -94,7 +94,9 @@ pub fn run(args: &[String]) -> i32 {
         "rotate" => no_hosts(&a).and_then(|_| rotate(&dir(&a)?, a.days.unwrap_or(3650))),
         "retire" => no_hosts(&a).and_then(|_| retire(&dir(&a)?)),
         "issue" => issue(&a),
-        v => Err(format!("unknown command '{v}' (init, issue, rotate, retire)")),
+        v => Err(format!(
+            "unknown command '{v}' (init, issue, rotate, retire)"
+        )),
     };
     match r {
         Ok(()) => 0,

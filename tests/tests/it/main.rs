@@ -30,5 +30,6 @@ mod script_cmds;
 mod step_limits;
 mod steps;
 mod suspend;
+mod tls;
 mod up;
 mod users;
