@@ -60,9 +60,11 @@ pub fn parse_parameters(v: &str, conf: &mut TlsConf) -> Result<(), String> {
             "ca_cert_file" => &mut conf.ca_cert_file,
             "cert_file" => &mut conf.cert_file,
             "cert_key_file" => &mut conf.cert_key_file,
-            _ => return Err(format!(
+            _ => {
+                return Err(format!(
                 "TLSParameters: unknown key '{k}' (known: ca_cert_file, cert_file, cert_key_file)"
-            )),
+            ))
+            }
         };
         *slot = Some(val.to_string());
     }

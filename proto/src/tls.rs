@@ -271,11 +271,25 @@ pub async fn connect(host: &str, port: u16) -> std::io::Result<Conn> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let tcp = TcpStream::connect((bare, port)).await?;
     let _ = tcp.set_nodelay(true);
+    secure_as_client(tcp, bare).await
+}
+
+/// Does this process use TLS with `peer` (its `TLSType`, see [`wanted`])?
+pub fn wanted_with(peer: IpAddr) -> bool {
+    wanted(client_side().mode, peer)
+}
+
+/// The TLS client side on a connected socket, when [`wanted_with`] its
+/// peer: the server's certificate must carry the host name the
+/// configuration gives `host` (an address, or a name as dialled), else
+/// `host` itself.
+pub async fn secure_as_client(tcp: TcpStream, host: &str) -> std::io::Result<Conn> {
     let side = client_side();
     let peer = tcp.peer_addr()?;
     if !wanted(side.mode, peer.ip()) {
         return Ok(Conn::Plain(tcp));
     }
+    let bare = host;
     let fail = |why: String| {
         std::io::Error::new(
             std::io::ErrorKind::ConnectionRefused,
@@ -304,6 +318,38 @@ pub async fn connect(host: &str, port: u16) -> std::io::Result<Conn> {
             crate::authlog::tls_failed(Some(peer), &why);
             Err(fail(why))
         }
+    }
+}
+
+/// This daemon's TLS server side, for connections it makes but serves
+/// (step I/O: the agent connects to srun, which holds no certificate).
+static ACCEPTOR: OnceLock<tokio_rustls::TlsAcceptor> = OnceLock::new();
+
+/// Set by [`crate::tlsaccept::server_tls`] when the daemon has its
+/// certificate loaded.
+pub(crate) fn set_acceptor(a: tokio_rustls::TlsAcceptor) {
+    let _ = ACCEPTOR.set(a);
+}
+
+/// The TLS server side on a socket this daemon connected, when
+/// [`wanted_with`] its peer.
+pub async fn secure_as_server(tcp: TcpStream) -> std::io::Result<Conn> {
+    let peer = tcp.peer_addr()?;
+    if !wanted_with(peer.ip()) {
+        return Ok(Conn::Plain(tcp));
+    }
+    let fail = |why: String| {
+        std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            format!("TLS with {peer}: {why}"),
+        )
+    };
+    let acceptor = ACCEPTOR
+        .get()
+        .ok_or_else(|| fail("this daemon has no TLS certificate loaded".into()))?;
+    match acceptor.accept(tcp).await {
+        Ok(s) => Ok(Conn::Tls(Box::new(tokio_rustls::TlsStream::Server(s)))),
+        Err(e) => Err(fail(format!("TLS handshake failed: {e}"))),
     }
 }
 

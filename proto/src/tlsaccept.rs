@@ -100,8 +100,10 @@ pub fn server_tls(
             "; TLS required from every peer"
         }
     );
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    crate::tls::set_acceptor(acceptor.clone());
     Ok(ServerTls {
-        acceptor: Some(tokio_rustls::TlsAcceptor::from(config)),
+        acceptor: Some(acceptor),
         loopback_plaintext,
     })
 }
