@@ -279,3 +279,56 @@ fn agents_with_foreign_or_expired_certificates_are_refused() {
     let id = c.sbatch(&["-w", "node2", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
     c.expect_end(id, "COMPLETED");
 }
+
+/// `drover ca rotate`, `issue`, `retire`: during the switch certificates
+/// from the old and the new CA are both accepted; after `retire` (and a
+/// restart) one from the old CA is refused.
+#[test]
+fn the_ca_rotates_without_stopping_the_cluster() {
+    let Some(mut c) = hosts(1, &[]) else { return };
+    c.wait_nodes_idle(Duration::from_secs(30)).unwrap();
+    let node1 = c.net.as_ref().unwrap().host("node1").addr.clone();
+    let tls = c.path().join("tls");
+    let old_cert = std::fs::read(tls.join("node1.crt")).unwrap();
+    let old_key = std::fs::read(tls.join("node1.key")).unwrap();
+
+    // 1. A new CA beside the old one; the controller reloads both.
+    drover(&c, &["ca", "rotate"]);
+    let bundle = std::fs::read_to_string(tls.join("ca.crt")).unwrap();
+    assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 2);
+    c.stop_ctld();
+    c.start_ctld().unwrap();
+    // 2. node1 gets a certificate from the new CA; the controller (still
+    // on an old-CA certificate) and node1 (new) work together.
+    c.signal_host_agent("node1", libc::SIGKILL);
+    drover(&c, &["ca", "issue", "node1"]);
+    assert_ne!(std::fs::read(tls.join("node1.crt")).unwrap(), old_cert);
+    c.start_host_agent("node1").unwrap();
+    let id = c.sbatch(&["-w", "node1", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    c.expect_end(id, "COMPLETED");
+
+    // 3. Every host on the new CA, the old one retired.
+    drover(&c, &["ca", "issue"]);
+    drover(&c, &["ca", "retire"]);
+    let bundle = std::fs::read_to_string(tls.join("ca.crt")).unwrap();
+    assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 1);
+    c.stop_ctld();
+    c.start_ctld().unwrap();
+    let id = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    c.expect_end(id, "COMPLETED");
+
+    // An old-CA certificate is now refused.
+    c.signal_host_agent("node1", libc::SIGKILL);
+    std::fs::write(tls.join("node1.crt"), old_cert).unwrap();
+    std::fs::write(tls.join("node1.key"), old_key).unwrap();
+    c.start_host_agent("node1").unwrap();
+    wait_log(
+        &c,
+        "droverctld",
+        &[
+            "TLS: refused connection from",
+            &node1,
+            "not signed by this cluster's CA",
+        ],
+    );
+}
