@@ -332,3 +332,83 @@ fn the_ca_rotates_without_stopping_the_cluster() {
         ],
     );
 }
+
+/// `TLSType=tls/rustls` forces TLS on loopback too (the benchmark's set-up):
+/// jobs and steps run, and a plaintext client is refused.
+#[test]
+fn forced_tls_on_loopback_runs_jobs_and_steps_and_refuses_plaintext() {
+    let c = Cluster::start(Spec {
+        extra: vec!["TLSType=tls/rustls".into()],
+        ..Default::default()
+    });
+    wait_log(&c, "droverctld", &["TLS 1.3 on 127.0.0.1", "TLS required"]);
+    let id = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    c.expect_end(id, "COMPLETED");
+    let out = c.run("srun", &["-N2", "-n2", "-l", "echo", "over-tls"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("0: over-tls") && text.contains("1: over-tls"),
+        "{text}"
+    );
+    let plain = conf_with(&c, "plain.conf", "TLSType=tls/none");
+    let (_, script) = marker_script(&c);
+    assert!(!sbatch_with(&c, &plain, &script).status.success());
+    wait_log(
+        &c,
+        "droverctld",
+        &["TLS: refused connection from 127.0.0.1", "plaintext client"],
+    );
+}
+
+/// `drover ca` refuses what it cannot do, saying why.
+#[test]
+fn drover_ca_explains_what_it_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let ca = |args: &[&str]| {
+        std::process::Command::new(bin_dir().join("drover"))
+            .arg("ca")
+            .args(args)
+            .env("DROVER_CONF", dir.path().join("missing.conf"))
+            .output()
+            .unwrap()
+    };
+    let err = |o: &Output| String::from_utf8_lossy(&o.stderr).to_string();
+    let o = ca(&["issue", "node1", "--dir", d]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("drover ca init"), "{}", err(&o));
+    assert!(ca(&["init", "--dir", d]).status.success());
+    let o = ca(&["init", "--dir", d]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("already has a CA"), "{}", err(&o));
+    let o = ca(&["issue", "--dir", d]);
+    assert!(err(&o).contains("no host named"), "{}", err(&o));
+    let o = ca(&["issue", "node1", "--days", "soon", "--dir", d]);
+    assert!(err(&o).contains("--days: 'soon'"), "{}", err(&o));
+    let o = ca(&["frobnicate"]);
+    assert!(
+        err(&o).contains("unknown command 'frobnicate'"),
+        "{}",
+        err(&o)
+    );
+    assert!(ca(&["issue", "node1", "--san", "10.0.0.5", "--dir", d])
+        .status
+        .success());
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |f: &str| {
+        std::fs::metadata(dir.path().join(f))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("ca.key"), 0o600);
+    assert_eq!(mode("node1.key"), 0o600);
+    assert_eq!(mode("ca.crt"), 0o644);
+    assert_eq!(mode("node1.crt"), 0o644);
+}
