@@ -5,6 +5,7 @@
 #   bench/run.sh            # everything
 #   N_LOOP=1000 N_PENDING=10000 N_DRAIN=1000 bench/run.sh
 #   BENCH_CGROUP=off bench/run.sh   # jobs without cgroups (default: drover up's cgroup.conf)
+#   BENCH_TLS=on bench/run.sh       # every connection over TLS, loopback included
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N_LOOP=${N_LOOP:-1000}
@@ -19,9 +20,21 @@ trap 'kill $UP 2>/dev/null; wait $UP 2>/dev/null; rm -rf "$DIR"' EXIT
 # BENCH_CGROUP_CONF='...': use this cgroup.conf instead of drover up's.
 if [ "${BENCH_CGROUP:-on}" = off ]; then echo "CgroupPlugin=disabled" > "$DIR/cgroup.conf"; fi
 if [ -n "${BENCH_CGROUP_CONF:-}" ]; then printf '%s\n' "$BENCH_CGROUP_CONF" > "$DIR/cgroup.conf"; fi
-"$BIN/drover" up --dir "$DIR" --nodes 4 --cpus-per-node 8 --mem-per-node 8000 > "$DIR/up.out" 2>&1 &
-UP=$!
-for _ in $(seq 600); do grep -q '^export' "$DIR/up.out" 2>/dev/null && break; sleep 0.05; done
+start_up() {
+  "$BIN/drover" up --dir "$DIR" --nodes 4 --cpus-per-node 8 --mem-per-node 8000 > "$DIR/up.out" 2>&1 &
+  UP=$!
+  for _ in $(seq 600); do grep -q '^export' "$DIR/up.out" 2>/dev/null && break; sleep 0.05; done
+}
+# BENCH_TLS=on: every connection over TLS 1.3, loopback included
+# (TLSType=tls/rustls, a CA and this host's certificate from `drover ca`).
+if [ "${BENCH_TLS:-off}" = on ]; then
+  start_up; kill $UP; wait $UP || true; rm -f "$DIR/up.out"
+  echo "TLSType=tls/rustls" >> "$DIR/drover.conf"
+  echo "TLSType=tls/rustls" >> "$DIR/droverdbd.conf"
+  DROVER_CONF="$DIR/drover.conf" "$BIN/drover" ca init > /dev/null
+  DROVER_CONF="$DIR/drover.conf" "$BIN/drover" ca issue "$(hostname -s)" --san 127.0.0.1 > /dev/null
+fi
+start_up
 eval "$(grep '^export' "$DIR/up.out")"
 CTLD_PID=$(pgrep -f "droverctld.*$DIR/drover.conf" | head -n1 || true)
 

@@ -19,8 +19,12 @@ pub fn config_path() -> PathBuf {
 
 /// Load the configuration; on error print `<cmd>: error: <problem>`.
 pub fn load_config(cmd: &str) -> Result<Config, i32> {
-    match drover_conf::slurmconf::load(&config_path()) {
-        Ok((cfg, _warnings)) => Ok(cfg),
+    let path = config_path();
+    match drover_conf::slurmconf::load(&path) {
+        Ok((cfg, _warnings)) => {
+            drover_proto::tls::set_client_from(&cfg, &path, false);
+            Ok(cfg)
+        }
         Err(e) => {
             eprintln!("{cmd}: error: {e}");
             Err(1)
@@ -161,6 +165,10 @@ impl RpcError {
 
 pub fn classify(st: &tonic::Status) -> RpcError {
     use tonic::Code;
+    // A TLS refusal is a connect failure whose reason the admin needs.
+    if let Some(why) = drover_proto::tls::failure_reason(st) {
+        return RpcError::Status(format!("{CONNECT_FAILURE}: {why}"));
+    }
     match st.code() {
         Code::Unavailable => RpcError::Connect,
         Code::Unknown | Code::Internal

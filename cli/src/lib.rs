@@ -11,6 +11,7 @@ pub mod acctconn;
 pub mod agentconn;
 pub mod bench;
 pub mod benchacct;
+pub mod ca;
 pub mod conn;
 pub mod fmtspec;
 pub mod install;
@@ -71,6 +72,7 @@ fn drover_usage() -> String {
          \x20           [--gpus-per-node G] [--partition NAME]   run a local cluster\n\
          \x20 drover keygen [PATH]                                 write a cluster key\n\
          \x20 drover install [--prefix DIR] [--unit-dir DIR]       install binaries, links, units\n\
+         \x20 drover ca init|issue|rotate|retire ...              the TLS CA and host certificates\n\
          \x20 drover version                                       print the version\n",
         COMMANDS.join(" ")
     )
@@ -99,6 +101,7 @@ pub fn run_command(cmd: &str, args: &[String]) -> i32 {
         "up" => up::run(args),
         "keygen" => up::keygen(args),
         "install" => install::run(args),
+        "ca" => ca::run(args),
         "bench" => bench::run(args),
         "version" | "--version" | "-V" => {
             println!(

@@ -55,6 +55,8 @@ pub struct DbdConf {
     /// Directory for the SQLite file when StorageLoc is not given.
     pub state_save_location: String,
     pub auth_key_file: String,
+    /// `TLSType` and `TLSParameters`.
+    pub tls: crate::tls::TlsConf,
     pub slurm_user: String,
     /// PrivateData=jobs,usage,...: who may see others' records.
     pub private_data: Vec<String>,
@@ -77,6 +79,7 @@ impl Default for DbdConf {
             storage_url: None,
             state_save_location: "/var/spool/drover/dbd".into(),
             auth_key_file: "/etc/drover/drover.key".into(),
+            tls: Default::default(),
             slurm_user: "root".into(),
             private_data: Vec::new(),
             raw: Vec::new(),
@@ -176,6 +179,8 @@ pub(crate) const DBD_KEYS: &[&str] = &[
     "StorageURL",
     "StateSaveLocation",
     "AuthKeyFile",
+    "TLSType",
+    "TLSParameters",
     "SlurmUser",
     "PrivateData",
 ];
@@ -258,6 +263,8 @@ fn parse_with(
             }
             "StateSaveLocation" => c.state_save_location = nonempty()?,
             "AuthKeyFile" => c.auth_key_file = nonempty()?,
+            "TLSType" => c.tls.mode = crate::tls::parse_type(v).map_err(e)?,
+            "TLSParameters" => crate::tls::parse_parameters(v, &mut c.tls).map_err(e)?,
             "SlurmUser" => c.slurm_user = nonempty()?,
             "PrivateData" => {
                 c.private_data = crate::private::check(&values::parse_list(v))

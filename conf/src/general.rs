@@ -25,6 +25,8 @@ pub(crate) const TYPED_KEYS: &[&str] = &[
     "AuthType",
     "AuthInfo",
     "AuthKeyFile",
+    "TLSType",
+    "TLSParameters",
     "FirstJobId",
     "MaxJobId",
     "MaxJobCount",
@@ -362,6 +364,8 @@ pub(crate) fn apply_general(
             }
         }
         "AuthKeyFile" => cfg.auth_key_file = nonempty()?,
+        "TLSType" => cfg.tls.mode = crate::tls::parse_type(v).map_err(e)?,
+        "TLSParameters" => crate::tls::parse_parameters(v, &mut cfg.tls).map_err(e)?,
         "FirstJobId" => cfg.first_job_id = u32v()?,
         "MaxJobId" => cfg.max_job_id = u32v()?,
         "MaxJobCount" => cfg.max_job_count = u32v()?,

@@ -24,6 +24,7 @@ pub mod partitions;
 pub mod private;
 pub mod sched;
 pub mod slurmconf;
+pub mod tls;
 pub mod units;
 mod values;
 

@@ -53,6 +53,8 @@ pub struct Config {
     pub auth_type: String,
     pub auth_info: Vec<(String, String)>,
     pub auth_key_file: String,
+    /// `TLSType` and `TLSParameters`.
+    pub tls: crate::tls::TlsConf,
 
     pub first_job_id: u32,
     pub max_job_id: u32,
@@ -154,6 +156,7 @@ impl Default for Config {
             auth_type: s("auth/drover"),
             auth_info: Vec::new(),
             auth_key_file: s("/etc/drover/drover.key"),
+            tls: Default::default(),
             first_job_id: 1,
             max_job_id: 0x03ff_0000,
             max_job_count: 10000,
@@ -345,6 +348,43 @@ impl Config {
             .as_deref()
             .unwrap_or(self.control_addr());
         join_host_port(host, self.accounting_storage_port)
+    }
+
+    /// (address, host name) for each address the file names a host by:
+    /// `SlurmctldHost=name(addr)`, `NodeAddr` with `NodeHostname`. A TLS
+    /// client dialling the address checks that the certificate is the
+    /// host's. An address given to several hosts (emulated nodes sharing
+    /// one) is left out: its certificate is checked by address.
+    pub fn tls_names(&self) -> Vec<(String, String)> {
+        let mut by_addr: HashMap<&str, Option<&str>> = HashMap::new();
+        let pairs = self
+            .slurmctld_host
+            .iter()
+            .filter_map(|h| h.addr.as_deref().map(|a| (a, h.name.as_str())))
+            .chain(
+                self.nodes
+                    .iter()
+                    .map(|n| (n.node_addr.as_str(), n.node_hostname.as_str())),
+            );
+        for (addr, name) in pairs {
+            if addr == name {
+                continue;
+            }
+            by_addr
+                .entry(addr)
+                .and_modify(|seen| {
+                    if *seen != Some(name) {
+                        *seen = None;
+                    }
+                })
+                .or_insert(Some(name));
+        }
+        let mut out: Vec<(String, String)> = by_addr
+            .into_iter()
+            .filter_map(|(a, n)| n.map(|n| (a.to_string(), n.to_string())))
+            .collect();
+        out.sort();
+        out
     }
 
     /// Port slurmd of `node` listens on (its Port, else SlurmdPort).

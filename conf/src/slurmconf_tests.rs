@@ -845,3 +845,29 @@ fn private_data_typo_is_an_error_naming_the_line() {
     let (c, _) = parse("PrivateData=Jobs,cloud,events,partitions\n");
     assert_eq!(c.private_data.len(), 4);
 }
+
+#[test]
+fn tls_names_map_addresses_to_host_names_unless_shared() {
+    let (c, _) = parse(
+        "SlurmctldHost=ctl(10.1.0.1)\n\
+         NodeName=a NodeHostname=ha NodeAddr=10.1.0.2 CPUs=1\n\
+         NodeName=e[1-2] NodeAddr=127.0.0.1 CPUs=1\n\
+         NodeName=plain CPUs=1\n\
+         PartitionName=p Nodes=ALL\n",
+    );
+    assert_eq!(
+        c.tls_names(),
+        vec![
+            ("10.1.0.1".to_string(), "ctl".to_string()),
+            ("10.1.0.2".to_string(), "ha".to_string()),
+        ]
+    );
+}
+
+#[test]
+fn tls_keys() {
+    let (c, _) = parse("TLSType=tls/none\nTLSParameters=ca_cert_file=/ca.pem\n");
+    assert_eq!(c.tls.mode, crate::tls::TlsMode::Off);
+    assert_eq!(c.tls.ca_cert_file.as_deref(), Some("/ca.pem"));
+    assert_err("TLSType=tls/openssl\n", 1, "TLSType");
+}

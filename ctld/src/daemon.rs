@@ -133,6 +133,19 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         cfg.auth_skew_secs(),
         max_request.saturating_add(5),
     );
+    drover_proto::tls::set_client_from(&cfg, &path, true);
+    let tls = match drover_proto::tlsaccept::server_tls(
+        "droverctld",
+        &cfg.tls,
+        &drover_proto::tls::files_for(&cfg.tls, &path),
+        bind_ip,
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("droverctld: error: {e}");
+            return 1;
+        }
+    };
     let cred =
         drover_proto::client::Credential::daemon(key.clone(), drover_proto::auth::hostname());
     let agents = AgentPool::new(cred.clone());
@@ -193,7 +206,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     .max_decoding_message_size(max_request)
     .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
     // Small RPCs must not wait for delayed ACKs (Nagle).
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let incoming = drover_proto::tlsaccept::incoming(listener, tls);
     let stop_tx = tx.clone();
     let signals = async move {
         use tokio::signal::unix::{signal, SignalKind};

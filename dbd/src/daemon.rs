@@ -198,11 +198,23 @@ async fn serve(cfg: DbdConf, path: PathBuf, key: ClusterKey) -> i32 {
         }
     };
     tracing::info!("listening on {bind}");
+    let tls = match drover_proto::tlsaccept::server_tls(
+        "droverdbd",
+        &cfg.tls,
+        &drover_proto::tls::files_for(&cfg.tls, &path),
+        bind.ip(),
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("droverdbd: error: {e}");
+            return 1;
+        }
+    };
     drover_proto::sdnotify::ready(&format!("listening on {bind}"));
     let svc = AccountingServer::new(Svc(dbd))
         .max_decoding_message_size(drover_proto::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let incoming = drover_proto::tlsaccept::incoming(listener, tls);
     let shutdown = async {
         let mut term =
             match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {

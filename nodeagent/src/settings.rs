@@ -42,6 +42,11 @@ pub struct Settings {
     /// `AuthInfo=skew`: seconds of clock difference tolerated.
     pub auth_skew: u64,
     pub key_file: PathBuf,
+    /// `TLSType`/`TLSParameters`, this host's TLS files, and the host
+    /// names of the addresses it dials (see `drover_proto::tls`).
+    pub tls: drover_conf::tls::TlsConf,
+    pub tls_files: drover_conf::tls::TlsFiles,
+    pub tls_names: Vec<(String, String)>,
     pub kill_wait: u32,
     pub log_file: Option<PathBuf>,
     pub pid_file: Option<PathBuf>,
@@ -341,6 +346,9 @@ pub fn from_config(
             .key
             .clone()
             .unwrap_or_else(|| PathBuf::from(&cfg.auth_key_file)),
+        tls: cfg.tls.clone(),
+        tls_files: drover_proto::tls::files_for(&cfg.tls, config_path),
+        tls_names: cfg.tls_names(),
         kill_wait: cfg.kill_wait.min(u64::from(u32::MAX)) as u32,
         log_file: cfg.slurmd_log_file.as_ref().map(PathBuf::from),
         pid_file: cfg.get("SlurmdPidFile").map(PathBuf::from),

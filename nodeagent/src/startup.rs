@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tonic::transport::server::TcpIncoming;
 use tracing::{info, warn};
 
 use drover_proto::auth::ClusterKey;
@@ -294,6 +293,24 @@ async fn serve(
             return 1;
         }
     };
+    drover_proto::tls::set_client(
+        settings.tls.mode,
+        settings.tls_files.clone(),
+        settings.tls_names.clone(),
+        true,
+    );
+    let tls = match drover_proto::tlsaccept::server_tls(
+        "droverd",
+        &settings.tls,
+        &settings.tls_files,
+        settings.listen.ip(),
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::error!("{e}");
+            return 1;
+        }
+    };
     let cred = Credential::daemon(key.clone(), settings.host.clone());
     let auth = drover_proto::verify::AuthLayer::new(
         "droverd",
@@ -371,7 +388,7 @@ async fn serve(
     let svc = NodeAgentServer::new(AgentService::new(shared.clone()))
         .max_decoding_message_size(drover_proto::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let incoming = drover_proto::tlsaccept::incoming(listener, tls);
     let mut stop_server = stop_rx.clone();
     let server = tonic::transport::Server::builder()
         .layer(auth)

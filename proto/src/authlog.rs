@@ -61,6 +61,22 @@ static LIMIT: LazyLock<Mutex<RateLimit>> = LazyLock::new(Default::default);
 /// Log a refused credential from `peer` (rate-limited per peer and `kind`
 /// of failure, warn level): `authentication failure from ADDR: WHAT`.
 pub fn refused(peer: Option<std::net::SocketAddr>, kind: &'static str, what: &str) {
+    limited(peer, kind, "authentication failure", what);
+}
+
+/// Log a connection refused at the TLS layer (rate-limited like
+/// [`refused`]): `TLS: refused connection from ADDR: WHAT`.
+pub fn tls_refused(peer: Option<std::net::SocketAddr>, kind: &'static str, what: &str) {
+    limited(peer, kind, "TLS: refused connection", what);
+}
+
+/// Log a connection this process could not make at the TLS layer
+/// (rate-limited like [`refused`]): `TLS: cannot connect to ADDR: WHAT`.
+pub fn tls_failed(peer: Option<std::net::SocketAddr>, what: &str) {
+    limited(peer, "connect", "TLS: cannot connect", what);
+}
+
+fn limited(peer: Option<std::net::SocketAddr>, kind: &'static str, headline: &str, what: &str) {
     let due = LIMIT.lock().unwrap_or_else(|p| p.into_inner()).note(
         peer.map(|p| p.ip()),
         kind,
@@ -76,7 +92,12 @@ pub fn refused(peer: Option<std::net::SocketAddr>, kind: &'static str, what: &st
     } else {
         String::new()
     };
-    tracing::warn!("authentication failure from {from}: {what}{more}");
+    let dir = if headline.ends_with("connect") {
+        "to"
+    } else {
+        "from"
+    };
+    tracing::warn!("{headline} {dir} {from}: {what}{more}");
 }
 
 #[cfg(test)]

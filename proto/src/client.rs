@@ -11,7 +11,37 @@ pub use crate::signing::{Credential, Signed};
 pub type Controller = ControllerClient<Signed>;
 pub type Agent = NodeAgentClient<Signed>;
 
-/// A channel to `host:port` that connects on first use.
+/// Makes each connection of a channel through [`crate::tls::connect`].
+#[derive(Clone, Copy)]
+struct Connector;
+
+impl tower::Service<http::Uri> for Connector {
+    type Response = hyper_util::rt::TokioIo<crate::tls::Conn>;
+    type Error = std::io::Error;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, std::io::Error>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), std::io::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: http::Uri) -> Self::Future {
+        Box::pin(async move {
+            let host = uri.host().unwrap_or_default().to_string();
+            let port = uri.port_u16().unwrap_or(80);
+            crate::tls::connect(&host, port)
+                .await
+                .map(hyper_util::rt::TokioIo::new)
+        })
+    }
+}
+
+/// A channel to `host:port` that connects on first use (over TLS where
+/// [`crate::tls`] says so).
 pub fn channel(addr: &str, connect_timeout: Duration) -> Result<Channel, String> {
     let uri = if addr.starts_with("http://") {
         addr.to_string()
@@ -28,7 +58,7 @@ pub fn channel(addr: &str, connect_timeout: Duration) -> Result<Channel, String>
         .initial_connection_window_size(Some(16 * 1024 * 1024))
         .http2_keep_alive_interval(Duration::from_secs(30))
         .keep_alive_while_idle(true);
-    Ok(ep.connect_lazy())
+    Ok(ep.connect_with_connector_lazy(Connector))
 }
 
 pub fn controller(addr: &str, cred: Credential) -> Result<Controller, String> {

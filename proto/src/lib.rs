@@ -29,6 +29,8 @@ pub mod signing;
 pub mod stepio;
 pub mod sysdb;
 pub mod text;
+pub mod tls;
+pub mod tlsaccept;
 pub mod verify;
 
 /// Minutes value meaning UNLIMITED (Slurm's INFINITE).

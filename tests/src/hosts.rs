@@ -178,6 +178,28 @@ impl Net {
         cmd
     }
 
+    /// Run `f` on a thread of this process inside host `name`'s network
+    /// namespace (threads it starts are there too): a test's own server or
+    /// relay on that host. The namespace of the thread only is changed.
+    pub fn spawn_in<T: Send + 'static>(
+        &self,
+        name: &str,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> std::thread::JoinHandle<T> {
+        let fd = self
+            .host(name)
+            .netns
+            .try_clone()
+            .expect("duplicate the namespace fd");
+        std::thread::spawn(move || {
+            // SAFETY: setns on a namespace fd this test holds; it changes
+            // the calling thread's network namespace only.
+            let r = unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(r, 0, "setns: {}", std::io::Error::last_os_error());
+            f()
+        })
+    }
+
     /// Unplug (`false`) or plug back (`true`) host `name`'s cable: its
     /// processes go on, but nothing reaches it.
     pub fn set_link(&self, name: &str, up: bool) {

@@ -267,6 +267,15 @@ impl Cluster {
         }
         let conf_path = dir.path().join("drover.conf");
         fs::write(&conf_path, conf).map_err(|e| e.to_string())?;
+        let forced = spec
+            .extra
+            .iter()
+            .any(|l| l.eq_ignore_ascii_case("TLSType=tls/rustls"));
+        if net.is_some() || forced {
+            // Daemons listen on the hosts' own addresses (or TLS is forced
+            // on loopback): a cluster CA and a certificate per host.
+            make_certificates(&conf_path, net.is_none())?;
+        }
         let mut c = Cluster {
             dir,
             conf: conf_path,
@@ -698,6 +707,40 @@ impl Cluster {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// `drover ca init` and `drover ca issue` (every host of the config) for
+/// the cluster whose config is `conf`: files in `tls/` beside it. With
+/// `loopback`, also one for this machine's own name (the daemons' files)
+/// valid for 127.0.0.1.
+pub fn make_certificates(conf: &Path, loopback: bool) -> Result<(), String> {
+    let host = fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host = host
+        .trim()
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let local = ["ca", "issue", host.as_str(), "--san", "127.0.0.1"];
+    let mut steps = vec![&["ca", "init"][..], &["ca", "issue"][..]];
+    if loopback {
+        steps.push(&local[..]);
+    }
+    for args in steps {
+        let out = Command::new(bin_dir().join("drover"))
+            .args(args)
+            .env("DROVER_CONF", conf)
+            .output()
+            .map_err(|e| format!("drover: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "drover {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn tail(s: &str) -> String {

@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use drover_conf::Config;
 use drover_proto::stepio::{read_frame, write_frame, Frame, Kind};
+use drover_proto::tls::Conn;
 use drover_proto::CreateStepResponse;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 
@@ -269,16 +270,37 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
             .unwrap_or_default();
     }
     // Agents connect while CreateStep is still running: accept meanwhile.
-    let (conn_tx, mut conn_rx) = mpsc::unbounded_channel::<(u32, TcpStream)>();
+    let (conn_tx, mut conn_rx) = mpsc::unbounded_channel::<(u32, Conn)>();
     let accept = tokio::spawn(async move {
         loop {
-            let Ok((mut sock, _)) = listener.accept().await else {
+            let Ok((sock, peer)) = listener.accept().await else {
                 return;
             };
             let _ = sock.set_nodelay(true);
             let tx = conn_tx.clone();
             let key = key.clone();
             tokio::spawn(async move {
+                // Over TLS beyond loopback: the agent serves its host
+                // certificate, checked against the cluster CA.
+                let host = peer.ip().to_string();
+                let secured = tokio::time::timeout(
+                    Duration::from_secs(10),
+                    drover_proto::tls::secure_as_client(sock, &host),
+                )
+                .await;
+                let mut sock = match secured {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => {
+                        eprintln!("srun: error: step I/O connection refused: {e}");
+                        return;
+                    }
+                    Err(_) => {
+                        eprintln!(
+                            "srun: error: step I/O connection from {peer}: TLS handshake timed out"
+                        );
+                        return;
+                    }
+                };
                 let hello =
                     tokio::time::timeout(Duration::from_secs(10), read_frame(&mut sock)).await;
                 if let Ok(Ok(Some(f))) = hello {
@@ -421,7 +443,7 @@ async fn run_io(
     s: &Srun,
     job_id: u32,
     resp: &CreateStepResponse,
-    conns: Vec<(u32, TcpStream)>,
+    conns: Vec<(u32, Conn)>,
     mut sig_rx: mpsc::UnboundedReceiver<i32>,
     failed: &mut tokio::task::JoinHandle<Vec<String>>,
     kill_wait: u64,
@@ -440,7 +462,7 @@ async fn run_io(
     let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<(u32, Option<Frame>)>();
     let mut writers: BTreeMap<u32, mpsc::UnboundedSender<Frame>> = BTreeMap::new();
     for (nid, sock) in conns {
-        let (mut rd, mut wr) = sock.into_split();
+        let (mut rd, mut wr) = tokio::io::split(sock);
         let tx = ev_tx.clone();
         tokio::spawn(async move {
             while let Ok(Some(f)) = read_frame(&mut rd).await {

@@ -337,6 +337,10 @@ pub fn run(args: &[String]) -> i32 {
         return err(&e);
     }
     let conf_s = conf.display().to_string();
+    // The config may say TLSType=tls/rustls: drover up's own calls follow it.
+    if let Ok((cfg, _)) = drover_conf::slurmconf::load(&conf) {
+        drover_proto::tls::set_client_from(&cfg, &conf, false);
+    }
     let nodes = existing.nodes.max(1);
     let cpus_each = if existing.cpus > 0 {
         existing.cpus

@@ -186,7 +186,16 @@ async fn launch_once(shared: Arc<Shared>, req: StepLaunchRequest) -> Result<(), 
         .map_err(|_| Status::unavailable(format!("cannot reach srun at {addr}: timed out")))?
         .map_err(|e| Status::unavailable(format!("cannot reach srun at {addr}: {e}")))?;
     let _ = sock.set_nodelay(true);
-    let (rd, mut wr) = sock.into_split();
+    // Over TLS beyond loopback, this agent serving its certificate (srun
+    // holds none): the tasks' input and output never cross in clear.
+    let sock = tokio::time::timeout(
+        Duration::from_secs(10),
+        drover_proto::tls::secure_as_server(sock),
+    )
+    .await
+    .map_err(|_| Status::unavailable(format!("srun at {addr}: TLS handshake timed out")))?
+    .map_err(|e| Status::unavailable(format!("srun at {addr}: {e}")))?;
+    let (rd, mut wr) = tokio::io::split(sock);
     write_frame(
         &mut wr,
         &Frame::new(Kind::Hello, this.node_id, step.io_key.clone()),
@@ -229,8 +238,8 @@ async fn run_step(
     req: StepLaunchRequest,
     this: drover_proto::StepNode,
     started: start_tasks::Started,
-    mut rd: tokio::net::tcp::OwnedReadHalf,
-    mut wr: tokio::net::tcp::OwnedWriteHalf,
+    mut rd: tokio::io::ReadHalf<drover_proto::tls::Conn>,
+    mut wr: tokio::io::WriteHalf<drover_proto::tls::Conn>,
 ) {
     let node = this.node.clone();
     let job_id = req.job.as_ref().map_or(0, |j| j.job_id);

@@ -35,5 +35,6 @@ mod script_cmds;
 mod step_limits;
 mod steps;
 mod suspend;
+mod tls;
 mod up;
 mod users;
