@@ -13,6 +13,7 @@ pub mod bench;
 pub mod benchacct;
 pub mod conn;
 pub mod fmtspec;
+pub mod fuzz;
 pub mod jobids;
 pub mod json;
 pub mod jsonw;

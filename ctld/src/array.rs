@@ -7,6 +7,9 @@ pub struct ArraySpec {
     pub max_running: u32,
 }
 
+/// Slurm's largest `MaxArraySize`: no task id reaches it.
+pub const MAX_ARRAY_SIZE_LIMIT: u32 = 4_000_001;
+
 /// Parse and validate against `MaxArraySize` (task ids must be below it).
 pub fn parse(s: &str, max_array_size: u32) -> Result<ArraySpec, String> {
     let bad = || "Invalid job array specification".to_string();

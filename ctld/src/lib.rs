@@ -18,6 +18,7 @@ pub mod diag;
 pub mod end;
 pub mod fairshare;
 pub mod fieldlimits;
+pub mod fuzz;
 pub mod inactive;
 pub mod job;
 pub mod jobinfo;

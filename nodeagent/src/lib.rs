@@ -16,6 +16,7 @@ pub mod cgroup;
 pub mod daemon;
 pub mod env;
 pub mod every;
+pub mod fuzz;
 pub mod gpu;
 pub mod hostinfo;
 pub mod jobs;

@@ -23,6 +23,7 @@ mod oversubscribe;
 mod parsers;
 mod placement;
 mod privacy;
+mod raw_frames;
 mod recovery;
 mod replay;
 mod scheduler;
