@@ -845,3 +845,11 @@ fn private_data_typo_is_an_error_naming_the_line() {
     let (c, _) = parse("PrivateData=Jobs,cloud,events,partitions\n");
     assert_eq!(c.private_data.len(), 4);
 }
+
+#[test]
+fn max_array_size_is_bounded_as_in_slurm() {
+    let e = assert_err("ClusterName=c\nMaxArraySize=4000002\n", 2, "MaxArraySize");
+    assert!(e.message.contains("greater than 4000001"), "{e}");
+    let (c, _) = parse("MaxArraySize=4000001\n");
+    assert_eq!(c.max_array_size, 4_000_001);
+}
