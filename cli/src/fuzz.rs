@@ -157,7 +157,10 @@ pub fn json_output(data: &[u8]) {
     for s in strings {
         let mut lit = String::new();
         jsonw::push_str_lit(&mut lit, s);
-        assert_eq!(serde_json::from_str::<String>(&lit).ok().as_deref(), Some(s));
+        assert_eq!(
+            serde_json::from_str::<String>(&lit).ok().as_deref(),
+            Some(s)
+        );
     }
 }
 

@@ -101,7 +101,11 @@ pub fn mem_size(data: &[u8]) {
     let t = text(data);
     if let Ok(mb) = units::parse_mem_mb(&t) {
         let shown = units::format_mem_mb(mb);
-        assert_eq!(units::parse_mem_mb(&shown), Ok(mb), "{t:?} shown as {shown:?}");
+        assert_eq!(
+            units::parse_mem_mb(&shown),
+            Ok(mb),
+            "{t:?} shown as {shown:?}"
+        );
     }
 }
 

@@ -34,7 +34,11 @@ pub fn array_expr(data: &[u8]) {
         if let Ok(spec) = array::parse(&t, max) {
             assert!(spec.tasks.iter().all(|&i| i < max));
             let shown = array::ranges(&spec.tasks);
-            assert_eq!(array::parse_ranges(&shown), spec.tasks, "{t:?} as {shown:?}");
+            assert_eq!(
+                array::parse_ranges(&shown),
+                spec.tasks,
+                "{t:?} as {shown:?}"
+            );
         }
     }
     let _ = control::parse_selector(&t);

@@ -208,9 +208,21 @@ fn daemons_answer_arbitrary_request_bodies_and_stay_up() {
     let mut rng = Rng(0x5eed_d00d_cafe_f00d);
     let (ctl, agent, dbd) = rt.block_on(async {
         (
-            hammer(format!("127.0.0.1:{}", c.ctld_port), CONTROLLER, &key, &mut rng).await,
+            hammer(
+                format!("127.0.0.1:{}", c.ctld_port),
+                CONTROLLER,
+                &key,
+                &mut rng,
+            )
+            .await,
             hammer(format!("127.0.0.1:{}", c.agent_port), AGENT, &key, &mut rng).await,
-            hammer(format!("127.0.0.1:{}", c.dbd_port), ACCOUNTING, &key, &mut rng).await,
+            hammer(
+                format!("127.0.0.1:{}", c.dbd_port),
+                ACCOUNTING,
+                &key,
+                &mut rng,
+            )
+            .await,
         )
     });
     eprintln!("controller {ctl:?}, agent {agent:?}, accounting {dbd:?}");
