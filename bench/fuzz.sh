@@ -38,11 +38,28 @@ export RUSTFLAGS
 cargo build --quiet --release --target "$host" --manifest-path fuzz/Cargo.toml
 bin="$CARGO_TARGET_DIR/$host/release/drover-fuzz"
 
+# Whole files get 4 KiB, single values and messages 512 bytes.
+max_len() {
+  case $1 in
+    *_conf | sbatch_script | wal_recovery) echo 4096 ;;
+    *) echo 512 ;;
+  esac
+}
+
+# Linear but long under the instrumentation: a slurm.conf may define a
+# million nodes per line, a job selector name four million array tasks.
+timeout_s() {
+  case $1 in
+    slurm_conf | array_expr) echo 120 ;;
+    *) echo 30 ;;
+  esac
+}
+
 fuzz_one() {
   local t=$1 work="target-fuzz/corpus/$1" art="target-fuzz/artifacts/$1/" log="target-fuzz/logs/$1.log"
   mkdir -p "$work" "$art" "$(dirname "$log")" "fuzz/corpus/$t"
   local rc=0
-  DROVER_FUZZ_TARGET=$t "$bin" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+  DROVER_FUZZ_TARGET=$t "$bin" -runs="$runs" -timeout="$(timeout_s "$t")" -rss_limit_mb=2048 -max_len="$(max_len "$t")" \
     -print_final_stats=1 -artifact_prefix="$art" "$work" "fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
   local done execs cov ft corp crash
   done=$(grep -E '^#[0-9]+' "$log" | tail -n1 || true)
@@ -50,13 +67,14 @@ fuzz_one() {
   cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$done")
   ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$done")
   corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$done")
-  crash=$(sed -n 's/.*Test unit written to \(.*\)/\1/p' "$log" | tail -n1)
+  # slow-unit-* files are only the slowest input seen, not a failure.
+  crash=$(sed -n 's/.*Test unit written to \(.*\/\(crash\|timeout\|oom\|leak\)-.*\)/\1/p' "$log" | tail -n1)
   printf '%-14s runs=%-9s cov=%-6s ft=%-6s corpus=%-6s %s\n' "$t" "${execs:-?}" "${cov:-?}" \
     "${ft:-?}" "${corp:-?}" "${crash:+CRASH $crash (log: $log)}"
   if [ "${MERGE:-0}" = 1 ] && [ -z "$crash" ]; then
     local fresh="target-fuzz/merged/$t"
     rm -rf "$fresh" && mkdir -p "$fresh"
-    DROVER_FUZZ_TARGET=$t "$bin" -merge=1 -timeout=10 -max_len=4096 "$fresh" "$work" \
+    DROVER_FUZZ_TARGET=$t "$bin" -merge=1 -timeout="$(timeout_s "$t")" -max_len="$(max_len "$t")" "$fresh" "$work" \
       "fuzz/corpus/$t" >>"$log" 2>&1
     rm -rf "fuzz/corpus/$t" && mv "$fresh" "fuzz/corpus/$t"
   fi

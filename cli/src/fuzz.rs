@@ -141,8 +141,9 @@ fn value<'a>(data: &mut &'a [u8], strings: &mut Vec<&'a str>, depth: usize) -> J
     }
 }
 
-/// `--json` output: the writer's text is valid JSON, the same value as
-/// `serde_json` would make, laid out exactly as `to_string_pretty`.
+/// `--json` output: the writer's text is valid JSON and the same value as
+/// `serde_json` would make (keys in the writer's order: `serde_json`'s
+/// own map sorts them), and every string reads back as itself.
 pub fn json_output(data: &[u8]) {
     let mut input = data;
     let mut strings = Vec::new();
@@ -153,7 +154,6 @@ pub fn json_output(data: &[u8]) {
     let parsed: serde_json::Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("invalid JSON {out:?}: {e}"));
     assert_eq!(parsed, expected);
-    assert_eq!(out, serde_json::to_string_pretty(&expected).unwrap());
     for s in strings {
         let mut lit = String::new();
         jsonw::push_str_lit(&mut lit, s);
@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn saved_inputs_replay() {
-        let targets: [(&str, fn(&[u8])); 3] = [
+        let targets: [(&str, drover_conf::fuzz::Target); 3] = [
             ("sbatch_script", sbatch_script),
             ("cli_args", cli_args),
             ("json_output", json_output),

@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use crate::datetime::{self, Utc, Zone};
 use crate::{hostlist, units, ConfError};
 
+/// A fuzz target: arbitrary bytes in, no panic or hang.
+pub type Target = fn(&[u8]);
+
 /// A fixed "now" (2026-01-02 03:04:05 UTC), so runs are reproducible.
 pub const NOW: i64 = 1_767_323_045;
 
@@ -165,7 +168,7 @@ pub fn saved_inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
 
 /// Run `f` over every saved input of `target`, naming the input that fails.
 /// Returns how many ran.
-pub fn replay(target: &str, f: fn(&[u8])) -> usize {
+pub fn replay(target: &str, f: Target) -> usize {
     let inputs = saved_inputs(target);
     for (path, bytes) in &inputs {
         if std::panic::catch_unwind(|| f(bytes)).is_err() {
@@ -181,7 +184,7 @@ mod tests {
 
     #[test]
     fn saved_inputs_replay() {
-        let targets: [(&str, fn(&[u8])); 8] = [
+        let targets: [(&str, Target); 8] = [
             ("slurm_conf", slurm_conf),
             ("gres_conf", gres_conf),
             ("cgroup_conf", cgroup_conf),

@@ -235,7 +235,7 @@ mod tests {
 
     #[test]
     fn saved_inputs_replay() {
-        let targets: [(&str, fn(&[u8])); 4] = [
+        let targets: [(&str, drover_conf::fuzz::Target); 4] = [
             ("dependency", dependency),
             ("array_expr", array_expr),
             ("grpc_request", grpc_request),
