@@ -4,8 +4,9 @@
 # flags; see docs/reliability.md, "Fuzzing").
 #
 #   bench/fuzz.sh [TARGET|all] [RUNS]      default: all, 1000000 runs each
-#   MERGE=1 bench/fuzz.sh ...              afterwards, minimise the corpus
-#                                          into fuzz/corpus/TARGET
+#   MERGE=1 bench/fuzz.sh ...              afterwards, minimise the corpus and
+#                                          keep a sample (SAMPLE=200) of it in
+#                                          fuzz/corpus/TARGET for cargo test
 #   JOBS=N  ...                            run N targets at once (default 1)
 #
 # Prints one line per target: runs, edges covered (cov), features (ft),
@@ -72,11 +73,15 @@ fuzz_one() {
   printf '%-14s runs=%-9s cov=%-6s ft=%-6s corpus=%-6s %s\n' "$t" "${execs:-?}" "${cov:-?}" \
     "${ft:-?}" "${corp:-?}" "${crash:+CRASH $crash (log: $log)}"
   if [ "${MERGE:-0}" = 1 ] && [ -z "$crash" ]; then
+    # Minimise the working corpus, then keep the seeds (seed*) and a sample
+    # of SAMPLE inputs (by name: a hash, so a spread) in fuzz/corpus/TARGET,
+    # which `cargo test` replays.
     local fresh="target-fuzz/merged/$t"
     rm -rf "$fresh" && mkdir -p "$fresh"
-    DROVER_FUZZ_TARGET=$t "$bin" -merge=1 -timeout="$(timeout_s "$t")" -max_len="$(max_len "$t")" "$fresh" "$work" \
-      "fuzz/corpus/$t" >>"$log" 2>&1
-    rm -rf "fuzz/corpus/$t" && mv "$fresh" "fuzz/corpus/$t"
+    DROVER_FUZZ_TARGET=$t "$bin" -merge=1 -timeout="$(timeout_s "$t")" -max_len="$(max_len "$t")" \
+      "$fresh" "$work" "fuzz/corpus/$t" >>"$log" 2>&1
+    find "fuzz/corpus/$t" -type f ! -name 'seed*' -delete
+    ls "$fresh" | head -n "${SAMPLE:-200}" | while read -r f; do cp "$fresh/$f" "fuzz/corpus/$t/"; done
   fi
   [ "$rc" = 0 ]
 }
