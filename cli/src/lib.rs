@@ -14,6 +14,7 @@ pub mod benchacct;
 pub mod ca;
 pub mod conn;
 pub mod fmtspec;
+pub mod fuzz;
 pub mod install;
 pub mod jobids;
 pub mod json;

@@ -4,7 +4,7 @@
 use crate::error::{ConfError, ConfWarning};
 use crate::lexer::Pair;
 use crate::partitions;
-use crate::slurmconf::{Config, CtldHost};
+use crate::slurmconf::{Config, CtldHost, MAX_ARRAY_SIZE_LIMIT};
 use crate::units;
 use crate::values::{self, canonical, err, warn, UnknownKeys};
 
@@ -369,7 +369,15 @@ pub(crate) fn apply_general(
         "FirstJobId" => cfg.first_job_id = u32v()?,
         "MaxJobId" => cfg.max_job_id = u32v()?,
         "MaxJobCount" => cfg.max_job_count = u32v()?,
-        "MaxArraySize" => cfg.max_array_size = u32v()?,
+        "MaxArraySize" => {
+            let n = u32v()?;
+            if n > MAX_ARRAY_SIZE_LIMIT {
+                return Err(e(format!(
+                    "MaxArraySize value ({n}) is greater than {MAX_ARRAY_SIZE_LIMIT}"
+                )));
+            }
+            cfg.max_array_size = n;
+        }
         "MinJobAge" => cfg.min_job_age = u64v()?,
         "SlurmdTimeout" => cfg.slurmd_timeout = u64v()?,
         "SlurmctldTimeout" => cfg.slurmctld_timeout = u64v()?,

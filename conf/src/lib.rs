@@ -11,6 +11,7 @@ pub mod datetime;
 pub mod dbdconf;
 mod digest;
 pub mod error;
+pub mod fuzz;
 mod general;
 pub mod gresconf;
 pub mod hostlist;

@@ -667,6 +667,10 @@ pub(crate) fn parse_with(
     Ok((cfg, warnings))
 }
 
+/// Slurm's largest `MaxArraySize` (a larger value is refused): no array
+/// task id reaches it.
+pub const MAX_ARRAY_SIZE_LIMIT: u32 = 4_000_001;
+
 /// The `Include` callback of [`parse_str`]: path as written ->
 /// (resolved name, text).
 pub type IncludeFn<'a> = dyn FnMut(&str) -> Result<(String, String), String> + 'a;

@@ -871,3 +871,11 @@ fn tls_keys() {
     assert_eq!(c.tls.ca_cert_file.as_deref(), Some("/ca.pem"));
     assert_err("TLSType=tls/openssl\n", 1, "TLSType");
 }
+
+#[test]
+fn max_array_size_is_bounded_as_in_slurm() {
+    let e = assert_err("ClusterName=c\nMaxArraySize=4000002\n", 2, "MaxArraySize");
+    assert!(e.message.contains("greater than 4000001"), "{e}");
+    let (c, _) = parse("MaxArraySize=4000001\n");
+    assert_eq!(c.max_array_size, 4_000_001);
+}

@@ -7,6 +7,8 @@ pub struct ArraySpec {
     pub max_running: u32,
 }
 
+pub use drover_conf::slurmconf::MAX_ARRAY_SIZE_LIMIT;
+
 /// Parse and validate against `MaxArraySize` (task ids must be below it).
 pub fn parse(s: &str, max_array_size: u32) -> Result<ArraySpec, String> {
     let bad = || "Invalid job array specification".to_string();
@@ -68,9 +70,13 @@ pub fn ranges(tasks: &[u32]) -> String {
     drover_conf::hostlist::ranges(tasks)
 }
 
-/// Inverse of [`ranges`] (lenient: bad pieces are skipped).
+/// Inverse of [`ranges`] (lenient: bad pieces are skipped). Task ids are
+/// below Slurm's largest `MaxArraySize`, which also bounds the list: a
+/// selector `12_0-4294967294` from any user once made a 16 GiB vector.
 pub fn parse_ranges(s: &str) -> Vec<u32> {
-    parse(s, u32::MAX).map(|a| a.tasks).unwrap_or_default()
+    parse(s, MAX_ARRAY_SIZE_LIMIT)
+        .map(|a| a.tasks)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -88,6 +94,16 @@ mod tests {
         assert!(parse("5-1", 1001).is_err());
         assert!(parse("a", 1001).is_err());
         assert!(parse("", 1001).is_err());
+    }
+
+    #[test]
+    fn ranges_are_bounded_by_the_largest_array() {
+        // Found by the array_expr fuzz target: these used to allocate
+        // gigabytes (an out-of-memory kill of the controller).
+        assert_eq!(parse_ranges("0-4294967294"), Vec::<u32>::new());
+        assert_eq!(parse_ranges("0-999999999"), Vec::<u32>::new());
+        assert_eq!(parse_ranges("4000000").len(), 1);
+        assert_eq!(parse_ranges("0-4000000").len(), 4_000_001);
         assert!(parse("1-3:0", 1001).is_err());
         assert_eq!(ranges(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
         assert_eq!(parse_ranges("0-2,5,7-8"), vec![0, 1, 2, 5, 7, 8]);

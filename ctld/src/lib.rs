@@ -27,6 +27,7 @@ pub mod effect;
 pub mod end;
 pub mod fairshare;
 pub mod fieldlimits;
+pub mod fuzz;
 pub mod inactive;
 pub mod job;
 pub mod jobinfo;

@@ -17,6 +17,7 @@ pub mod cgroup;
 pub mod configless;
 pub mod daemon;
 pub mod every;
+pub mod fuzz;
 pub mod gpu;
 pub mod hostinfo;
 pub mod job_env;

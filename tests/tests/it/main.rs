@@ -26,6 +26,7 @@ mod oversubscribe;
 mod parsers;
 mod placement;
 mod privacy;
+mod raw_frames;
 mod reconfigure;
 mod recovery;
 mod replay;
