@@ -35,6 +35,7 @@ pub mod stats;
 pub mod steps;
 pub mod submit;
 pub mod suspend;
+pub mod token;
 pub mod update;
 pub mod users;
 pub mod wal;

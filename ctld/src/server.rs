@@ -179,6 +179,23 @@ impl Controller for Svc {
         .await
     }
 
+    async fn mint_token(
+        &self,
+        req: Request<MintTokenRequest>,
+    ) -> Result<Response<MintTokenResponse>, Status> {
+        let who = self.who(&req)?;
+        let r = req.into_inner();
+        // The owner only hands over two config values; signing happens here.
+        let (path, slurm_user) = self
+            .call(|c, reply| {
+                let _ = reply.send(Ok((c.cfg.jwt_key_path(), c.cfg.slurm_user.clone())));
+            })
+            .await?
+            .into_inner();
+        crate::token::mint(&who, &r, path.as_deref(), &slurm_user, crate::ctld::now())
+            .map(Response::new)
+    }
+
     async fn step_ended(
         &self,
         req: Request<StepEndedRequest>,

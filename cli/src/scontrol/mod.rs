@@ -3,6 +3,7 @@
 pub mod listpids;
 pub mod resv;
 pub mod show;
+pub mod token;
 pub mod update;
 pub mod write;
 
@@ -90,6 +91,8 @@ pub enum Command {
     /// `listpids [JOBID[.STEPID]] [NODENAME]`
     ListPids(Option<String>, Option<String>),
     Ping,
+    /// `token [lifespan=S] [username=U]`
+    Token(drover_proto::MintTokenRequest),
     Reconfigure,
     Shutdown,
     Version,
@@ -161,6 +164,7 @@ pub fn parse_command(words: &[String]) -> Result<Command, Vec<String>> {
         "resume" => action("resume"),
         "top" => action("top"),
         "ping" => Ok(Command::Ping),
+        "token" => token::parse(rest).map(Command::Token),
         "listpids" => match rest {
             [] | [_] | [_, _] => Ok(Command::ListPids(one(rest), rest.get(1).cloned())),
             _ => Err(vec![
@@ -687,6 +691,7 @@ async fn execute(
             Ok(_) => 0,
             Err(st) => report(flags, "slurm_shutdown error: ", &st),
         },
+        Command::Token(req) => token::run(client, req).await,
         Command::Ping
         | Command::Version
         | Command::Help
