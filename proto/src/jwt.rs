@@ -162,8 +162,9 @@ impl JwtKey {
         v.leeway = 0;
         v.validate_exp = false; // checked below against the caller's clock
         v.set_required_spec_claims(&["exp"]);
-        let data = jsonwebtoken::decode::<Claims>(token, &DecodingKey::from_secret(&self.bytes), &v)
-            .map_err(|e| format!("invalid token: {e}"))?;
+        let data =
+            jsonwebtoken::decode::<Claims>(token, &DecodingKey::from_secret(&self.bytes), &v)
+                .map_err(|e| format!("invalid token: {e}"))?;
         let c = data.claims;
         if c.exp <= now {
             return Err("token expired".into());

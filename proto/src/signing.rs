@@ -77,14 +77,9 @@ impl Credential {
         match &*self.inner {
             CredInner::User(conn) => conn.request(bind).await,
             CredInner::Daemon { key, host } => Ok(key.issue_daemon(host, bind)),
-            CredInner::OnBehalf { key, host, user } => Ok(key.issue_user(
-                user.uid,
-                user.gid,
-                &user.groups,
-                host,
-                60,
-                bind,
-            )),
+            CredInner::OnBehalf { key, host, user } => {
+                Ok(key.issue_user(user.uid, user.gid, &user.groups, host, 60, bind))
+            }
         }
     }
 }

@@ -50,7 +50,12 @@ mod tests {
         assert_eq!(r.lifespan, 60);
         assert_eq!(r.username, "bob");
         assert_eq!(parse(&[]).unwrap(), MintTokenRequest::default());
-        for bad in [&["lifespan=x"][..], &["lifespan=0"], &["colour=red"], &["username="]] {
+        for bad in [
+            &["lifespan=x"][..],
+            &["lifespan=0"],
+            &["colour=red"],
+            &["username="],
+        ] {
             assert!(parse(&words(bad)).is_err(), "{bad:?}");
         }
     }
