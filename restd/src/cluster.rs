@@ -134,7 +134,14 @@ async fn partitions_of(app: &App, caller: &Caller, names: Vec<String>) -> Answer
     let r = c
         .get_partitions(GetPartitionsRequest { names })
         .await
-        .map_err(|st| Failure::from_status(&st))?
+        .map_err(|st| {
+            let mut f = Failure::from_status(&st);
+            // A partition asked for by name that is not there: not found.
+            if f.errno == errno::INVALID_PARTITION_NAME {
+                f.status = StatusCode::NOT_FOUND;
+            }
+            f
+        })?
         .into_inner();
     if let Some(n) = one {
         if r.partitions.is_empty() {

@@ -10,6 +10,7 @@ pub mod acct;
 pub mod gpu;
 pub mod hosts;
 pub mod procs;
+pub mod rest;
 
 pub use gpu::{can_bind_devices, fake_gpus, gpu_cluster, gpu_cluster_with};
 pub use procs::{cpu_seconds, pids_mentioning};

@@ -25,6 +25,7 @@ mod placement;
 mod privacy;
 mod recovery;
 mod replay;
+mod rest;
 mod scheduler;
 mod script_cmds;
 mod step_limits;
