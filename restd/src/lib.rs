@@ -11,6 +11,7 @@ pub mod jobdesc;
 pub mod jobs;
 pub mod query;
 pub mod reply;
+pub mod slurmdb;
 
 use std::sync::Arc;
 
@@ -47,6 +48,7 @@ async fn not_found(uri: Uri) -> Response {
 /// Every route; authentication on all but `/openapi/v3`.
 pub fn router(app: Arc<App>) -> Router {
     let s = |p: &str| format!("/slurm/{VERSION}/{p}");
+    let db = |p: &str| format!("/slurmdb/{VERSION}/{p}");
     let api = Router::new()
         .route(&s("ping"), get(cluster::ping))
         .route(&s("diag"), get(cluster::diag))
@@ -61,6 +63,10 @@ pub fn router(app: Arc<App>) -> Router {
         .route(&s("partitions"), get(cluster::partitions))
         .route(&s("partition/{name}"), get(cluster::partition))
         .route(&s("reservations"), get(cluster::reservations))
+        .route(&db("jobs"), get(slurmdb::jobs))
+        .route(&db("job/{id}"), get(slurmdb::job))
+        .route(&db("associations"), get(slurmdb::associations))
+        .route(&db("qos"), get(slurmdb::qos))
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             auth::authenticate,

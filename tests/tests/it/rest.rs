@@ -17,6 +17,15 @@ fn cluster() -> Cluster {
     })
 }
 
+fn cluster_with_accounting() -> Cluster {
+    Cluster::start(Spec {
+        extra: vec![jwt_conf()],
+        files: vec![("jwt.key".into(), JWT_KEY.into())],
+        accounting: Some("sqlite".into()),
+        ..Spec::default()
+    })
+}
+
 fn auth<'a>(user: &'a str, tok: &'a str) -> [(&'a str, &'a str); 2] {
     [("X-SLURM-USER-NAME", user), ("X-SLURM-USER-TOKEN", tok)]
 }
@@ -46,7 +55,7 @@ fn job_ids(v: &Value) -> Vec<u64> {
 
 #[test]
 fn rest_submit_list_show_update_cancel_as_owner() {
-    let c = cluster();
+    let c = cluster_with_accounting();
     jwt_key_ready(&c);
     let rest = RestD::start(&c, &[]);
     let tok = token(&c, &["username=nobody", "lifespan=600"]);
@@ -116,6 +125,35 @@ fn rest_submit_list_show_update_cancel_as_owner() {
     c.wait_state(&ids, &["CANCELLED"], Duration::from_secs(30));
     let r = http.request("GET", &format!("{V}/job/{id}"), &h, b"");
     assert_eq!(r.json()["jobs"][0]["job_state"], json!(["CANCELLED"]));
+
+    // The accounting record, through the slurmdb endpoints.
+    c.wait_sacct(
+        &["-X", "-n", "-P", "-j", &ids, "-o", "State"],
+        Duration::from_secs(60),
+        |t| t.starts_with("CANCELLED"),
+    );
+    let r = http.request("GET", &format!("/slurmdb/v0.0.40/job/{id}"), &h, b"");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let rec = &r.json()["jobs"][0];
+    assert_eq!(rec["job_id"].as_u64(), Some(id));
+    assert_eq!(rec["user"], "nobody");
+    assert_eq!(rec["state"]["current"], json!(["CANCELLED"]));
+    let r = http.request(
+        "GET",
+        "/slurmdb/v0.0.40/jobs?users=nobody&state=CANCELLED",
+        &h,
+        b"",
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(job_ids(&r.json()).contains(&id), "{}", r.body);
+    let r = http.request("GET", "/slurmdb/v0.0.40/jobs?users=root", &h, b"");
+    assert!(!job_ids(&r.json()).contains(&id), "{}", r.body);
+    for path in ["/slurmdb/v0.0.40/associations", "/slurmdb/v0.0.40/qos"] {
+        let r = http.request("GET", path, &h, b"");
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+    }
+    let r = http.request("GET", "/slurmdb/v0.0.40/job/999999", &h, b"");
+    assert_eq!(r.status, 404, "{}", r.body);
 }
 
 #[test]
