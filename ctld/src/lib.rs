@@ -21,6 +21,7 @@ pub mod fieldlimits;
 pub mod inactive;
 pub mod job;
 pub mod jobinfo;
+pub mod metrics;
 pub mod preemption;
 pub mod priority;
 pub mod privacy;

@@ -179,6 +179,37 @@ impl Controller for Svc {
         .await
     }
 
+    async fn get_metrics(
+        &self,
+        req: Request<MetricsRequest>,
+    ) -> Result<Response<MetricsResponse>, Status> {
+        let who = self.who(&req)?;
+        let ages = self
+            .call(move |c, reply| {
+                let allowed = who.daemon
+                    || who.uid == 0
+                    || drover_proto::sysdb::passwd_by_name(&c.cfg.slurm_user)
+                        .is_some_and(|p| p.uid == who.uid);
+                if !allowed {
+                    let _ = reply.send(Err(Status::permission_denied(msg::ACCESS)));
+                    return;
+                }
+                let now = crate::ctld::now();
+                let ages: Vec<(String, i64)> = c
+                    .cluster
+                    .nodes
+                    .iter()
+                    .map(|n| (n.conf.name.clone(), (now - n.last_seen).max(0)))
+                    .collect();
+                let _ = reply.send(Ok(ages));
+            })
+            .await?
+            .into_inner();
+        Ok(Response::new(MetricsResponse {
+            text: crate::metrics::text(&ages),
+        }))
+    }
+
     async fn mint_token(
         &self,
         req: Request<MintTokenRequest>,

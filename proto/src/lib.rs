@@ -22,6 +22,7 @@ pub mod bindopt;
 pub mod client;
 pub mod jwt;
 pub mod logging;
+pub mod metrics;
 pub mod pattern;
 pub mod private;
 pub mod replay;

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod ctl;
 pub mod jobdesc;
 pub mod jobs;
+pub mod metrics;
 pub mod query;
 pub mod reply;
 pub mod slurmdb;
@@ -39,6 +40,8 @@ pub struct App {
     pub host: String,
     pub ctld_host: String,
     pub max_body: usize,
+    /// PrivateData is set: `/metrics` is off (as Slurm's).
+    pub private_data: bool,
 }
 
 async fn not_found(uri: Uri) -> Response {
@@ -73,6 +76,7 @@ pub fn router(app: Arc<App>) -> Router {
         ));
     Router::new()
         .merge(api)
+        .route("/metrics", get(metrics::serve))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(app.max_body))
         .with_state(app)

@@ -233,3 +233,77 @@ pub fn jwt_key_ready(c: &Cluster) -> PathBuf {
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).expect("chmod jwt key");
     p
 }
+
+/// Is `python3` here? (The OpenAPI and exposition checks use real Python
+/// parsers; `.ci/run` installs them. Without Python the checks say SKIPPED.)
+pub fn python() -> bool {
+    std::process::Command::new("python3")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Run a Python program with `input` on its standard input; its stdout, or
+/// a panic with its stderr.
+pub fn run_python(program: &str, input: &str) -> String {
+    let mut child = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(program)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run python3");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write to python3");
+    let out = child.wait_with_output().expect("python3 output");
+    assert!(
+        out.status.success(),
+        "python3 failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Parse a Prometheus text exposition with `prometheus_client.parser`;
+/// samples as `name{k="v",...}` (labels sorted) -> value, and each
+/// family's type.
+pub fn parse_exposition(
+    text: &str,
+) -> (
+    std::collections::BTreeMap<String, f64>,
+    std::collections::BTreeMap<String, String>,
+) {
+    const PROG: &str = r#"
+import sys, json
+from prometheus_client.parser import text_string_to_metric_families
+samples, types = {}, {}
+for fam in text_string_to_metric_families(sys.stdin.read()):
+    types[fam.name] = fam.type
+    for s in fam.samples:
+        labels = ",".join('%s="%s"' % (k, v) for k, v in sorted(s.labels.items()))
+        samples[s.name + ("{" + labels + "}" if labels else "")] = s.value
+print(json.dumps({"samples": samples, "types": types}))
+"#;
+    let v: serde_json::Value =
+        serde_json::from_str(&run_python(PROG, text)).expect("parser output");
+    let samples = v["samples"]
+        .as_object()
+        .expect("samples")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(f64::NAN)))
+        .collect();
+    let types = v["types"]
+        .as_object()
+        .expect("types")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+        .collect();
+    (samples, types)
+}

@@ -147,6 +147,9 @@ impl Ctld {
         if let Some(a) = &self.acct {
             if a.tx.send((self.cfg.clone(), job)).is_err() {
                 tracing::error!("accounting record builder is gone; job {id} not recorded");
+            } else {
+                drover_proto::metrics::ACCT_QUEUED
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }
     }

@@ -316,3 +316,83 @@ fn rest_unix_socket_and_cluster_views() {
     assert_eq!(r.status, 200, "{}", r.body);
     c.wait_state(&id.to_string(), &["CANCELLED"], Duration::from_secs(30));
 }
+
+#[test]
+fn rest_metrics_agree_with_squeue_and_sinfo() {
+    if !drover_tests::rest::python() {
+        eprintln!("SKIPPED (metrics exposition check): python3 is not installed");
+        return;
+    }
+    let c = cluster();
+    jwt_key_ready(&c);
+    let rest = RestD::start(&c, &[]);
+    let held = c.sbatch(&["-H", "-c", "1"], "#!/bin/sh\ntrue\n");
+    let running = c.sbatch(
+        &["-c", "3", "--mem=1000", "-o", "/dev/null"],
+        "#!/bin/sh\nsleep 300\n",
+    );
+    c.wait_state(&running.to_string(), &["RUNNING"], Duration::from_secs(30));
+    let done = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    c.wait_done(done);
+
+    let r = rest.tcp().request("GET", "/metrics", &[], b"");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r
+        .header("content-type")
+        .unwrap_or("")
+        .starts_with("text/plain"));
+    let (m, types) = drover_tests::rest::parse_exposition(&r.body);
+    let count = |state: &str| {
+        c.ok("squeue", &["-h", "-t", state, "-o", "%i"])
+            .lines()
+            .count() as f64
+    };
+    assert_eq!(m["slurm_jobs_pending"], count("PD"), "{held}");
+    assert_eq!(m["slurm_jobs_running"], count("R"));
+    assert_eq!(m["slurm_jobs_completed"], count("CD"));
+    assert_eq!(m["slurm_jobs"], count("all"));
+    assert_eq!(
+        m["slurm_partition_jobs_running{partition=\"debug\"}"],
+        count("R")
+    );
+    assert_eq!(m["slurm_jobs_cpus_alloc"], 3.0);
+    assert_eq!(
+        m["slurm_partition_jobs_memory_alloc{partition=\"debug\"}"],
+        1000.0 * 1024.0 * 1024.0
+    );
+    // Nodes as sinfo -N sees them: state and CPUs allocated/idle/total.
+    let sinfo = c.ok("sinfo", &["-N", "-h", "-o", "%N %t %C"]);
+    let mut mixed = 0.0;
+    let mut idle = 0.0;
+    for line in sinfo.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let aiot: Vec<f64> = f[2].split('/').map(|x| x.parse().unwrap()).collect();
+        let node = format!("{{node=\"{}\"}}", f[0]);
+        assert_eq!(
+            m[&format!("slurm_node_cpus_alloc{node}")],
+            aiot[0],
+            "{line}"
+        );
+        assert_eq!(m[&format!("slurm_node_cpus_idle{node}")], aiot[1], "{line}");
+        assert_eq!(m[&format!("slurm_node_cpus{node}")], aiot[3], "{line}");
+        match f[1] {
+            "mix" => mixed += 1.0,
+            "idle" => idle += 1.0,
+            other => panic!("unexpected node state {other}"),
+        }
+    }
+    assert_eq!(m["slurm_nodes_mixed"], mixed);
+    assert_eq!(m["slurm_nodes_idle"], idle);
+    assert_eq!(m["slurm_nodes"], 2.0);
+    assert_eq!(m["slurm_partition_cpus{partition=\"debug\"}"], 8.0);
+    // The controller's own figures.
+    assert!(m["drover_rpc_requests_total{method=\"/drover.Controller/Submit\"}"] >= 3.0);
+    assert!(m["drover_schedule_cycle_duration_seconds_count"] >= 1.0);
+    assert!(m["drover_wal_fsync_duration_seconds_count"] >= 1.0);
+    assert!(m.contains_key("drover_node_heartbeat_age_seconds{node=\"node1\"}"));
+    assert_eq!(types["drover_rpc_duration_seconds"], "histogram");
+    assert_eq!(types["slurm_jobs_pending"], "gauge");
+    assert_eq!(types["slurm_sdiag_jobs_submitted"], "counter");
+    // (The parser names a counter's sample NAME_total.)
+    assert!(m["slurm_sdiag_jobs_submitted_total"] >= 3.0);
+}
