@@ -19,7 +19,8 @@ pub struct Submitter<'a> {
 }
 
 /// What a description field turns into.
-enum Field {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
     /// An sbatch option taking the value as text.
     Opt(&'static str),
     /// An sbatch option taking a memory size in MB.
@@ -30,50 +31,56 @@ enum Field {
     Flag(&'static str, Option<&'static str>),
     /// `tres_per_node`/`tres_per_job`: `gres/gpu:2` etc.
     Tres(&'static str),
-    /// Handled separately (script, environment, directory, arguments).
-    Own,
+    /// A string taken as it is (script, working directory).
+    Text,
+    /// A list of strings (environment, argv).
+    List,
 }
 
+/// Every field of `job` Drover acts on (the OpenAPI document lists these).
+pub const FIELDS: &[(&str, Field)] = &[
+    ("account", Field::Opt("account")),
+    ("array", Field::Opt("array")),
+    ("comment", Field::Opt("comment")),
+    ("constraints", Field::Opt("constraint")),
+    ("cpus_per_task", Field::Opt("cpus-per-task")),
+    ("dependency", Field::Opt("dependency")),
+    ("name", Field::Opt("job-name")),
+    ("nice", Field::Opt("nice")),
+    ("nodes", Field::Opt("nodes")),
+    ("partition", Field::Opt("partition")),
+    ("qos", Field::Opt("qos")),
+    ("reservation", Field::Opt("reservation")),
+    ("standard_output", Field::Opt("output")),
+    ("standard_error", Field::Opt("error")),
+    ("standard_input", Field::Opt("input")),
+    ("tasks", Field::Opt("ntasks")),
+    ("tasks_per_node", Field::Opt("ntasks-per-node")),
+    ("mail_user", Field::Opt("mail-user")),
+    ("mail_type", Field::Opt("mail-type")),
+    ("wckey", Field::Opt("wckey")),
+    ("required_nodes", Field::Opt("nodelist")),
+    ("excluded_nodes", Field::Opt("exclude")),
+    ("licenses", Field::Opt("licenses")),
+    ("minimum_cpus", Field::Opt("mincpus")),
+    ("memory_per_node", Field::MemMb("mem")),
+    ("memory_per_cpu", Field::MemMb("mem-per-cpu")),
+    ("time_limit", Field::Minutes("time")),
+    ("time_minimum", Field::Minutes("time-min")),
+    ("hold", Field::Flag("hold", None)),
+    ("requeue", Field::Flag("requeue", Some("no-requeue"))),
+    ("contiguous", Field::Flag("contiguous", None)),
+    ("overcommit", Field::Flag("overcommit", None)),
+    ("tres_per_node", Field::Tres("gres")),
+    ("tres_per_job", Field::Tres("gpus")),
+    ("script", Field::Text),
+    ("current_working_directory", Field::Text),
+    ("environment", Field::List),
+    ("argv", Field::List),
+];
+
 fn field(name: &str) -> Option<Field> {
-    use Field::*;
-    Some(match name {
-        "account" => Opt("account"),
-        "array" => Opt("array"),
-        "comment" => Opt("comment"),
-        "constraints" => Opt("constraint"),
-        "cpus_per_task" => Opt("cpus-per-task"),
-        "dependency" => Opt("dependency"),
-        "name" => Opt("job-name"),
-        "nice" => Opt("nice"),
-        "nodes" => Opt("nodes"),
-        "partition" => Opt("partition"),
-        "qos" => Opt("qos"),
-        "reservation" => Opt("reservation"),
-        "standard_output" => Opt("output"),
-        "standard_error" => Opt("error"),
-        "standard_input" => Opt("input"),
-        "tasks" => Opt("ntasks"),
-        "tasks_per_node" => Opt("ntasks-per-node"),
-        "mail_user" => Opt("mail-user"),
-        "mail_type" => Opt("mail-type"),
-        "wckey" => Opt("wckey"),
-        "required_nodes" => Opt("nodelist"),
-        "excluded_nodes" => Opt("exclude"),
-        "licenses" => Opt("licenses"),
-        "minimum_cpus" => Opt("mincpus"),
-        "memory_per_node" => MemMb("mem"),
-        "memory_per_cpu" => MemMb("mem-per-cpu"),
-        "time_limit" => Minutes("time"),
-        "time_minimum" => Minutes("time-min"),
-        "hold" => Flag("hold", None),
-        "requeue" => Flag("requeue", Some("no-requeue")),
-        "contiguous" => Flag("contiguous", None),
-        "overcommit" => Flag("overcommit", None),
-        "tres_per_node" => Tres("gres"),
-        "tres_per_job" => Tres("gpus"),
-        "script" | "environment" | "current_working_directory" | "argv" => Own,
-        _ => return None,
-    })
+    FIELDS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
 
 /// A number in either of Slurm's forms: `5` or `{"set": true,
@@ -243,7 +250,7 @@ pub fn to_spec(
                     o.apply(opt, Some(t), now).map_err(|e| fail(&e))?;
                 }
             }
-            Field::Own => match k.as_str() {
+            Field::Text | Field::List => match k.as_str() {
                 "environment" => {
                     let Some(list) = v.as_array() else {
                         return Err(fail("expected a list of \"NAME=value\" strings"));

@@ -157,6 +157,21 @@ pub async fn submit(
     ))
 }
 
+/// The fields `POST /job/{id}` updates, and the scontrol key each becomes
+/// (`hold` is the hold/release action). The OpenAPI document lists these.
+pub const UPDATE_FIELDS: &[(&str, &str)] = &[
+    ("hold", ""),
+    ("time_limit", "TimeLimit"),
+    ("time_minimum", "TimeMin"),
+    ("nice", "Nice"),
+    ("priority", "Priority"),
+    ("comment", "Comment"),
+    ("name", "JobName"),
+    ("partition", "Partition"),
+    ("qos", "QOS"),
+    ("account", "Account"),
+];
+
 /// The update a description asks for: (fields, hold/release action).
 pub fn update_of(desc: &Value) -> Result<(Vec<(String, String)>, Option<&'static str>), Failure> {
     let desc = match desc.get("job") {
@@ -191,26 +206,19 @@ pub fn update_of(desc: &Value) -> Result<(Vec<(String, String)>, Option<&'static
                 .map(str::to_string)
                 .ok_or_else(|| fail("expected a string"))
         };
-        let (key, val) = match k.as_str() {
-            "hold" => {
-                action = Some(match v {
-                    Value::Bool(true) => "hold",
-                    Value::Bool(false) => "release",
-                    _ => return Err(fail("expected true or false")),
-                });
-                continue;
-            }
-            "time_limit" => ("TimeLimit", number(v)?),
-            "time_minimum" => ("TimeMin", number(v)?),
-            "nice" => ("Nice", number(v)?),
-            "priority" => ("Priority", number(v)?),
-            "comment" => ("Comment", Some(text(v)?)),
-            "name" => ("JobName", Some(text(v)?)),
-            "partition" => ("Partition", Some(text(v)?)),
-            "qos" => ("QOS", Some(text(v)?)),
-            "account" => ("Account", Some(text(v)?)),
-            _ => return Err(fail(&format!("updating '{k}' is not supported"))),
+        if k == "hold" {
+            action = Some(match v {
+                Value::Bool(true) => "hold",
+                Value::Bool(false) => "release",
+                _ => return Err(fail("expected true or false")),
+            });
+            continue;
+        }
+        let Some((_, key)) = UPDATE_FIELDS.iter().find(|(f, _)| f == k) else {
+            return Err(fail(&format!("updating '{k}' is not supported")));
         };
+        let numeric = matches!(*key, "TimeLimit" | "TimeMin" | "Nice" | "Priority");
+        let (key, val) = (*key, if numeric { number(v)? } else { Some(text(v)?) });
         if let Some(val) = val {
             fields.push((key.to_string(), val));
         }

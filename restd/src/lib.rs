@@ -10,8 +10,10 @@ pub mod ctl;
 pub mod jobdesc;
 pub mod jobs;
 pub mod metrics;
+pub mod openapi;
 pub mod query;
 pub mod reply;
+pub mod routes;
 pub mod slurmdb;
 
 use std::sync::Arc;
@@ -19,7 +21,6 @@ use std::sync::Arc;
 use axum::extract::DefaultBodyLimit;
 use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::Router;
 use drover_proto::jwt::JwtKey;
 
@@ -48,35 +49,9 @@ async fn not_found(uri: Uri) -> Response {
     reply::Failure::not_found_url(uri.path()).into_response()
 }
 
-/// Every route; authentication on all but `/openapi/v3`.
+/// Every route of [`routes::ENDPOINTS`]; anything else is Slurm's 404.
 pub fn router(app: Arc<App>) -> Router {
-    let s = |p: &str| format!("/slurm/{VERSION}/{p}");
-    let db = |p: &str| format!("/slurmdb/{VERSION}/{p}");
-    let api = Router::new()
-        .route(&s("ping"), get(cluster::ping))
-        .route(&s("diag"), get(cluster::diag))
-        .route(&s("jobs"), get(jobs::list))
-        .route(&s("job/submit"), post(jobs::submit))
-        .route(
-            &s("job/{id}"),
-            get(jobs::show).post(jobs::update).delete(jobs::cancel),
-        )
-        .route(&s("nodes"), get(cluster::nodes))
-        .route(&s("node/{name}"), get(cluster::node))
-        .route(&s("partitions"), get(cluster::partitions))
-        .route(&s("partition/{name}"), get(cluster::partition))
-        .route(&s("reservations"), get(cluster::reservations))
-        .route(&db("jobs"), get(slurmdb::jobs))
-        .route(&db("job/{id}"), get(slurmdb::job))
-        .route(&db("associations"), get(slurmdb::associations))
-        .route(&db("qos"), get(slurmdb::qos))
-        .layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            auth::authenticate,
-        ));
-    Router::new()
-        .merge(api)
-        .route("/metrics", get(metrics::serve))
+    routes::routes(&app)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(app.max_body))
         .with_state(app)

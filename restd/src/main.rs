@@ -36,6 +36,7 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
                     .ok_or(format!("--max-body: expected bytes >= 1024, got '{v}'"))?;
             }
             "-h" | "--help" => return Err(String::new()),
+            "--openapi" => return Err("--openapi".into()),
             s if s.starts_with('-') => return Err(format!("unknown option {s}")),
             s => listen.push(s.to_string()),
         }
@@ -55,6 +56,10 @@ fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let args = match parse_args(&argv) {
         Ok(a) => a,
+        Err(e) if e == "--openapi" => {
+            print!("{}", drover_restd::openapi::text());
+            return;
+        }
         Err(e) if e.is_empty() => {
             print!("{USAGE}");
             return;

@@ -315,6 +315,32 @@ fn rest_unix_socket_and_cluster_views() {
     let r = u.request("DELETE", &format!("{V}/job/{id}"), &[], b"");
     assert_eq!(r.status, 200, "{}", r.body);
     c.wait_state(&id.to_string(), &["CANCELLED"], Duration::from_secs(30));
+
+    // The OpenAPI document: served without a token, every path in it routed.
+    let r = rest.tcp().request("GET", "/openapi/v3", &[], b"");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let doc = r.json();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if path.contains('{') || item.get("get").is_none() {
+            continue;
+        }
+        let r = u.request("GET", path, &[], b"");
+        assert_ne!(
+            r.body.contains("Unable find requested URL"),
+            true,
+            "{path}: {}",
+            r.body
+        );
+    }
+    if drover_tests::rest::python() {
+        let out = drover_tests::rest::run_python(
+            "import sys, json\nfrom openapi_spec_validator import validate\nvalidate(json.load(sys.stdin))\nprint('valid')",
+            &r.body,
+        );
+        assert_eq!(out.trim(), "valid");
+    } else {
+        eprintln!("SKIPPED (OpenAPI validation): python3 is not installed");
+    }
 }
 
 #[test]
