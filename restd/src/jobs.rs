@@ -53,14 +53,28 @@ async fn fetch(app: &App, caller: &Caller, p: &squeue::Params) -> Result<Vec<Job
         .map_err(|st| Failure::from_status(&st))
 }
 
+/// The answer: squeue --json's job objects, written compactly.
 fn render(app: &App, jobs: &[JobInfo], p: &squeue::Params) -> String {
     let mut rows = Vec::with_capacity(jobs.len());
     for j in jobs {
         squeue::filter(j, p, &mut rows);
     }
-    let mut out = String::with_capacity(256 + jobs.len() * 2048);
     let now = drover_proto::auth::now_secs();
-    drover_cli::json::squeue(&mut out, &rows, now, &app.cluster, &[]);
+    let mut out = String::with_capacity(256 + rows.len() * 2048);
+    out.push_str("{\"jobs\":[");
+    for (i, r) in rows.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        drover_cli::jsonw::write_compact(&mut out, &drover_cli::json::job(r, now, &app.cluster));
+    }
+    out.push_str("],\"last_backfill\":");
+    out.push_str(&drover_cli::json::num(0).to_string());
+    out.push_str(",\"last_update\":");
+    out.push_str(&drover_cli::json::num(now).to_string());
+    out.push_str(",\"meta\":");
+    out.push_str(&reply::meta().to_string());
+    out.push_str(",\"errors\":[],\"warnings\":[]}");
     out
 }
 
