@@ -57,7 +57,7 @@ pub async fn diag(State(app): State<Arc<App>>, Extension(caller): Extension<Call
         .await
         .map_err(|st| Failure::from_status(&st))?
         .into_inner();
-    let mean = |sum: u64, n: u64| if n == 0 { 0 } else { (sum / n) as i64 };
+    let mean = |sum: u64, n: u64| sum.checked_div(n).unwrap_or(0) as i64;
     let minutes = ((d.now - d.since).max(60) / 60) as u64;
     Ok(reply::ok(
         vec![(

@@ -187,7 +187,10 @@ pub const UPDATE_FIELDS: &[(&str, &str)] = &[
 ];
 
 /// The update a description asks for: (fields, hold/release action).
-pub fn update_of(desc: &Value) -> Result<(Vec<(String, String)>, Option<&'static str>), Failure> {
+/// An update: scontrol `Key=Value` fields, and a hold/release action.
+pub type Update = (Vec<(String, String)>, Option<&'static str>);
+
+pub fn update_of(desc: &Value) -> Result<Update, Failure> {
     let desc = match desc.get("job") {
         Some(j) if j.is_object() => j,
         _ => desc,

@@ -325,9 +325,8 @@ fn rest_unix_socket_and_cluster_views() {
             continue;
         }
         let r = u.request("GET", path, &[], b"");
-        assert_ne!(
-            r.body.contains("Unable find requested URL"),
-            true,
+        assert!(
+            !r.body.contains("Unable find requested URL"),
             "{path}: {}",
             r.body
         );
