@@ -845,3 +845,14 @@ fn private_data_typo_is_an_error_naming_the_line() {
     let (c, _) = parse("PrivateData=Jobs,cloud,events,partitions\n");
     assert_eq!(c.private_data.len(), 4);
 }
+
+#[test]
+fn jwt_key_from_auth_alt_parameters() {
+    let (c, _) =
+        parse("AuthAltTypes=auth/jwt\nAuthAltParameters=disable_token_creation,jwt_key=/etc/k\n");
+    assert_eq!(c.jwt_key_path().as_deref(), Some("/etc/k"));
+    let (c, _) = parse("ClusterName=x\n");
+    assert_eq!(c.jwt_key_path(), None);
+    let (c, _) = parse("AuthAltParameters=jwt_key=\n");
+    assert_eq!(c.jwt_key_path(), None);
+}

@@ -207,6 +207,8 @@ StateSaveLocation=/tmp/c/state
 SlurmdSpoolDir=/tmp/c/spool
 AuthInfo=socket=/tmp/c/run/auth.sock
 AuthKeyFile=/tmp/c/drover.key
+AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key=/tmp/c/jwt.key
 SlurmdTimeout=30
 MinJobAge=300
 MaxJobCount=200000
