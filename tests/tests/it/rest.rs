@@ -311,6 +311,30 @@ fn rest_unix_socket_and_cluster_views() {
     let r = u.request("GET", &format!("{V}/diag"), &[], b"");
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.json()["statistics"]["jobs_submitted"].as_u64().unwrap() >= 1);
+    // Arrays: the whole array A and one task A_i.
+    let arr = c.sbatch(&["-H", "--array=0-2"], "#!/bin/sh\ntrue\n");
+    let r = u.request("GET", &format!("{V}/job/{arr}"), &[], b"");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let whole = r.json();
+    assert!(!whole["jobs"].as_array().unwrap().is_empty(), "{}", r.body);
+    assert_eq!(
+        whole["jobs"][0]["array_job_id"]["number"].as_u64(),
+        Some(u64::from(arr))
+    );
+    let r = u.request("GET", &format!("{V}/job/{arr}_1"), &[], b"");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let task = &r.json()["jobs"][0];
+    assert_eq!(
+        task["array_job_id"]["number"].as_u64(),
+        Some(u64::from(arr))
+    );
+    assert!(
+        task["array_task_id"]["number"].as_u64() == Some(1)
+            || task["array_task_string"].as_str() == Some("1"),
+        "{task}"
+    );
+    let r = u.request("GET", &format!("{V}/job/{arr}_7"), &[], b"");
+    assert_eq!(r.status, 404, "{}", r.body);
     // Root may act on any job over the socket.
     let r = u.request("DELETE", &format!("{V}/job/{id}"), &[], b"");
     assert_eq!(r.status, 200, "{}", r.body);
