@@ -63,6 +63,8 @@ impl Connected<IncomingStream<'_, tokio::net::UnixListener>> for Peer {
 pub struct Caller {
     pub name: String,
     pub ids: UserIds,
+    /// Home directory (a job's default working directory).
+    pub home: String,
 }
 
 /// Supplementary groups of `name` (primary `gid` included), from the
@@ -88,7 +90,7 @@ pub fn user_groups(name: &str, gid: u32) -> Vec<u32> {
     }
 }
 
-fn caller_by_name(name: &str) -> Option<Caller> {
+fn lookup(name: &str) -> Option<Caller> {
     let pw = passwd_by_name(name)?;
     Some(Caller {
         name: pw.name.clone(),
@@ -97,7 +99,39 @@ fn caller_by_name(name: &str) -> Option<Caller> {
             gid: pw.gid,
             groups: user_groups(&pw.name, pw.gid),
         },
+        home: pw.dir,
     })
+}
+
+/// How long a user's ids and groups are reused before the system's
+/// databases are asked again.
+const CALLER_TTL: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Users looked up recently (a portal sends many requests as few users).
+#[derive(Default)]
+pub struct CallerCache {
+    map: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, Caller)>>,
+}
+
+impl CallerCache {
+    fn get(&self, name: &str) -> Option<Caller> {
+        let now = std::time::Instant::now();
+        {
+            let m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((at, c)) = m.get(name) {
+                if now.duration_since(*at) < CALLER_TTL {
+                    return Some(c.clone());
+                }
+            }
+        }
+        let c = lookup(name)?;
+        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if m.len() > 10_000 {
+            m.clear();
+        }
+        m.insert(name.to_string(), (now, c.clone()));
+        Some(c)
+    }
 }
 
 /// Decide who a TCP request speaks for, from its two headers.
@@ -128,7 +162,7 @@ pub fn from_token(
             )))
         }
     };
-    caller_by_name(&acting).ok_or_else(|| {
+    app.callers.get(&acting).ok_or_else(|| {
         Failure::unauthorized(format!(
             "unknown user {}",
             drover_proto::text::printable(&acting)
@@ -137,10 +171,12 @@ pub fn from_token(
 }
 
 /// Decide who a local-socket request speaks for: the peer's uid.
-pub fn from_peer(uid: u32) -> Result<Caller, Failure> {
+pub fn from_peer(app: &App, uid: u32) -> Result<Caller, Failure> {
     let pw = passwd_by_uid(uid)
         .ok_or_else(|| Failure::unauthorized(format!("unknown local user id {uid}")))?;
-    caller_by_name(&pw.name).ok_or_else(|| Failure::unauthorized("unknown local user"))
+    app.callers
+        .get(&pw.name)
+        .ok_or_else(|| Failure::unauthorized("unknown local user"))
 }
 
 fn header<'r>(req: &'r Request, name: &str) -> Option<&'r str> {
@@ -155,7 +191,7 @@ pub async fn authenticate(
     next: Next,
 ) -> Response {
     let caller = match &peer {
-        Peer::Unix { uid, .. } => from_peer(*uid),
+        Peer::Unix { uid, .. } => from_peer(&app, *uid),
         Peer::Tcp(addr) => from_token(
             &app,
             header(&req, TOKEN_HEADER),

@@ -135,11 +135,13 @@ pub async fn submit(
     body: Result<Bytes, BytesRejection>,
 ) -> Answer {
     let body = query::json_body(body)?;
-    let home = drover_proto::sysdb::passwd_by_uid(caller.ids.uid)
-        .map(|p| p.dir)
-        .unwrap_or_else(|| "/".to_string());
+    let home = if caller.home.starts_with('/') {
+        caller.home.as_str()
+    } else {
+        "/"
+    };
     let who = Submitter {
-        home: &home,
+        home,
         host: &app.host,
     };
     let (spec, mut warnings) = jobdesc::to_spec(&body, &who, drover_proto::auth::now_secs())?;

@@ -43,6 +43,7 @@ pub struct App {
     pub max_body: usize,
     /// PrivateData is set: `/metrics` is off (as Slurm's).
     pub private_data: bool,
+    pub callers: auth::CallerCache,
 }
 
 async fn not_found(uri: Uri) -> Response {

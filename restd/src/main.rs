@@ -125,6 +125,7 @@ async fn run(args: Args) -> Result<(), String> {
         ctld_host: drover_cli::conn::controller_name(&cfg),
         max_body: args.max_body,
         private_data: !cfg.private_data.is_empty(),
+        callers: Default::default(),
     });
     let mut tasks = tokio::task::JoinSet::new();
     for l in &args.listen {
