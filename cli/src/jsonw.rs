@@ -194,6 +194,53 @@ pub fn write(out: &mut String, v: &J<'_>, level: usize) {
     }
 }
 
+/// Write `v` on one line, no spaces (the REST API's answers).
+pub fn write_compact(out: &mut String, v: &J<'_>) {
+    match v {
+        J::Null | J::Bool(_) | J::Int(_) | J::Str(_) | J::String(_) => write(out, v, 0),
+        J::Num {
+            set,
+            infinite,
+            number,
+        } => {
+            out.push_str(if *set {
+                "{\"set\":true,"
+            } else {
+                "{\"set\":false,"
+            });
+            out.push_str(if *infinite {
+                "\"infinite\":true,\"number\":"
+            } else {
+                "\"infinite\":false,\"number\":"
+            });
+            push_int(out, *number);
+            out.push('}');
+        }
+        J::Arr(items) => {
+            out.push('[');
+            for (i, it) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_compact(out, it);
+            }
+            out.push(']');
+        }
+        J::Obj(pairs) => {
+            out.push('{');
+            for (i, (k, it)) in pairs.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_str_lit(out, k);
+                out.push(':');
+                write_compact(out, it);
+            }
+            out.push('}');
+        }
+    }
+}
+
 /// The same value as a `serde_json::Value` (for the small outputs).
 pub fn to_value(v: &J<'_>) -> serde_json::Value {
     use serde_json::Value;
@@ -294,6 +341,13 @@ mod tests {
         let a: serde_json::Value = serde_json::from_str(&out).unwrap();
         let b: serde_json::Value = serde_json::from_str(&serde).unwrap();
         assert_eq!(a, b);
+        let mut compact = String::new();
+        write_compact(&mut compact, &v);
+        assert!(!compact.contains('\n'));
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&compact).unwrap(),
+            b
+        );
         let sorted = J::Obj(vec![("a", J::Int(-12)), ("b", J::Arr(vec![J::Int(0)]))]);
         let mut out = String::new();
         write(&mut out, &sorted, 0);

@@ -290,6 +290,21 @@ impl Config {
             .unwrap_or(60)
     }
 
+    /// `AuthAltParameters=jwt_key=PATH`: the HS256 key of the REST API's
+    /// tokens (`scontrol token`, droverrestd); None when not set.
+    pub fn jwt_key_path(&self) -> Option<String> {
+        let v = self
+            .raw
+            .iter()
+            .rev()
+            .find(|(k, _)| k.eq_ignore_ascii_case("AuthAltParameters"))?;
+        crate::general::parse_kv_list(&v.1)
+            .into_iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("jwt_key"))
+            .and_then(|(_, v)| v)
+            .filter(|v| !v.is_empty())
+    }
+
     fn auth_info_value(&self, key: &str) -> Option<&str> {
         self.auth_info
             .iter()

@@ -879,3 +879,14 @@ fn max_array_size_is_bounded_as_in_slurm() {
     let (c, _) = parse("MaxArraySize=4000001\n");
     assert_eq!(c.max_array_size, 4_000_001);
 }
+
+#[test]
+fn jwt_key_from_auth_alt_parameters() {
+    let (c, _) =
+        parse("AuthAltTypes=auth/jwt\nAuthAltParameters=disable_token_creation,jwt_key=/etc/k\n");
+    assert_eq!(c.jwt_key_path().as_deref(), Some("/etc/k"));
+    let (c, _) = parse("ClusterName=x\n");
+    assert_eq!(c.jwt_key_path(), None);
+    let (c, _) = parse("AuthAltParameters=jwt_key=\n");
+    assert_eq!(c.jwt_key_path(), None);
+}

@@ -32,6 +32,7 @@ impl DiagStats {
     /// One scheduling cycle: its duration, the jobs it considered and the
     /// pending queue's length.
     pub fn record_cycle(&mut self, took: Duration, depth: usize, queue_len: usize) {
+        drover_proto::metrics::SCHED_CYCLE.observe(took);
         let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
         self.cycle_last_us = us;
         self.cycle_max_us = self.cycle_max_us.max(us);

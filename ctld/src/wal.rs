@@ -265,7 +265,10 @@ impl Wal {
 }
 
 fn sync_or_die(f: &File) {
-    if let Err(e) = f.sync_data() {
+    let started = std::time::Instant::now();
+    let r = f.sync_data();
+    drover_proto::metrics::WAL_FSYNC.observe(started.elapsed());
+    if let Err(e) = r {
         tracing::error!("state log fsync failed: {e}; exiting");
         std::process::exit(1);
     }

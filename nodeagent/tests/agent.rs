@@ -182,6 +182,20 @@ impl Controller for FakeCtl {
             "the fake controller keeps no statistics",
         ))
     }
+    async fn mint_token(
+        &self,
+        _: Request<drover_proto::MintTokenRequest>,
+    ) -> Result<Response<drover_proto::MintTokenResponse>, Status> {
+        Err(Status::unimplemented("the fake controller mints no tokens"))
+    }
+    async fn get_metrics(
+        &self,
+        _: Request<drover_proto::MetricsRequest>,
+    ) -> Result<Response<drover_proto::MetricsResponse>, Status> {
+        Err(Status::unimplemented(
+            "the fake controller keeps no metrics",
+        ))
+    }
     async fn step_ended(
         &self,
         _: Request<drover_proto::StepEndedRequest>,

@@ -6,7 +6,7 @@ use tonic::transport::{Channel, Endpoint};
 
 use crate::controller_client::ControllerClient;
 use crate::node_agent_client::NodeAgentClient;
-pub use crate::signing::{Credential, Signed};
+pub use crate::signing::{Credential, Signed, UserIds};
 
 pub type Controller = ControllerClient<Signed>;
 pub type Agent = NodeAgentClient<Signed>;

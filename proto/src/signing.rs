@@ -33,6 +33,21 @@ enum CredInner {
     User(AuthConn),
     /// A daemon signing its own, with the cluster key.
     Daemon { key: ClusterKey, host: String },
+    /// A daemon holding the cluster key acting for a user it authenticated
+    /// itself (the REST daemon, after checking the user's JWT).
+    OnBehalf {
+        key: ClusterKey,
+        host: String,
+        user: UserIds,
+    },
+}
+
+/// The ids a credential made on a user's behalf carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserIds {
+    pub uid: u32,
+    pub gid: u32,
+    pub groups: Vec<u32>,
 }
 
 impl Credential {
@@ -49,11 +64,22 @@ impl Credential {
         }
     }
 
+    /// Credentials for `user`, signed with the cluster key: the controller
+    /// sees exactly that user (permissions, PrivateData).
+    pub fn on_behalf(key: ClusterKey, host: String, user: UserIds) -> Credential {
+        Credential {
+            inner: Arc::new(CredInner::OnBehalf { key, host, user }),
+        }
+    }
+
     /// A credential for one request.
     pub async fn token_for(&self, bind: &Binding) -> Result<String, String> {
         match &*self.inner {
             CredInner::User(conn) => conn.request(bind).await,
             CredInner::Daemon { key, host } => Ok(key.issue_daemon(host, bind)),
+            CredInner::OnBehalf { key, host, user } => {
+                Ok(key.issue_user(user.uid, user.gid, &user.groups, host, 60, bind))
+            }
         }
     }
 }

@@ -141,7 +141,9 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let state = self.state.clone();
-        Box::pin(async move {
+        let started = std::time::Instant::now();
+        let method = req.uri().path().to_string();
+        let served = Box::pin(async move {
             let (mut parts, body) = req.into_parts();
             // Without a credential the handler's identity() refuses (some
             // calls need none).
@@ -193,6 +195,11 @@ where
             let req = http::Request::from_parts(parts, body);
             let resp = inner.call(req).await.map_err(Into::into)?;
             Ok(resp.map(Body::new))
+        });
+        Box::pin(async move {
+            let r = served.await;
+            crate::metrics::record_rpc(&method, started.elapsed());
+            r
         })
     }
 }

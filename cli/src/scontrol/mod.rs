@@ -5,6 +5,7 @@ mod daemons;
 pub mod listpids;
 pub mod resv;
 pub mod show;
+pub mod token;
 pub mod update;
 pub mod write;
 
@@ -93,6 +94,8 @@ pub enum Command {
     /// `listpids [JOBID[.STEPID]] [NODENAME]`
     ListPids(Option<String>, Option<String>),
     Ping,
+    /// `token [lifespan=S] [username=U]`
+    Token(drover_proto::MintTokenRequest),
     Reconfigure,
     Shutdown,
     Version,
@@ -166,6 +169,7 @@ pub fn parse_command(words: &[String]) -> Result<Command, Vec<String>> {
         "resume" => action("resume"),
         "top" => action("top"),
         "ping" => Ok(Command::Ping),
+        "token" => token::parse(rest).map(Command::Token),
         "listpids" => match rest {
             [] | [_] | [_, _] => Ok(Command::ListPids(one(rest), rest.get(1).cloned())),
             _ => Err(vec![
@@ -701,6 +705,7 @@ async fn execute(
             Ok(_) => 0,
             Err(st) => report(flags, "slurm_shutdown error: ", &st),
         },
+        Command::Token(req) => token::run(client, req).await,
         Command::Ping
         | Command::Version
         | Command::Help

@@ -39,6 +39,9 @@ pub fn config_text(s: &Shape) -> String {
     c.push_str(&format!("SlurmdSpoolDir={d}/spool\n"));
     c.push_str(&format!("AuthInfo=socket={d}/run/auth.sock\n"));
     c.push_str(&format!("AuthKeyFile={d}/drover.key\n"));
+    // The REST API's tokens (scontrol token, droverrestd).
+    c.push_str("AuthAltTypes=auth/jwt\n");
+    c.push_str(&format!("AuthAltParameters=jwt_key={d}/jwt.key\n"));
     c.push_str("SlurmdTimeout=30\n");
     c.push_str("MinJobAge=300\n");
     c.push_str("MaxJobCount=200000\n");
@@ -204,6 +207,8 @@ StateSaveLocation=/tmp/c/state
 SlurmdSpoolDir=/tmp/c/spool
 AuthInfo=socket=/tmp/c/run/auth.sock
 AuthKeyFile=/tmp/c/drover.key
+AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key=/tmp/c/jwt.key
 SlurmdTimeout=30
 MinJobAge=300
 MaxJobCount=200000

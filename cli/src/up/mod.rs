@@ -216,6 +216,9 @@ pub fn run(args: &[String]) -> i32 {
     let ctld_bin = exe_dir.join("droverctld");
     let agent_bin = exe_dir.join("droverd");
     let dbd_bin = exe_dir.join("droverdbd");
+    // The REST daemon is optional: without it the cluster still starts.
+    let restd_bin = exe_dir.join("droverrestd");
+    let restd = restd_bin.exists().then_some(restd_bin.as_path());
     for b in [&ctld_bin, &agent_bin, &dbd_bin] {
         if !b.exists() {
             return err(&format!(
@@ -239,11 +242,23 @@ pub fn run(args: &[String]) -> i32 {
             return err(&e);
         }
     }
+    if let Some(r) = restd {
+        if let Err(e) = symlink(r, &dir.join("bin").join("droverrestd")) {
+            return err(&e);
+        }
+    }
 
     // Key and configuration (kept across runs).
     let key = dir.join("drover.key");
     if !key.exists() {
         if let Err(e) = ClusterKey::generate(&key) {
+            return err(&e);
+        }
+    }
+    // The REST API's HS256 key (random, 0600, like the cluster key).
+    let jwt_key = dir.join("jwt.key");
+    if !jwt_key.exists() {
+        if let Err(e) = ClusterKey::generate(&jwt_key) {
             return err(&e);
         }
     }
@@ -352,6 +367,7 @@ pub fn run(args: &[String]) -> i32 {
         ctld: &ctld_bin,
         agent: &agent_bin,
         dbd: &dbd_bin,
+        restd,
     };
     run_cluster(&dir, &conf_s, &existing, nodes, cpus_each, &bins)
 }
@@ -361,6 +377,7 @@ struct Bins<'a> {
     ctld: &'a Path,
     agent: &'a Path,
     dbd: &'a Path,
+    restd: Option<&'a Path>,
 }
 
 /// Say why the start-up stopped; the caller's `Daemons` stops the rest.
@@ -519,6 +536,28 @@ fn run_cluster(
             Err(e) => eprintln!("drover up: warning: no demo account: {e}"),
         }
     }
+    let mut rest_env = String::new();
+    if let Some(restd) = bins.restd {
+        let port = match free_port() {
+            Ok((l, p)) => {
+                drop(l);
+                p
+            }
+            Err(e) => return err(&e),
+        };
+        let log = dir.join("log/droverrestd.log");
+        let listen = format!("127.0.0.1:{port}");
+        let sock = format!("unix:{d}/run/rest.sock");
+        eprintln!("drover up: starting droverrestd (log {})...", log.display());
+        if let Err(e) = ds.start("droverrestd", restd, &["-f", conf_s, &listen, &sock], &log) {
+            return err(&e);
+        }
+        if let Err(h) = ds.wait_for(startup, || port_open(port)) {
+            return halted(h, "droverrestd did not listen", &ds);
+        }
+        eprintln!("drover up: droverrestd listening on http://{listen} and {sock}");
+        rest_env = format!(" SLURM_RESTD_URL=http://{listen}");
+    }
     if let Some(s) = daemons::interrupted() {
         return halted(Halt::Signal(s), "", &ds);
     }
@@ -527,7 +566,7 @@ fn run_cluster(
         "Drover cluster \"{}\" is up: {nodes} nodes, {cpus_each} CPUs each.",
         existing.name
     );
-    println!("export DROVER_CONF={conf_s} SLURM_CONF={conf_s} PATH={d}/bin:$PATH");
+    println!("export DROVER_CONF={conf_s} SLURM_CONF={conf_s} PATH={d}/bin:$PATH{rest_env}");
     let _ = std::io::stdout().flush();
 
     // Foreground until a signal or a daemon dies.

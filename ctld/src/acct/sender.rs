@@ -66,6 +66,12 @@ pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, mut client: Accounting) 
                     );
                 }
                 tracing::debug!("delivered {n} job records");
+                // Records from before a restart were not counted: never below 0.
+                let _ = drover_proto::metrics::ACCT_QUEUED.fetch_update(
+                    std::sync::atomic::Ordering::Relaxed,
+                    std::sync::atomic::Ordering::Relaxed,
+                    |v| Some((v - n as i64).max(0)),
+                );
                 ack = next;
                 if let Err(e) = outbox::write_ack(&dir, ack) {
                     tracing::warn!("cannot save the outbox position: {e}");

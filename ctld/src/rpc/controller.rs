@@ -194,6 +194,54 @@ impl Controller for Svc {
         .await
     }
 
+    async fn get_metrics(
+        &self,
+        req: Request<MetricsRequest>,
+    ) -> Result<Response<MetricsResponse>, Status> {
+        let who = self.who(&req)?;
+        let ages = self
+            .call(move |c, reply| {
+                let allowed = who.daemon
+                    || who.uid == 0
+                    || drover_proto::sysdb::passwd_by_name(&c.cfg.slurm_user)
+                        .is_some_and(|p| p.uid == who.uid);
+                if !allowed {
+                    let _ = reply.send(Err(Status::permission_denied(msg::ACCESS)));
+                    return;
+                }
+                let now = crate::runtime::clock();
+                let ages: Vec<(String, i64)> = c
+                    .cluster
+                    .nodes
+                    .iter()
+                    .map(|n| (n.conf.name.clone(), (now - n.last_seen).max(0)))
+                    .collect();
+                let _ = reply.send(Ok(ages));
+            })
+            .await?
+            .into_inner();
+        Ok(Response::new(MetricsResponse {
+            text: crate::metrics::text(&ages),
+        }))
+    }
+
+    async fn mint_token(
+        &self,
+        req: Request<MintTokenRequest>,
+    ) -> Result<Response<MintTokenResponse>, Status> {
+        let who = self.who(&req)?;
+        let r = req.into_inner();
+        // The owner only hands over two config values; signing happens here.
+        let (path, slurm_user) = self
+            .call(|c, reply| {
+                let _ = reply.send(Ok((c.cfg.jwt_key_path(), c.cfg.slurm_user.clone())));
+            })
+            .await?
+            .into_inner();
+        crate::token::mint(&who, &r, path.as_deref(), &slurm_user, crate::runtime::clock())
+            .map(Response::new)
+    }
+
     async fn step_ended(
         &self,
         req: Request<StepEndedRequest>,

@@ -174,6 +174,9 @@ impl Runtime {
                             tracing::error!(
                                 "accounting record builder is gone; job {id} not recorded"
                             );
+                        } else {
+                            drover_proto::metrics::ACCT_QUEUED
+                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         }
                     }
                 }

@@ -31,6 +31,7 @@ mod reconfigure;
 mod recovery;
 mod replay;
 mod resolved_request;
+mod rest;
 mod scheduler;
 mod script_cmds;
 mod step_limits;

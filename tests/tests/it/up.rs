@@ -36,9 +36,9 @@ fn drover_up_starts_runs_jobs_stops_and_resumes() {
             }
         }
         assert!(export.contains("DROVER_CONF="), "no export line");
-        (child, lines)
+        (child, lines, export)
     };
-    let (child, _lines) = start();
+    let (child, _lines, export) = start();
     let conf = cluster.join("drover.conf");
     let run = |prog: &str, args: &[&str]| {
         Command::new(cluster.join("bin").join(prog))
@@ -65,6 +65,25 @@ fn drover_up_starts_runs_jobs_stops_and_resumes() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "2");
+    // The REST daemon, its address on the export line, a token from scontrol.
+    let url = export
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("SLURM_RESTD_URL=http://"))
+        .unwrap_or_else(|| panic!("no SLURM_RESTD_URL in {export}"))
+        .to_string();
+    let tok = String::from_utf8(run("scontrol", &["token"]).stdout).unwrap();
+    let tok = tok
+        .trim()
+        .strip_prefix("SLURM_JWT=")
+        .expect("SLURM_JWT=")
+        .to_string();
+    let r = drover_tests::rest::connect_tcp(&url).request(
+        "GET",
+        "/slurm/v0.0.40/ping",
+        &[("X-SLURM-USER-TOKEN", &tok)],
+        b"",
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
     let o = run(
         "sbatch",
         &[
@@ -87,7 +106,7 @@ fn drover_up_starts_runs_jobs_stops_and_resumes() {
     assert!(st.success(), "drover up exited {st}");
     assert!(!run("scontrol", &["ping"]).status.success());
     // Again: same state.
-    let (mut child, _l) = start();
+    let (mut child, _l, _) = start();
     let q = String::from_utf8(run("squeue", &["-h", "-t", "all", "-o", "%i %T"]).stdout).unwrap();
     assert_eq!(q.trim(), format!("{id} COMPLETED"));
     // Accounting (droverdbd on SQLite) kept the job across the restart.

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""HTTP load for bench/rest.sh: submissions over keep-alive connections
+(PROCS processes x THREADS threads, one connection each), then
+GET /slurm/v0.0.40/jobs timed (median of 7). Standard library only."""
+import http.client, json, multiprocessing, os, statistics, sys, threading, time
+
+HOST, PORT = os.environ["REST_ADDR"].split(":")
+TOKEN = os.environ["SLURM_JWT"]
+HEADERS = {"X-SLURM-USER-TOKEN": TOKEN, "Content-Type": "application/json"}
+BODY = json.dumps({
+    "script": "#!/bin/sh\ntrue\n",
+    "job": {"name": "restbench", "hold": True, "current_working_directory": "/tmp",
+            "environment": ["PATH=/bin:/usr/bin"]},
+})
+
+
+def submitter(n, errors):
+    c = http.client.HTTPConnection(HOST, int(PORT))
+    for _ in range(n):
+        c.request("POST", "/slurm/v0.0.40/job/submit", BODY, HEADERS)
+        r = c.getresponse()
+        body = r.read()
+        if r.status != 200:
+            errors.append(body[:200])
+
+
+def proc(n_threads, per_thread, q):
+    errors = []
+    ts = [threading.Thread(target=submitter, args=(per_thread, errors)) for _ in range(n_threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    q.put(errors)
+
+
+def main():
+    total = int(os.environ.get("N_JOBS", "10000"))
+    procs = int(os.environ.get("PROCS", "4"))
+    threads = int(os.environ.get("THREADS", "16"))
+    per = total // (procs * threads)
+    q = multiprocessing.Queue()
+    t0 = time.monotonic()
+    ps = [multiprocessing.Process(target=proc, args=(threads, per, q)) for _ in range(procs)]
+    for p in ps:
+        p.start()
+    errors = [e for _ in ps for e in q.get()]
+    for p in ps:
+        p.join()
+    dt = time.monotonic() - t0
+    n = per * procs * threads
+    print(f"HTTP submissions ({procs * threads} keep-alive connections): {n} in {dt:.2f} s = {n / dt:.0f} jobs/s, {len(errors)} errors")
+    if errors:
+        print("first error:", errors[0], file=sys.stderr)
+        sys.exit(1)
+    c = http.client.HTTPConnection(HOST, int(PORT))
+    times, count = [], 0
+    for _ in range(7):
+        t = time.monotonic()
+        c.request("GET", "/slurm/v0.0.40/jobs", headers=HEADERS)
+        r = c.getresponse()
+        body = r.read()
+        times.append((time.monotonic() - t) * 1000)
+        count = len(json.loads(body)["jobs"])
+    print(f"GET /slurm/v0.0.40/jobs ({count} jobs, {len(body) // 1024} KiB): median {statistics.median(times):.1f} ms (min {min(times):.1f})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,386 @@
+//! `/slurm/v0.0.40/jobs`, `/job/{id}` (GET, POST = update, DELETE =
+//! signal/cancel) and `/job/submit`: the controller's answers in the same
+//! JSON `squeue --json` prints (one code path for both).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::Extension;
+use drover_cli::squeue;
+use drover_proto::{
+    CancelRequest, GetJobsRequest, JobFilter, JobInfo, SubmitRequest, UpdateJobRequest,
+};
+use serde_json::{json, Value};
+
+use crate::auth::Caller;
+use crate::jobdesc::{self, Submitter};
+use crate::query;
+use crate::reply::{self, Answer, Failure};
+use crate::App;
+
+/// squeue's parameters for a listing: every state, optionally one job id
+/// (`A`, `A_i`, plain).
+fn params(caller: &Caller, job: Option<&str>) -> Result<squeue::Params, Failure> {
+    let mut args = vec!["--json".to_string(), "-t".into(), "all".into()];
+    if let Some(j) = job {
+        args.push("-j".into());
+        args.push(j.to_string());
+    }
+    let lookup = |n: &str| drover_proto::sysdb::passwd_by_name(n).map(|p| p.uid);
+    match squeue::parse_args(&args, &|_| None, &lookup, caller.ids.uid) {
+        Ok(squeue::Parsed::Run(p)) => Ok(*p),
+        _ => Err(Failure::invalid_job(job.unwrap_or(""))),
+    }
+}
+
+/// When a job last changed, as far as its times tell.
+fn changed_at(j: &JobInfo) -> i64 {
+    j.submit_time
+        .max(j.start_time * i64::from(j.start_time <= j.end_time || j.end_time == 0))
+        .max(j.end_time)
+        .max(j.suspend_time)
+}
+
+async fn fetch(app: &App, caller: &Caller, p: &squeue::Params) -> Result<Vec<JobInfo>, Failure> {
+    let mut client = app.ctl.controller(caller);
+    let req: GetJobsRequest = squeue::request(p);
+    client
+        .get_jobs(req)
+        .await
+        .map(|r| r.into_inner().jobs)
+        .map_err(|st| Failure::from_status(&st))
+}
+
+/// The answer: squeue --json's job objects, written compactly.
+fn render(app: &App, jobs: &[JobInfo], p: &squeue::Params) -> String {
+    let mut rows = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        squeue::filter(j, p, &mut rows);
+    }
+    let now = drover_proto::auth::now_secs();
+    let mut out = String::with_capacity(256 + rows.len() * 2048);
+    out.push_str("{\"jobs\":[");
+    for (i, r) in rows.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        drover_cli::jsonw::write_compact(&mut out, &drover_cli::json::job(r, now, &app.cluster));
+    }
+    out.push_str("],\"last_backfill\":");
+    out.push_str(&drover_cli::json::num(0).to_string());
+    out.push_str(",\"last_update\":");
+    out.push_str(&drover_cli::json::num(now).to_string());
+    out.push_str(",\"meta\":");
+    out.push_str(&reply::meta().to_string());
+    out.push_str(",\"errors\":[],\"warnings\":[]}");
+    out
+}
+
+pub async fn list(
+    State(app): State<Arc<App>>,
+    Extension(caller): Extension<Caller>,
+    RawQuery(q): RawQuery,
+) -> Answer {
+    let q = query::pairs(q.as_deref(), &["update_time", "flags"])?;
+    let since = query::epoch(&q, "update_time")?;
+    let p = params(&caller, None)?;
+    let mut jobs = fetch(&app, &caller, &p).await?;
+    if let Some(t) = since {
+        jobs.retain(|j| changed_at(j) >= t);
+    }
+    Ok(reply::json_response(
+        axum::http::StatusCode::OK,
+        render(&app, &jobs, &p),
+    ))
+}
+
+pub async fn show(
+    State(app): State<Arc<App>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Answer {
+    let q = query::pairs(q.as_deref(), &["update_time", "flags"])?;
+    let since = query::epoch(&q, "update_time")?;
+    if drover_cli::jobids::parse_job_id(&id).is_none() {
+        return Err(Failure::invalid_job(&id));
+    }
+    let p = params(&caller, Some(&id))?;
+    let mut jobs = fetch(&app, &caller, &p).await?;
+    let base: u32 = id
+        .split('_')
+        .next()
+        .and_then(|b| b.parse().ok())
+        .unwrap_or(0);
+    if !jobs
+        .iter()
+        .any(|j| j.job_id == base || (j.array_job_id != 0 && j.array_job_id == base))
+    {
+        return Err(Failure::invalid_job(&id));
+    }
+    if let Some(t) = since {
+        jobs.retain(|j| changed_at(j) >= t);
+    }
+    Ok(reply::json_response(
+        axum::http::StatusCode::OK,
+        render(&app, &jobs, &p),
+    ))
+}
+
+pub async fn submit(
+    State(app): State<Arc<App>>,
+    Extension(caller): Extension<Caller>,
+    body: Result<Bytes, BytesRejection>,
+) -> Answer {
+    let body = query::json_body(body)?;
+    let home = if caller.home.starts_with('/') {
+        caller.home.as_str()
+    } else {
+        "/"
+    };
+    let who = Submitter {
+        home,
+        host: &app.host,
+    };
+    let (spec, mut warnings) = jobdesc::to_spec(&body, &who, drover_proto::auth::now_secs())?;
+    let mut client = app.ctl.controller(&caller);
+    let resp = client
+        .submit(SubmitRequest { spec: Some(spec) })
+        .await
+        .map_err(|st| Failure::from_status(&st).at("job/submit"))?
+        .into_inner();
+    let user_msg = resp.warnings.join("\n");
+    warnings.extend(resp.warnings);
+    Ok(reply::ok(
+        vec![
+            (
+                "result",
+                json!({
+                    "job_id": resp.job_id,
+                    "step_id": "batch",
+                    "error_code": 0,
+                    "error": "",
+                    "job_submit_user_msg": user_msg,
+                }),
+            ),
+            ("job_id", json!(resp.job_id)),
+            ("step_id", json!("batch")),
+            ("job_submit_user_msg", json!(user_msg)),
+        ],
+        warnings,
+    ))
+}
+
+/// The fields `POST /job/{id}` updates, and the scontrol key each becomes
+/// (`hold` is the hold/release action). The OpenAPI document lists these.
+pub const UPDATE_FIELDS: &[(&str, &str)] = &[
+    ("hold", ""),
+    ("time_limit", "TimeLimit"),
+    ("time_minimum", "TimeMin"),
+    ("nice", "Nice"),
+    ("priority", "Priority"),
+    ("comment", "Comment"),
+    ("name", "JobName"),
+    ("partition", "Partition"),
+    ("qos", "QOS"),
+    ("account", "Account"),
+];
+
+/// The update a description asks for: (fields, hold/release action).
+/// An update: scontrol `Key=Value` fields, and a hold/release action.
+pub type Update = (Vec<(String, String)>, Option<&'static str>);
+
+pub fn update_of(desc: &Value) -> Result<Update, Failure> {
+    let desc = match desc.get("job") {
+        Some(j) if j.is_object() => j,
+        _ => desc,
+    };
+    let Some(obj) = desc.as_object() else {
+        return Err(Failure::parsing("the job description is not a JSON object"));
+    };
+    let mut fields = Vec::new();
+    let mut action = None;
+    for (k, v) in obj {
+        let fail = |why: &str| Failure::parsing(why.to_string()).at(format!("#/{k}"));
+        let number = |v: &Value| -> Result<Option<String>, Failure> {
+            match v {
+                Value::Number(n) => Ok(Some(n.to_string())),
+                Value::Object(o) if o.get("infinite").and_then(Value::as_bool) == Some(true) => {
+                    Ok(Some("UNLIMITED".into()))
+                }
+                Value::Object(o) if o.get("set").and_then(Value::as_bool) == Some(false) => {
+                    Ok(None)
+                }
+                Value::Object(o) => match o.get("number") {
+                    Some(Value::Number(n)) => Ok(Some(n.to_string())),
+                    _ => Err(fail("expected a number")),
+                },
+                _ => Err(fail("expected a number")),
+            }
+        };
+        let text = |v: &Value| {
+            v.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| fail("expected a string"))
+        };
+        if k == "hold" {
+            action = Some(match v {
+                Value::Bool(true) => "hold",
+                Value::Bool(false) => "release",
+                _ => return Err(fail("expected true or false")),
+            });
+            continue;
+        }
+        let Some((_, key)) = UPDATE_FIELDS.iter().find(|(f, _)| f == k) else {
+            return Err(fail(&format!("updating '{k}' is not supported")));
+        };
+        let numeric = matches!(*key, "TimeLimit" | "TimeMin" | "Nice" | "Priority");
+        let (key, val) = (*key, if numeric { number(v)? } else { Some(text(v)?) });
+        if let Some(val) = val {
+            fields.push((key.to_string(), val));
+        }
+    }
+    if fields.is_empty() && action.is_none() {
+        return Err(Failure::parsing("nothing to update"));
+    }
+    Ok((fields, action))
+}
+
+fn check_results(id: &str, results: &[drover_proto::JobResult]) -> Result<(), Failure> {
+    match results.iter().find(|r| !r.ok) {
+        Some(r) => Err(
+            Failure::from_status(&tonic::Status::invalid_argument(r.error.clone()))
+                .at(id.to_string()),
+        ),
+        None if results.is_empty() => Err(Failure::invalid_job(id)),
+        None => Ok(()),
+    }
+}
+
+async fn run_update(
+    mut client: drover_proto::client::Controller,
+    id: &str,
+    fields: Vec<(String, String)>,
+    action: &str,
+) -> Result<(), Failure> {
+    let req = UpdateJobRequest {
+        job_ids: vec![id.to_string()],
+        fields: fields.into_iter().collect(),
+        action: action.to_string(),
+        reason: String::new(),
+    };
+    let r = client
+        .update_job(req)
+        .await
+        .map_err(|st| Failure::from_status(&st))?;
+    check_results(id, &r.into_inner().results)
+}
+
+pub async fn update(
+    State(app): State<Arc<App>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Answer {
+    if drover_cli::jobids::parse_job_id(&id).is_none() {
+        return Err(Failure::invalid_job(&id));
+    }
+    let (fields, action) = update_of(&query::json_body(body)?)?;
+    let client = app.ctl.controller(&caller);
+    if !fields.is_empty() {
+        run_update(client.clone(), &id, fields, "").await?;
+    }
+    if let Some(a) = action {
+        run_update(client, &id, Vec::new(), a).await?;
+    }
+    Ok(reply::ok(
+        vec![
+            (
+                "results",
+                json!([{"job_id": id, "step_id": "batch", "error_code": 0, "error": "", "why": ""}]),
+            ),
+            ("job_id", json!(id)),
+            ("step_id", json!("batch")),
+            ("job_submit_user_msg", json!("")),
+        ],
+        Vec::new(),
+    ))
+}
+
+pub async fn cancel(
+    State(app): State<Arc<App>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Answer {
+    let q = query::pairs(q.as_deref(), &["signal", "flags"])?;
+    if drover_cli::jobids::parse_job_id(&id).is_none() {
+        return Err(Failure::invalid_job(&id));
+    }
+    let signal = match query::get(&q, "signal") {
+        None | Some("") => 0,
+        Some(s) => drover_cli::sbatch::options::parse_signal(s)
+            .ok_or_else(|| Failure::query(format!("Invalid signal: {s}")).at("signal"))?,
+    };
+    let mut batch_only = false;
+    let mut full = false;
+    for flag in query::get(&q, "flags")
+        .unwrap_or("")
+        .split(',')
+        .filter(|f| !f.is_empty())
+    {
+        match flag.to_ascii_uppercase().as_str() {
+            "BATCH_JOB" => batch_only = true,
+            "FULL_JOB" | "FULL_STEPS_ONLY" => full = true,
+            "ARRAY_TASK" | "HURRY" | "NO_SIBLING_JOBS" | "CRON_JOBS" | "WARNING_SENT"
+            | "VERBOSE" => {}
+            other => return Err(Failure::query(format!("unknown flag: {other}")).at("flags")),
+        }
+    }
+    let mut client = app.ctl.controller(&caller);
+    let resp = client
+        .cancel(CancelRequest {
+            filter: Some(JobFilter {
+                job_ids: vec![id.clone()],
+                ..Default::default()
+            }),
+            signal,
+            batch_only,
+            full,
+            interactive: false,
+        })
+        .await
+        .map_err(|st| Failure::from_status(&st))?
+        .into_inner();
+    check_results(&id, &resp.results)?;
+    Ok(reply::ok(Vec::new(), Vec::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn updates_from_descriptions() {
+        let (mut f, a) =
+            update_of(&json!({"time_limit": {"set": true, "number": 10}, "nice": 5})).unwrap();
+        f.sort();
+        assert_eq!(
+            f,
+            vec![
+                ("Nice".to_string(), "5".to_string()),
+                ("TimeLimit".into(), "10".into())
+            ]
+        );
+        assert_eq!(a, None);
+        let (f, a) = update_of(&json!({"job": {"hold": false}})).unwrap();
+        assert!(f.is_empty());
+        assert_eq!(a, Some("release"));
+        assert!(update_of(&json!({})).is_err());
+        assert!(update_of(&json!({"hold": "yes"})).is_err());
+        assert!(update_of(&json!({"nodes_shape": 3})).is_err());
+        assert!(update_of(&json!([])).is_err());
+    }
+}
