@@ -29,7 +29,12 @@ impl Ctld {
     /// do not answer are handled as ever (SlurmdTimeout).
     pub fn reconfigure_agents(&mut self) {
         let mut by_addr: BTreeMap<String, String> = BTreeMap::new();
-        for n in self.cluster.nodes.iter().filter(|n| n.registered && n.responding) {
+        for n in self
+            .cluster
+            .nodes
+            .iter()
+            .filter(|n| n.registered && n.responding)
+        {
             if let Some(addr) = self.agent_addr(n.name()) {
                 by_addr.entry(addr).or_insert_with(|| n.name().to_string());
             }
@@ -38,7 +43,10 @@ impl Ctld {
             "reconfigure: asking {} agent(s) to re-read their config",
             by_addr.len()
         );
-        let agents = by_addr.into_iter().map(|(addr, node)| (node, addr)).collect();
+        let agents = by_addr
+            .into_iter()
+            .map(|(addr, node)| (node, addr))
+            .collect();
         self.effects.push(Effect::ReconfigureAgents { agents });
     }
 }

@@ -146,11 +146,51 @@ pub fn commit(dir: &Path) -> Result<PathBuf, String> {
     Ok(dir.join(drover_conf::locate::CACHED_CONF))
 }
 
+/// Before a configless host has its configuration, its TLS files are
+/// where they would be for a config beside the key file (`tls/` in the
+/// key's directory: `/etc/drover/tls/` by default).
+pub fn tls_files_beside_key(key_file: &Path) -> drover_conf::tls::TlsFiles {
+    let beside = key_file.with_file_name(drover_conf::locate::CACHED_CONF);
+    drover_proto::tls::files_for(&drover_conf::tls::TlsConf::default(), &beside)
+}
+
+/// Commands on a configless host find the cluster CA beside the cached
+/// config (`tls/ca.crt`, 0644: a certificate is public), as they would
+/// beside a config of their own.
+fn cache_ca(dir: &Path, ca: &Path) -> Result<(), String> {
+    let Ok(pem) = std::fs::read(ca) else {
+        return Ok(()); // no TLS on this cluster's hosts
+    };
+    let tls = dir.join(drover_conf::tls::TLS_DIR);
+    std::fs::create_dir_all(&tls).map_err(|e| format!("{}: {e}", tls.display()))?;
+    std::fs::set_permissions(&tls, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("{}: {e}", tls.display()))?;
+    let to = tls.join("ca.crt");
+    let tmp = tls.join(".ca.crt.new");
+    std::fs::write(&tmp, pem).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644))
+        .map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &to).map_err(|e| format!("{}: {e}", to.display()))
+}
+
 /// Start-up of a configless host: fetch (waiting for the controller), check
 /// that the main file parses, cache. Returns the cached config's path.
 pub fn startup_fetch(server: &str, key_file: &Path) -> Result<PathBuf, String> {
     let key = ClusterKey::load(key_file)?;
     let addr = server_addr(server);
+    // No config yet: TLS as by default (wherever the controller is not
+    // loopback), with the files beside the key; the config, once read,
+    // decides for every later connection.
+    // A login host has no certificate of its own (it is no node): it
+    // presents none, as commands do.
+    let tls = tls_files_beside_key(key_file);
+    let identity = tls.cert.exists();
+    drover_proto::tls::set_client(
+        drover_conf::tls::TlsMode::Auto,
+        tls.clone(),
+        Vec::new(),
+        identity,
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -160,6 +200,7 @@ pub fn startup_fetch(server: &str, key_file: &Path) -> Result<PathBuf, String> {
     let staged = stage(&dir, &files)?;
     drover_conf::slurmconf::load(&staged).map_err(|e| e.to_string())?;
     let path = commit(&dir)?;
+    cache_ca(&dir, &tls.ca_cert)?;
     info!(
         "configless: {} file(s) from the controller at {addr} cached in {}",
         files.len(),

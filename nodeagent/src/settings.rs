@@ -347,7 +347,19 @@ pub fn from_config(
             .clone()
             .unwrap_or_else(|| PathBuf::from(&cfg.auth_key_file)),
         tls: cfg.tls.clone(),
-        tls_files: drover_proto::tls::files_for(&cfg.tls, config_path),
+        // Configless: the TLS files are beside the key (the cached config's
+        // directory holds only what the controller serves).
+        tls_files: match &args.conf_server {
+            Some(_) => {
+                let key = args
+                    .key
+                    .clone()
+                    .unwrap_or_else(|| crate::configless::DEFAULT_KEY.into());
+                let beside = key.with_file_name(drover_conf::locate::CACHED_CONF);
+                drover_proto::tls::files_for(&cfg.tls, &beside)
+            }
+            None => drover_proto::tls::files_for(&cfg.tls, config_path),
+        },
         tls_names: cfg.tls_names(),
         kill_wait: cfg.kill_wait.min(u64::from(u32::MAX)) as u32,
         log_file: cfg.slurmd_log_file.as_ref().map(PathBuf::from),

@@ -127,20 +127,23 @@ struct ClientSide {
     config: OnceLock<Result<Arc<ClientConfig>, String>>,
 }
 
-static CLIENT: OnceLock<ClientSide> = OnceLock::new();
+static CLIENT: std::sync::RwLock<Option<Arc<ClientSide>>> = std::sync::RwLock::new(None);
 
 /// Set how this process connects: `mode` and `files` from its
 /// configuration, `names` the (address, host name) pairs it gives
 /// (`SlurmctldHost=name(addr)`, `NodeHostname`/`NodeAddr`), `identity`
-/// for daemons (present the host certificate). The first call wins.
+/// for daemons (present the host certificate). A later call replaces an
+/// earlier one for new connections (a configless host connects before it
+/// has its configuration).
 pub fn set_client(mode: TlsMode, files: TlsFiles, names: Vec<(String, String)>, identity: bool) {
-    let _ = CLIENT.set(ClientSide {
+    let side = Arc::new(ClientSide {
         mode,
         files,
         names: names.into_iter().collect(),
         identity,
         config: OnceLock::new(),
     });
+    *CLIENT.write().unwrap_or_else(|e| e.into_inner()) = Some(side);
 }
 
 /// This host's TLS files under `conf`, for a configuration file at
@@ -164,14 +167,18 @@ pub fn set_client_from(cfg: &drover_conf::slurmconf::Config, conf_path: &Path, i
     );
 }
 
-fn client_side() -> &'static ClientSide {
-    CLIENT.get_or_init(|| ClientSide {
-        mode: TlsMode::Auto,
-        files: TlsConf::default().files(Path::new("/etc/drover"), &crate::auth::hostname()),
-        names: HashMap::new(),
-        identity: false,
-        config: OnceLock::new(),
+fn client_side() -> Arc<ClientSide> {
+    let mut side = CLIENT.write().unwrap_or_else(|e| e.into_inner());
+    side.get_or_insert_with(|| {
+        Arc::new(ClientSide {
+            mode: TlsMode::Auto,
+            files: TlsConf::default().files(Path::new("/etc/drover"), &crate::auth::hostname()),
+            names: HashMap::new(),
+            identity: false,
+            config: OnceLock::new(),
+        })
     })
+    .clone()
 }
 
 /// Does a connection with `peer` at the other end use TLS under `mode`?

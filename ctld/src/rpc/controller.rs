@@ -238,8 +238,14 @@ impl Controller for Svc {
             })
             .await?
             .into_inner();
-        crate::token::mint(&who, &r, path.as_deref(), &slurm_user, crate::runtime::clock())
-            .map(Response::new)
+        crate::token::mint(
+            &who,
+            &r,
+            path.as_deref(),
+            &slurm_user,
+            crate::runtime::clock(),
+        )
+        .map(Response::new)
     }
 
     async fn step_ended(

@@ -61,4 +61,3 @@ pub fn snapshot(
     }
     files(config_path).map(|f| Some(Arc::new(f)))
 }
-

@@ -331,20 +331,25 @@ impl Ctld {
             .filter(|s| is_running(s))
             .map(|s| (s.step_id, s.pending_nodes.clone()))
             .collect();
-        let kill_wait = self.cfg.kill_wait as u32;
         for (step_id, nodes) in running {
-            for node in nodes {
-                let req = drover_proto::SignalJobRequest {
-                    job_id: id,
-                    signal,
-                    node: node.clone(),
-                    kill_wait,
-                    step_only: true,
-                    step_id,
-                    ..Default::default()
-                };
-                self.effects.push(Effect::Signal { node, req });
-            }
+            self.signal_step_on(id, step_id, nodes, signal);
+        }
+    }
+
+    /// `signal` to step `id.step_id`'s tasks on each of `nodes`.
+    fn signal_step_on(&mut self, id: u32, step_id: u32, nodes: Vec<String>, signal: u32) {
+        let kill_wait = self.cfg.kill_wait as u32;
+        for node in nodes {
+            let req = drover_proto::SignalJobRequest {
+                job_id: id,
+                signal,
+                node: node.clone(),
+                kill_wait,
+                step_only: true,
+                step_id,
+                ..Default::default()
+            };
+            self.effects.push(Effect::Signal { node, req });
         }
     }
 
@@ -373,19 +378,7 @@ impl Ctld {
             return Err(msg::ALREADY_DONE);
         }
         let nodes = step.pending_nodes.clone();
-        let kill_wait = self.cfg.kill_wait as u32;
-        for node in nodes {
-            let req = drover_proto::SignalJobRequest {
-                job_id: id,
-                signal,
-                node: node.clone(),
-                kill_wait,
-                step_only: true,
-                step_id,
-                ..Default::default()
-            };
-            self.effects.push(Effect::Signal { node, req });
-        }
+        self.signal_step_on(id, step_id, nodes, signal);
         Ok(())
     }
 
