@@ -3,8 +3,9 @@
 //! commands (`sbatch`, `squeue`, ... as symlinks to the `drover` binary).
 //!
 //! The binaries come from the same cargo target directory as the test
-//! executable; `cargo test --workspace` builds them (each daemon crate has
-//! integration tests of its own, which makes cargo build its binaries).
+//! executable; `cargo test --workspace` builds them (each daemon crate,
+//! restd included, has integration tests of its own, which makes cargo build
+//! its binaries).
 
 pub mod acct;
 pub mod configless;
@@ -38,7 +39,7 @@ pub fn bin_dir() -> PathBuf {
     } else {
         deps.to_path_buf()
     };
-    for b in ["drover", "droverctld", "droverd"] {
+    for b in ["drover", "droverctld", "droverd", "droverdbd", "droverrestd"] {
         assert!(
             dir.join(b).exists(),
             "{} missing: run the suite with `cargo test --workspace` so the binaries are built",
