@@ -168,6 +168,9 @@ pub fn set_client_from(cfg: &drover_conf::slurmconf::Config, conf_path: &Path, i
 }
 
 fn client_side() -> Arc<ClientSide> {
+    if let Some(side) = CLIENT.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        return side.clone();
+    }
     let mut side = CLIENT.write().unwrap_or_else(|e| e.into_inner());
     side.get_or_insert_with(|| {
         Arc::new(ClientSide {

@@ -39,7 +39,13 @@ pub fn bin_dir() -> PathBuf {
     } else {
         deps.to_path_buf()
     };
-    for b in ["drover", "droverctld", "droverd", "droverdbd", "droverrestd"] {
+    for b in [
+        "drover",
+        "droverctld",
+        "droverd",
+        "droverdbd",
+        "droverrestd",
+    ] {
         assert!(
             dir.join(b).exists(),
             "{} missing: run the suite with `cargo test --workspace` so the binaries are built",
