@@ -152,10 +152,26 @@ impl Cluster {
             eprintln!("SKIPPED (multi-host): {why}");
             return None;
         }
-        Some(Cluster::start(Spec {
+        let c = Cluster::start(Spec {
             hosts: true,
             ..spec
-        }))
+        });
+        // The controller may count a node before its agent has logged the
+        // reply; tests that count an agent's registrations start after it.
+        let hosts: Vec<String> = c.host_agents.iter().map(|(h, _)| h.clone()).collect();
+        for h in hosts {
+            let log = format!("droverd-{h}");
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !c.log_text(&log).contains("registered 1 node(s)") {
+                assert!(
+                    Instant::now() < deadline,
+                    "{h}'s agent never logged its registration:\n{}",
+                    c.log_text(&log)
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Some(c)
     }
 
     /// Start the daemons without waiting for the nodes to be idle (a test
