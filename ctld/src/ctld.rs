@@ -78,7 +78,7 @@ pub struct Ctld {
     /// only: after a restart every allocation gets a whole grace period.
     pub alloc_seen: HashMap<u32, i64>,
     /// Job mails due and not yet sent (`mail/`).
-    pub mail: crate::mail::Outbox,
+    pub mail: crate::mail::outbox::Outbox,
     /// The time of the batch being applied (unix seconds). Set by the
     /// runtime, which reads the clock once per batch; no handler reads it.
     pub now: i64,

@@ -14,9 +14,8 @@
 
 pub mod body;
 pub mod compose;
+pub mod outbox;
 pub mod types;
-
-use std::collections::BTreeMap;
 
 use drover_proto::state::{wal_record::Kind, MailRecord, WalRecord};
 use drover_proto::JobState;
@@ -24,44 +23,13 @@ use drover_proto::JobState;
 use crate::ctld::{Ctld, Effect};
 use crate::job::Job;
 use compose::{wait_status, ArrayStats, Facts, Form};
+pub use outbox::Outbox;
 use types::{
     ARRAY_TASKS, BEGIN, END, FAIL, INVALID_DEPEND, REQUEUE, TIME100, TIME50, TIME80, TIME90,
 };
 
 /// At most this many tasks are summarised in an array's END/FAIL mail.
 const SUMMARY_TASKS: usize = 100;
-
-/// Mails due and not yet sent (what the log and snapshots hold).
-#[derive(Default)]
-pub struct Outbox {
-    pub due: BTreeMap<u64, MailRecord>,
-    pub next_id: u64,
-}
-
-impl Outbox {
-    /// A `mail_due` / `mail_sent` record read back from the log.
-    pub fn replay(&mut self, k: Kind) {
-        match k {
-            Kind::MailDue(m) => {
-                self.next_id = self.next_id.max(m.id + 1);
-                self.due.insert(m.id, m);
-            }
-            Kind::MailSent(id) => {
-                self.due.remove(&id);
-            }
-            _ => {}
-        }
-    }
-
-    /// What a snapshot held.
-    pub fn load(&mut self, mails: Vec<MailRecord>, next_id: u64) {
-        self.next_id = self.next_id.max(next_id);
-        for m in mails {
-            self.next_id = self.next_id.max(m.id + 1);
-            self.due.insert(m.id, m);
-        }
-    }
-}
 
 /// `--mail-type` of a job as bits (0: no mail).
 fn bits(job: &Job) -> u32 {
