@@ -564,7 +564,7 @@ fn run_cluster(
     if let Some(s) = daemons::interrupted() {
         return halted(Halt::Signal(s), "", &ds);
     }
-    if fs::read_to_string(&conf).is_ok_and(|t| t.contains(crate::mailfile::LINK_NAME)) {
+    if fs::read_to_string(conf_s).is_ok_and(|t| t.contains(crate::mailfile::LINK_NAME)) {
         eprintln!("drover up: job mail (sbatch --mail-type) is written to {d}/mail.log");
     }
     eprintln!("drover up: ready");
