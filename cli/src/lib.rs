@@ -142,8 +142,13 @@ pub fn main_with_args(argv: Vec<String>) -> i32 {
     }
     // `drover up`'s MailProg: DIR/bin/drover-mail writes DIR/mail.log.
     if prog == mailfile::LINK_NAME {
-        let Some(file) = argv.first().and_then(|a| mailfile::file_for_link(std::path::Path::new(a))) else {
-            eprintln!("drover-mail: error: run it by its path (DIR/bin/drover-mail writes DIR/mail.log)");
+        let Some(file) = argv
+            .first()
+            .and_then(|a| mailfile::file_for_link(std::path::Path::new(a)))
+        else {
+            eprintln!(
+                "drover-mail: error: run it by its path (DIR/bin/drover-mail writes DIR/mail.log)"
+            );
             return 1;
         };
         return mailfile::deliver(&file, &argv[1..]);

@@ -58,7 +58,8 @@ fn asctime(t: i64) -> String {
 
 /// Append one mail to `file`, locked against a concurrent writer.
 fn append(file: &Path, text: &str) -> Result<(), String> {
-    let mut f = drover_proto::private::append(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut f =
+        drover_proto::private::append(file).map_err(|e| format!("{}: {e}", file.display()))?;
     // SAFETY: flock on a file descriptor we own.
     unsafe {
         libc::flock(f.as_raw_fd(), libc::LOCK_EX);

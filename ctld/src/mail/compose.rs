@@ -110,7 +110,10 @@ fn array_env(env: &mut Env, spec: &str) {
         .and_then(|s| s.trim().parse::<u32>().ok())
         .unwrap_or(1);
     env.set("SLURM_ARRAY_TASK_COUNT", a.tasks.len());
-    env.set("SLURM_ARRAY_TASK_MIN", a.tasks.first().copied().unwrap_or(0));
+    env.set(
+        "SLURM_ARRAY_TASK_MIN",
+        a.tasks.first().copied().unwrap_or(0),
+    );
     env.set("SLURM_ARRAY_TASK_MAX", a.tasks.last().copied().unwrap_or(0));
     env.set("SLURM_ARRAY_TASK_STEP", step);
 }

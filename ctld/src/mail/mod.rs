@@ -129,7 +129,10 @@ impl Ctld {
         let Some(p) = self.cluster.part_idx(part.trim()) else {
             return "OK";
         };
-        let os = self.cluster.parts[p].conf.over_subscribe.to_ascii_uppercase();
+        let os = self.cluster.parts[p]
+            .conf
+            .over_subscribe
+            .to_ascii_uppercase();
         if os == "EXCLUSIVE" {
             return "NO";
         }
@@ -187,7 +190,11 @@ impl Ctld {
             }
             ids.sort_by_key(|i| self.jobs.get(i).map_or(0, |j| j.rt().array_task_id));
             ids.dedup();
-            jobs.extend(ids.iter().filter_map(|i| self.jobs.get(i)).map(|j| (**j).clone()));
+            jobs.extend(
+                ids.iter()
+                    .filter_map(|i| self.jobs.get(i))
+                    .map(|j| (**j).clone()),
+            );
         }
         if jobs.is_empty() {
             jobs.push(subject.clone());
@@ -488,7 +495,10 @@ impl Ctld {
     pub fn resend_due_mails(&mut self) {
         let due: Vec<MailRecord> = self.mail.due.values().cloned().collect();
         if !due.is_empty() {
-            tracing::info!("{} job mails were due and not sent: sending them", due.len());
+            tracing::info!(
+                "{} job mails were due and not sent: sending them",
+                due.len()
+            );
         }
         for m in due {
             self.effects.push(Effect::Mail(Box::new(m)));

@@ -315,7 +315,10 @@ mod tests {
         let prog = script(
             d.path(),
             "mail",
-            &format!("echo started; sleep 300 & echo $! > {}; wait", pidfile.display()),
+            &format!(
+                "echo started; sleep 300 & echo $! > {}; wait",
+                pidfile.display()
+            ),
         );
         let r = run_mail_prog(&prog, &mail(), Duration::from_millis(500));
         assert_eq!(r, Outcome::TimedOut("started\n".into()));

@@ -52,7 +52,11 @@ fn begin_and_end_mails_with_slurms_subjects() {
         )]
     );
     let m = &mails(&env)[0];
-    assert_eq!(m.recipient, crate::users::user_name(super::env::USER), "the user");
+    assert_eq!(
+        m.recipient,
+        crate::users::user_name(super::env::USER),
+        "the user"
+    );
     assert_eq!(env_of(m, "SLURM_JOB_MAIL_TYPE"), Some("Began"));
     assert_eq!(env_of(m, "SLURM_JOB_ID"), Some(id.to_string().as_str()));
     assert_eq!(env_of(m, "SLURM_JOB_STATE"), Some("RUNNING"));
@@ -67,7 +71,11 @@ fn begin_and_end_mails_with_slurms_subjects() {
         .effects
         .iter()
         .position(|e| matches!(e, Effect::Mail(_)));
-    assert!(logged.is_some_and(|l| Some(l) < handed), "{:?}", env.effects);
+    assert!(
+        logged.is_some_and(|l| Some(l) < handed),
+        "{:?}",
+        env.effects
+    );
 
     env.launch_ok(id);
     env.clear();
@@ -83,12 +91,21 @@ fn begin_and_end_mails_with_slurms_subjects() {
     assert_eq!(env_of(m, "SLURM_JOB_RUN_TIME"), Some("01:00:00"));
     assert_eq!(env_of(m, "SLURM_JOB_EXIT_CODE_MAX"), Some("0"));
     assert!(
-        m.body.starts_with(&format!("Job ID: {id}\nCluster: test\n")),
+        m.body
+            .starts_with(&format!("Job ID: {id}\nCluster: test\n")),
         "{}",
         m.body
     );
-    assert!(m.body.contains("State: COMPLETED (exit code 0)\n"), "{}", m.body);
-    assert!(m.body.contains("Job Wall-clock time: 01:00:00\n"), "{}", m.body);
+    assert!(
+        m.body.contains("State: COMPLETED (exit code 0)\n"),
+        "{}",
+        m.body
+    );
+    assert!(
+        m.body.contains("Job Wall-clock time: 01:00:00\n"),
+        "{}",
+        m.body
+    );
 }
 
 #[test]
@@ -106,7 +123,9 @@ fn fail_is_for_failed_jobs_and_end_for_any_end() {
     assert_eq!(
         subjects(&env),
         vec![
-            format!("Slurm Job_id={bad} Name=scenario Failed, Run time 00:00:10, FAILED, ExitCode 2"),
+            format!(
+                "Slurm Job_id={bad} Name=scenario Failed, Run time 00:00:10, FAILED, ExitCode 2"
+            ),
             format!(
                 "Slurm Job_id={bad_end} Name=scenario Ended, Run time 00:00:10, FAILED, ExitCode 1"
             ),
@@ -142,7 +161,10 @@ fn time_limit_mails_once_each_at_their_fraction() {
             "Slurm Job_id={id} Name=scenario Reached 50% of time limit, Run time 00:05:00"
         )]
     );
-    assert_eq!(env_of(&mails(&env)[0], "SLURM_JOB_RUN_TIME"), Some("00:05:00"));
+    assert_eq!(
+        env_of(&mails(&env)[0], "SLURM_JOB_RUN_TIME"),
+        Some("00:05:00")
+    );
     env.clear();
     env.advance(T0 + 400);
     assert!(mails(&env).is_empty(), "once");
@@ -179,7 +201,9 @@ fn an_array_mails_its_summary_once_without_array_tasks() {
     assert_eq!(tasks.len(), 3);
     assert_eq!(
         subjects(&env),
-        vec![format!("Slurm Array Summary Job_id={a}_* ({a}) Name=scenario Began")],
+        vec![format!(
+            "Slurm Array Summary Job_id={a}_* ({a}) Name=scenario Began"
+        )],
         "one BEGIN, for the first task"
     );
     env.clear();
@@ -213,7 +237,9 @@ fn array_tasks_mails_every_task() {
         .iter()
         .map(|&t| {
             let i = env.core.jobs[&t].rt().array_task_id;
-            format!("Slurm Array Task Job_id={a}_{i} ({t}) Name=scenario Began, Queued time 00:00:01")
+            format!(
+                "Slurm Array Task Job_id={a}_{i} ({t}) Name=scenario Began, Queued time 00:00:01"
+            )
         })
         .collect();
     assert_eq!(subjects(&env), want);
@@ -255,7 +281,9 @@ fn requeue_and_invalid_dependency_mails() {
     env.advance(T0 + 201);
     assert_eq!(
         subjects(&env),
-        vec![format!("Slurm Job_id={second} Name=scenario Invalid dependency")]
+        vec![format!(
+            "Slurm Job_id={second} Name=scenario Invalid dependency"
+        )]
     );
     env.clear();
     env.advance(T0 + 202);
@@ -272,7 +300,10 @@ fn mail_user_and_mail_domain_name_the_recipient() {
     env.advance(T0 + 1);
     let to: Vec<String> = mails(&env).into_iter().map(|m| m.recipient).collect();
     let user = crate::users::user_name(super::env::USER);
-    assert_eq!(to, vec!["ops@lab.test".to_string(), format!("{user}@example.org")]);
+    assert_eq!(
+        to,
+        vec!["ops@lab.test".to_string(), format!("{user}@example.org")]
+    );
 }
 
 #[test]
