@@ -78,10 +78,12 @@ impl Ctld {
         let rt = job.rt();
         let own_record = |j: &Job| j.rt().array_job_id != 0 && j.id() == j.rt().array_job_id;
         let mut subject = id;
-        if bits & ARRAY_TASKS == 0 && is_task(job) && !own_record(job) {
-            if self.jobs.contains_key(&rt.array_job_id) {
-                subject = rt.array_job_id;
-            }
+        if bits & ARRAY_TASKS == 0
+            && is_task(job)
+            && !own_record(job)
+            && self.jobs.contains_key(&rt.array_job_id)
+        {
+            subject = rt.array_job_id;
         }
         let s = &self.jobs[&subject];
         let form = if own_record(s) && bits & ARRAY_TASKS == 0 {
