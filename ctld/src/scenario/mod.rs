@@ -3,5 +3,6 @@
 
 mod env;
 mod life;
+mod mail;
 mod preempt;
 mod resources;

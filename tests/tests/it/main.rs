@@ -18,6 +18,7 @@ mod install;
 mod kill_finish;
 mod launch_failures;
 mod limits;
+mod mail;
 mod multihost;
 mod node_cmds;
 mod node_health;
