@@ -164,6 +164,18 @@ pub(crate) async fn finish_job(shared: Arc<Shared>, job_id: u32, dir: PathBuf, s
             if st.timeout { ", time limit" } else { "" }
         );
     }
+    // A failed script: did it run out of GPU memory? (its stderr says so)
+    let system_comment = if crate::failure_scan::worth_scanning(&st) {
+        let d = dir.clone();
+        tokio::task::spawn_blocking(move || crate::failure_scan::system_comment(&d))
+            .await
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
+    if !system_comment.is_empty() {
+        info!("job {job_id}: {system_comment}");
+    }
     let req = JobEndedRequest {
         job_id,
         node,
@@ -186,6 +198,7 @@ pub(crate) async fn finish_job(shared: Arc<Shared>, job_id: u32, dir: PathBuf, s
         restart_count: run,
         gpu_util_pct: gpu.mean_util(),
         gpu_mem_max_mb: gpu.mem_max_mb,
+        system_comment,
     };
     let mut registered = shared.registered.subscribe();
     let _ = registered.wait_for(|r| *r).await;
