@@ -78,7 +78,9 @@ fn asked(rule: Rule, u: &Usage) -> String {
             }
         }
         Rule::GpuOom => {
-            if u.gpu_type.is_empty() {
+            if u.gpus == 0 {
+                "no GPU".into()
+            } else if u.gpu_type.is_empty() {
                 "GPU".into()
             } else {
                 format!("GPU {}", u.gpu_type)

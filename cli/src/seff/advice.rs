@@ -188,6 +188,33 @@ fn host_oom(u: &Usage, f: &Facts) -> Advice {
 }
 
 fn gpu_oom(u: &Usage, f: &Facts) -> Advice {
+    if u.gpus == 0 {
+        // It used a GPU it was not given (devices not constrained).
+        let types: Vec<String> = f
+            .gpu_types
+            .iter()
+            .map(|(t, m)| match m {
+                Some(m) => format!("{t} ({})", human_mb(*m)),
+                None => t.clone(),
+            })
+            .collect();
+        let text = if types.is_empty() {
+            "Out of GPU memory, with no GPU allocated to the job: ask for one with \
+             --gres=gpu:N (this cluster lists no GPU types)."
+                .to_string()
+        } else {
+            format!(
+                "Out of GPU memory, with no GPU allocated to the job: ask for one with \
+                 --gres=gpu:TYPE:N; types here: {}.",
+                types.join(", ")
+            )
+        };
+        return Advice {
+            rule: Rule::GpuOom,
+            text,
+            ask: None,
+        };
+    }
     let own = f
         .gpu_types
         .iter()
@@ -496,6 +523,17 @@ mod tests {
         assert!(
             t.ends_with("other GPU types here: a100 (their memory is not known to Drover)."),
             "{t}"
+        );
+        // No GPU of its own: ask for one.
+        let none = Usage {
+            gpus: 0,
+            gpu_type: String::new(),
+            ..odd
+        };
+        assert_eq!(
+            advise(&none, &f)[0].text,
+            "Out of GPU memory, with no GPU allocated to the job: ask for one with \
+             --gres=gpu:TYPE:N; types here: a100, v100."
         );
     }
 
