@@ -247,3 +247,71 @@ fn host_oom_gets_a_concrete_mem() {
     );
     assert!(adv.contains(&format!("    jobs: {id}\n")), "{adv}");
 }
+
+/// The agent reads a job's stderr with the job user's rights: a user who
+/// swaps the file for a link to a file only root may read gets nothing
+/// from it (and learns nothing about it).
+#[test]
+fn stderr_is_read_with_the_users_rights() {
+    if !root() {
+        eprintln!("needs root (a job of another user)");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let c = Cluster::start(Spec {
+        nodes: 1,
+        ..Spec::default()
+    });
+    let secret = c.path().join("secret");
+    std::fs::write(&secret, "RuntimeError: CUDA out of memory (root's file)\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let dir = c.path().join("nobody");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let submit = |name: &str, body: &str| -> u32 {
+        let script = dir.join(format!("{name}.sh"));
+        std::fs::write(&script, body).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = dir.join(format!("{name}.err"));
+        let o = c.run_as(
+            65534,
+            "sbatch",
+            &[
+                "--parsable",
+                "-D",
+                dir.to_str().unwrap(),
+                "-o",
+                "/dev/null",
+                "-e",
+                err.to_str().unwrap(),
+                script.to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    };
+    // The user's own message is found...
+    let own = submit("own", "#!/bin/sh\necho 'RuntimeError: CUDA error: out of memory' >&2\nexit 1\n");
+    // ...a root-only file behind a link is not.
+    let swap = submit(
+        "swap",
+        &format!(
+            "#!/bin/sh\nrm -f {e}\nln -s {s} {e}\nexit 1\n",
+            e = dir.join("swap.err").display(),
+            s = secret.display()
+        ),
+    );
+    c.expect_end(own, "FAILED");
+    c.expect_end(swap, "FAILED");
+    let show = c.ok("scontrol", &["show", "job", &own.to_string()]);
+    assert!(
+        show.contains("SystemComment=GPU out of memory: RuntimeError: CUDA error: out of memory"),
+        "{show}"
+    );
+    let show = c.ok("scontrol", &["show", "job", &swap.to_string()]);
+    assert!(!show.contains("SystemComment"), "{show}");
+    assert!(std::fs::symlink_metadata(dir.join("swap.err"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
