@@ -138,7 +138,12 @@ fn group_line(rule: Rule, asked: &str, n: usize, w: &Usage, f: &Facts) -> String
 
 /// The report for `user`'s finished jobs: `(job id text, figures)` each,
 /// `facts` per partition. Pure.
-pub fn report(user: &str, days: u32, jobs: &[(String, Usage)], facts: &dyn Fn(&str) -> Facts) -> String {
+pub fn report(
+    user: &str,
+    days: u32,
+    jobs: &[(String, Usage)],
+    facts: &dyn Fn(&str) -> Facts,
+) -> String {
     type Key = (Rule, String, String);
     let mut groups: BTreeMap<Key, Vec<(&str, &Usage)>> = BTreeMap::new();
     for (id, u) in jobs {
@@ -282,8 +287,12 @@ mod tests {
             })
         );
         assert_eq!(a(&[]).unwrap().days, 7);
-        assert!(a(&["--since", "0"]).unwrap_err().contains("invalid --since '0'"));
-        assert!(a(&["-u"]).unwrap_err().contains("'-u' requires an argument"));
+        assert!(a(&["--since", "0"])
+            .unwrap_err()
+            .contains("invalid --since '0'"));
+        assert!(a(&["-u"])
+            .unwrap_err()
+            .contains("'-u' requires an argument"));
         assert!(a(&["-x"]).unwrap_err().contains("unrecognized option '-x'"));
     }
 

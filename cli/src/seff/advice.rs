@@ -136,7 +136,10 @@ pub fn gpu_type_mem_mb(ty: &str) -> Option<u64> {
 fn mem_option(u: &Usage, per_node_mb: u64) -> String {
     if u.mem_per_cpu {
         let per_cpu = round_mem_up(per_node_mb.div_ceil(u64::from(u.cpus_per_node())));
-        format!("--mem-per-cpu={}", drover_conf::units::format_mem_mb(per_cpu))
+        format!(
+            "--mem-per-cpu={}",
+            drover_conf::units::format_mem_mb(per_cpu)
+        )
     } else {
         format!("--mem={}", drover_conf::units::format_mem_mb(per_node_mb))
     }
@@ -169,9 +172,7 @@ fn host_oom(u: &Usage, f: &Facts) -> Advice {
         Some(cap) if want > cap => {
             let ask = mem_option(u, cap);
             (
-                format!(
-                    "Out of memory: {reached}; ask {ask} (the most a node of {part} has)."
-                ),
+                format!("Out of memory: {reached}; ask {ask} (the most a node of {part} has)."),
                 Some(ask),
             )
         }
@@ -224,8 +225,11 @@ fn gpu_oom(u: &Usage, f: &Facts) -> Advice {
     // What the job had: its type's memory, else at least what it used.
     let floor = own.or((u.gpu_mem_max_mb > 0).then_some(u.gpu_mem_max_mb));
     let per_node = (u.gpus / u.nodes.max(1)).max(1);
-    let others: Vec<&(String, Option<u64>)> =
-        f.gpu_types.iter().filter(|(t, _)| *t != u.gpu_type).collect();
+    let others: Vec<&(String, Option<u64>)> = f
+        .gpu_types
+        .iter()
+        .filter(|(t, _)| *t != u.gpu_type)
+        .collect();
     let mut bigger: Vec<(&str, u64)> = others
         .iter()
         .filter_map(|(t, m)| m.map(|m| (t.as_str(), m)))
@@ -242,7 +246,9 @@ fn gpu_oom(u: &Usage, f: &Facts) -> Advice {
         (t, Some(m)) => format!("its {t} GPU ({})", human_mb(m)),
         (t, None) => format!("its {t} GPU"),
     };
-    let mut text = format!("Out of GPU memory: the job needed more than {had} holds; use a smaller batch size");
+    let mut text = format!(
+        "Out of GPU memory: the job needed more than {had} holds; use a smaller batch size"
+    );
     let mut ask = None;
     if let Some((t, _)) = bigger.first() {
         let list: Vec<String> = bigger
@@ -478,14 +484,23 @@ mod tests {
         };
         let a = &advise(&u, &facts())[0];
         assert_eq!(a.ask.as_deref(), Some("--mem=64G"));
-        assert!(a.text.contains("the most a node of partition gpu has"), "{}", a.text);
+        assert!(
+            a.text.contains("the most a node of partition gpu has"),
+            "{}",
+            a.text
+        );
         let at_cap = Usage {
             mem_limit_mb: 64 * 1024,
             ..u
         };
         let a = &advise(&at_cap, &facts())[0];
         assert_eq!(a.ask, None);
-        assert!(a.text.contains("no node of partition gpu has more than 64 GiB"), "{}", a.text);
+        assert!(
+            a.text
+                .contains("no node of partition gpu has more than 64 GiB"),
+            "{}",
+            a.text
+        );
     }
 
     #[test]
@@ -550,9 +565,21 @@ mod tests {
         let a = advise(&u, &facts());
         let asks: Vec<&str> = a.iter().filter_map(|a| a.ask.as_deref()).collect();
         assert_eq!(asks, ["--mem=2G", "--cpus-per-task=2", "--time=00:20:00"]);
-        assert!(a[0].text.contains("was 11% of the 8 GiB asked"), "{}", a[0].text);
-        assert!(a[1].text.contains("about 1.0 of 8 CPUs were busy"), "{}", a[1].text);
-        assert!(a[2].text.contains("ran 00:10:00 of its 1-00:00:00 limit"), "{}", a[2].text);
+        assert!(
+            a[0].text.contains("was 11% of the 8 GiB asked"),
+            "{}",
+            a[0].text
+        );
+        assert!(
+            a[1].text.contains("about 1.0 of 8 CPUs were busy"),
+            "{}",
+            a[1].text
+        );
+        assert!(
+            a[2].text.contains("ran 00:10:00 of its 1-00:00:00 limit"),
+            "{}",
+            a[2].text
+        );
         // A failed job's run time says nothing about the limit it needs.
         let failed = Usage {
             state: JobState::Failed,

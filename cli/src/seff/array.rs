@@ -37,7 +37,9 @@ pub fn summary(array_id: u32, tasks: &[&JobRecord], now: i64, facts: &Facts) -> 
     ));
     let mut by_state: BTreeMap<String, usize> = BTreeMap::new();
     for j in tasks {
-        *by_state.entry(fields::state_name(j.state).to_string()).or_default() += task_count(j);
+        *by_state
+            .entry(fields::state_name(j.state).to_string())
+            .or_default() += task_count(j);
     }
     let total: usize = by_state.values().sum();
     let counts: Vec<String> = by_state.iter().map(|(s, n)| format!("{s} {n}")).collect();
@@ -180,17 +182,24 @@ mod tests {
         let s = summary(20, &refs, 5000, &Facts::default());
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines[0], "Array Job ID: 20");
-        assert_eq!(lines[3], "Tasks: 6 (COMPLETED 2, OUT_OF_MEMORY 1, PENDING 3)", "{s}");
-        assert_eq!(lines[4], "CPU Efficiency: mean 50.00%, lowest 50.00% (task 20_1)", "{s}");
         assert_eq!(
-            lines[5],
-            "Memory Efficiency: mean 53.33%, highest 100.00% (task 20_2)",
+            lines[3], "Tasks: 6 (COMPLETED 2, OUT_OF_MEMORY 1, PENDING 3)",
             "{s}"
         );
-        assert_eq!(lines[6], "Memory Utilized: highest 100.00 MB (task 20_2)", "{s}");
         assert_eq!(
-            lines[7],
-            "Job Wall-clock time: mean 00:01:10, longest 00:02:00 (task 20_3)",
+            lines[4], "CPU Efficiency: mean 50.00%, lowest 50.00% (task 20_1)",
+            "{s}"
+        );
+        assert_eq!(
+            lines[5], "Memory Efficiency: mean 53.33%, highest 100.00% (task 20_2)",
+            "{s}"
+        );
+        assert_eq!(
+            lines[6], "Memory Utilized: highest 100.00 MB (task 20_2)",
+            "{s}"
+        );
+        assert_eq!(
+            lines[7], "Job Wall-clock time: mean 00:01:10, longest 00:02:00 (task 20_3)",
             "{s}"
         );
         assert_eq!(lines[8], "Failure: 1 task(s) ran out of memory", "{s}");

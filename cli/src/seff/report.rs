@@ -204,7 +204,10 @@ mod tests {
             "Failure: GPU out of memory: RuntimeError: CUDA out of memory."
         );
         assert!(lines[1].starts_with("Advice: Out of GPU memory:"), "{a}");
-        assert!(lines[1].contains("l40s (48 GiB) (e.g. --gres=gpu:l40s:1)"), "{a}");
+        assert!(
+            lines[1].contains("l40s (48 GiB) (e.g. --gres=gpu:l40s:1)"),
+            "{a}"
+        );
         assert_eq!(kb_str(1536), "1.50 MB");
     }
 }

@@ -122,10 +122,8 @@ pub fn peak_rss_kb(j: &JobRecord) -> u64 {
 
 /// A count out of a TRES text (`cpu=4,gres/gpu=2`).
 pub fn tres_count<'a>(tres: &'a str, key: &str) -> Option<&'a str> {
-    tres.split(',').find_map(|p| {
-        p.split_once('=')
-            .and_then(|(k, v)| (k == key).then_some(v))
-    })
+    tres.split(',')
+        .find_map(|p| p.split_once('=').and_then(|(k, v)| (k == key).then_some(v)))
 }
 
 /// GPUs allocated and their type (`gres/gpu:a100=2`), from AllocTRES.

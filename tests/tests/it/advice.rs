@@ -121,7 +121,15 @@ fn gpu_oom_is_reported_everywhere_with_bigger_gpu_types() {
     assert!(show.contains("ExitCode=1:0"), "{show}");
     // sacct's SystemComment.
     let acct = c.wait_sacct(
-        &["-j", &gid, "-X", "-P", "-n", "-o", "JobID,State,SystemComment"],
+        &[
+            "-j",
+            &gid,
+            "-X",
+            "-P",
+            "-n",
+            "-o",
+            "JobID,State,SystemComment",
+        ],
         Duration::from_secs(60),
         |t| t.contains("|FAILED|"),
     );
@@ -136,7 +144,9 @@ fn gpu_oom_is_reported_everywhere_with_bigger_gpu_types() {
     let s = seff_when_final(&c, g, "FAILED");
     assert!(s.starts_with(&format!("Job ID: {g}\n")), "{s}");
     assert!(s.contains("State: FAILED (exit code 1)\n"), "{s}");
-    let failure = s.find("Failure: GPU out of memory: torch.OutOfMemoryError").expect(&s);
+    let failure = s
+        .find("Failure: GPU out of memory: torch.OutOfMemoryError")
+        .expect(&s);
     assert!(failure > s.find("Memory Efficiency").unwrap(), "{s}");
     assert!(
         s.contains(
@@ -165,7 +175,10 @@ fn gpu_oom_is_reported_everywhere_with_bigger_gpu_types() {
     let lines: Vec<&str> = s.lines().collect();
     assert_eq!(lines[0], format!("Array Job ID: {a}"), "{s}");
     assert!(s.contains("Tasks: 3 (COMPLETED 1, FAILED 2)\n"), "{s}");
-    assert!(s.contains("Failure: 1 task(s) ran out of GPU memory\n"), "{s}");
+    assert!(
+        s.contains("Failure: 1 task(s) ran out of GPU memory\n"),
+        "{s}"
+    );
     // Task 3 had no GPU of its own (it printed ROCm's message anyway).
     assert!(
         s.contains(
@@ -176,7 +189,10 @@ fn gpu_oom_is_reported_everywhere_with_bigger_gpu_types() {
     );
     // One task: its own report.
     let one = seff(&c, &format!("{a}_3"));
-    assert!(one.contains("Failure: GPU out of memory: torch.OutOfMemoryError: HIP out of memory."), "{one}");
+    assert!(
+        one.contains("Failure: GPU out of memory: torch.OutOfMemoryError: HIP out of memory."),
+        "{one}"
+    );
     // drover advise: the jobs of the last week, grouped.
     let adv = advise_ok(&c, &["--since", "1"]);
     assert!(adv.starts_with("Jobs of "), "{adv}");
@@ -222,7 +238,9 @@ fn host_oom_gets_a_concrete_mem() {
     let s = seff_when_final(&c, id, "OUT_OF_MEMORY");
     assert!(s.contains("State: OUT_OF_MEMORY (exit code 0)\n"), "{s}");
     assert!(
-        s.contains("Advice: Out of memory: peak memory reached the 32 MiB limit; ask --mem=128M.\n"),
+        s.contains(
+            "Advice: Out of memory: peak memory reached the 32 MiB limit; ask --mem=128M.\n"
+        ),
         "{s}"
     );
     assert!(!s.contains("Failure:"), "a host OOM is no GPU failure: {s}");
@@ -291,7 +309,10 @@ fn stderr_is_read_with_the_users_rights() {
         String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
     };
     // The user's own message is found...
-    let own = submit("own", "#!/bin/sh\necho 'RuntimeError: CUDA error: out of memory' >&2\nexit 1\n");
+    let own = submit(
+        "own",
+        "#!/bin/sh\necho 'RuntimeError: CUDA error: out of memory' >&2\nexit 1\n",
+    );
     // ...a root-only file behind a link is not.
     let swap = submit(
         "swap",
