@@ -12,6 +12,10 @@ use crate::asuser::{self, Creds};
 use crate::gpu_oom;
 use crate::status::JobStatus;
 
+/// How long the end report waits for the read (a hung network file
+/// system); after that the job's end is reported without it.
+pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Worth a look: the script ran and failed on its own (not an OOM kill,
 /// not the time limit, not a launch failure).
 pub fn worth_scanning(st: &JobStatus) -> bool {

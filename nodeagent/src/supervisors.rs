@@ -165,11 +165,17 @@ pub(crate) async fn finish_job(shared: Arc<Shared>, job_id: u32, dir: PathBuf, s
         );
     }
     // A failed script: did it run out of GPU memory? (its stderr says so)
+    // A file on a hung network file system must not hold the report back.
     let system_comment = if crate::failure_scan::worth_scanning(&st) {
         let d = dir.clone();
-        tokio::task::spawn_blocking(move || crate::failure_scan::system_comment(&d))
-            .await
-            .unwrap_or_default()
+        let scan = tokio::task::spawn_blocking(move || crate::failure_scan::system_comment(&d));
+        match tokio::time::timeout(crate::failure_scan::READ_TIMEOUT, scan).await {
+            Ok(found) => found.unwrap_or_default(),
+            Err(_) => {
+                warn!("job {job_id}: reading the end of its stderr timed out; not scanned");
+                String::new()
+            }
+        }
     } else {
         String::new()
     };
