@@ -8,6 +8,7 @@
 //! command has one module for its I/O glue.
 
 pub mod acctconn;
+pub mod advise;
 pub mod agentconn;
 pub mod bench;
 pub mod benchacct;
@@ -76,7 +77,10 @@ fn drover_usage() -> String {
          \x20 drover install [--prefix DIR] [--unit-dir DIR]       install binaries, links, units\n\
          \x20 drover ca init|issue|rotate|retire ...              the TLS CA and host certificates\n\
          \x20 drover mail-to-file FILE -s SUBJECT RECIPIENT       a MailProg that appends to FILE\n\
-         \x20 drover version                                       print the version\n",
+         \x20 drover version                                       print the version\n\
+         \n\
+         User commands:\n\
+         \x20 drover advise [-u USER] [--since DAYS]              what to ask for next time (seff's advice)\n",
         COMMANDS.join(" ")
     )
 }
@@ -107,6 +111,7 @@ pub fn run_command(cmd: &str, args: &[String]) -> i32 {
         "ca" => ca::run(args),
         "mail-to-file" => mailfile::run(args),
         "bench" => bench::run(args),
+        "advise" => advise::run(args),
         "version" | "--version" | "-V" => {
             println!(
                 "drover {} (Slurm {SLURM_VERSION} compatible)",

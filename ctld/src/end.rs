@@ -29,6 +29,9 @@ pub struct EndReport {
     pub drain_reason: String,
     pub gpu_util_pct: u32,
     pub gpu_mem_max_mb: u64,
+    /// What the node found about the failure (a GPU out-of-memory error at
+    /// the end of the job's stderr): the job's SystemComment.
+    pub system_comment: String,
 }
 
 impl Ctld {
@@ -129,6 +132,7 @@ impl Ctld {
         rt.reason = reason.into();
         self.diag.record_end(state);
         rt.oom = r.oom;
+        rt.system_comment = r.system_comment.clone();
         if state == JobState::OutOfMemory {
             // Slurm's exit code of a job the memory limit ended: 0:125.
             rt.exit_code = 0;

@@ -2,6 +2,7 @@
 //! in network namespaces), real commands.
 
 mod accounting;
+mod advice;
 mod alloc_release;
 mod arrays_deps;
 mod bad_input;
