@@ -27,6 +27,7 @@ pub mod pattern;
 pub mod private;
 pub mod replay;
 pub mod sdnotify;
+pub mod seff;
 pub mod signing;
 pub mod stepio;
 pub mod sysdb;
