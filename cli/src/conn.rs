@@ -90,7 +90,7 @@ fn controller_with(cmd: &str, cfg: &Config, probe: Result<(), String>) -> Result
         1
     })?;
     let cred = Credential::user(cfg.auth_socket().into());
-    drover_proto::client::controller(&cfg.controller_addr(), cred).map_err(|e| {
+    drover_proto::client::controller_for(cfg, cred).map_err(|e| {
         eprintln!("{cmd}: error: {e}");
         1
     })
@@ -104,11 +104,10 @@ pub fn scheduler_for(cmd: &str, cfg: &Config) -> Result<drover_proto::client::Sc
         eprintln!("{cmd}: error: {e}");
         1
     })?;
-    drover_proto::client::scheduler(&cfg.controller_addr(), Credential::user(socket.into()))
-        .map_err(|e| {
-            eprintln!("{cmd}: error: {e}");
-            1
-        })
+    drover_proto::client::scheduler_for(cfg, Credential::user(socket.into())).map_err(|e| {
+        eprintln!("{cmd}: error: {e}");
+        1
+    })
 }
 
 /// An I/O error as the C library's strerror words it (Slurm's `%m`),

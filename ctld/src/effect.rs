@@ -102,6 +102,7 @@ fn kind_name(k: &drover_proto::state::wal_record::Kind) -> String {
         Kind::Usage(_) => "Usage".into(),
         Kind::Resv(r) => format!("Resv {}", r.name),
         Kind::ResvDelete(n) => format!("ResvDelete {n}"),
+        Kind::Epoch(e) => format!("Epoch {e}"),
     }
 }
 

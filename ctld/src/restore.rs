@@ -46,7 +46,7 @@ impl Ctld {
                 Some(k @ (Kind::Usage(_) | Kind::Resv(_) | Kind::ResvDelete(_))) => {
                     c.replay_sched(k)
                 }
-                None => {}
+                Some(Kind::Epoch(_)) | None => {}
             }
         }
         for n in node_records {

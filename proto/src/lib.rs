@@ -28,6 +28,7 @@ pub mod private;
 pub mod replay;
 pub mod sdnotify;
 pub mod signing;
+pub mod standby;
 pub mod stepio;
 pub mod sysdb;
 pub mod text;

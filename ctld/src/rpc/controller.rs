@@ -16,6 +16,8 @@ pub struct Svc {
     pub key: ClusterKey,
     /// Agent connections (step launches and sstat fan out from here).
     pub agents: AgentPool,
+    /// Backup controllers: standby or active, the epoch.
+    pub ha: std::sync::Arc<crate::runtime::ha::Ha>,
 }
 
 impl Svc {
@@ -396,19 +398,35 @@ impl Controller for Svc {
         .await
     }
 
+    async fn takeover(
+        &self,
+        req: Request<TakeoverRequest>,
+    ) -> Result<Response<TakeoverResponse>, Status> {
+        self.takeover_now(req).await
+    }
+
+    async fn relinquish(
+        &self,
+        req: Request<RelinquishRequest>,
+    ) -> Result<Response<RelinquishResponse>, Status> {
+        self.relinquish_now(req).await
+    }
+
     async fn ping(&self, req: Request<PingRequest>) -> Result<Response<PingResponse>, Status> {
         self.who(&req)?;
-        self.call(|c, r| {
+        if let Some(standby) = self.standby_ping() {
+            return Ok(Response::new(standby));
+        }
+        let (index, epoch, name) = self.ha_place();
+        self.call(move |c, r| {
             let _ = r.send(Ok(PingResponse {
-                host: c
-                    .cfg
-                    .slurmctld_host
-                    .first()
-                    .map(|h| h.name.clone())
-                    .unwrap_or_else(|| c.host.clone()),
+                host: name.unwrap_or_else(|| c.host.clone()),
                 version: env!("CARGO_PKG_VERSION").into(),
                 start_time: c.start_time,
                 cluster: c.cfg.cluster_name.clone(),
+                standby: false,
+                index,
+                epoch,
             }));
         })
         .await
