@@ -4,6 +4,7 @@
 mod accounting;
 mod alloc_release;
 mod arrays_deps;
+mod backup;
 mod bad_input;
 mod batch;
 mod binding;
