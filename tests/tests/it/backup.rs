@@ -71,7 +71,8 @@ fn failover_under_load_loses_no_acknowledged_job() {
     let script = script.to_str().unwrap().to_string();
 
     // Four submitters on node hosts (their agents serve the auth socket).
-    let acked = Arc::new(Mutex::new(Vec::<(u32, Instant)>::new()));
+    // (id, when sbatch started, when it printed the id)
+    let acked = Arc::new(Mutex::new(Vec::<(u32, Instant, Instant)>::new()));
     let failures = Arc::new(Mutex::new(Vec::<String>::new()));
     let c = Arc::new(Mutex::new(c));
     let mut threads = Vec::new();
@@ -82,6 +83,7 @@ fn failover_under_load_loses_no_acknowledged_job() {
             let host = if t % 2 == 0 { "node1" } else { "node2" };
             for _ in 0..250 {
                 let mut cmd = c.lock().unwrap().cmd_on(host, "sbatch");
+                let sent = Instant::now();
                 let o = cmd
                     .args(["--parsable", "-H", "-o", "/dev/null", &script])
                     .output()
@@ -89,7 +91,7 @@ fn failover_under_load_loses_no_acknowledged_job() {
                 let out = String::from_utf8_lossy(&o.stdout);
                 match out.trim().parse::<u32>() {
                     Ok(id) if o.status.success() => {
-                        acked.lock().unwrap().push((id, Instant::now()))
+                        acked.lock().unwrap().push((id, sent, Instant::now()))
                     }
                     _ => failures.lock().unwrap().push(text(&o)),
                 }
@@ -112,10 +114,12 @@ fn failover_under_load_loses_no_acknowledged_job() {
     let mut c = Arc::try_unwrap(c).ok().unwrap().into_inner().unwrap();
     let acked = acked.lock().unwrap().clone();
     let failures = failures.lock().unwrap().clone();
+    // Failover as a client sees it: the first submission sent after the
+    // kill, acknowledged (by the backup).
     let first_after = acked
         .iter()
-        .filter(|(_, at)| *at > killed)
-        .map(|(_, at)| at.duration_since(killed))
+        .filter(|(_, sent, _)| *sent > killed)
+        .map(|(_, _, at)| at.duration_since(killed))
         .min()
         .expect("no submission acknowledged after the kill");
     c.wait_log("droverctld-ctl2", IN_CONTROL, 1);
@@ -131,11 +135,11 @@ fn failover_under_load_loses_no_acknowledged_job() {
     let known = known_ids(&c, "ctl2");
     let lost: Vec<u32> = acked
         .iter()
-        .map(|(id, _)| *id)
+        .map(|(id, _, _)| *id)
         .filter(|id| !known.contains(id))
         .collect();
     assert!(lost.is_empty(), "acknowledged jobs lost: {lost:?}");
-    let unique: BTreeSet<u32> = acked.iter().map(|(id, _)| *id).collect();
+    let unique: BTreeSet<u32> = acked.iter().map(|(id, _, _)| *id).collect();
     assert_eq!(unique.len(), acked.len(), "an id was given twice");
     // The running job kept running across the failover.
     assert_eq!(
@@ -166,7 +170,7 @@ fn failover_under_load_loses_no_acknowledged_job() {
     c.wait_log("droverctld-ctl2", "standby: backup controller", 2);
     let known = known_ids(&c, "ctl");
     assert!(
-        acked.iter().all(|(id, _)| known.contains(id)),
+        acked.iter().all(|(id, _, _)| known.contains(id)),
         "a job was lost handing control back"
     );
     let ping = c.run_on("ctl", "scontrol", &["ping"]);
