@@ -222,7 +222,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     if ha.is_backup() {
         drover_proto::sdnotify::ready("standby");
         let why = tokio::select! {
-            why = crate::runtime::ha::standby(&ha, &cred) => why,
+            why = crate::runtime::ha::standby(&ha, &cred, std::path::Path::new(&cfg.state_save_location)) => why,
             r = &mut server => return server_ended(r),
         };
         tracing::info!("taking control: {why}");

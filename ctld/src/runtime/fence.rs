@@ -24,6 +24,7 @@ use drover_proto::private;
 
 const LOCK: &str = "ctld.lock";
 const EPOCH: &str = "epoch";
+const HEARTBEAT: &str = "heartbeat";
 
 /// This controller's claim on the state directory.
 pub struct Fence {
@@ -130,6 +131,21 @@ impl Fence {
             now => Err(deposed(epoch, now)),
         }
     }
+}
+
+/// The active controller's heartbeat (each second): a backup that cannot
+/// reach it over the network does not take over while it still writes to
+/// the shared directory (Slurm's `heartbeat` file).
+pub fn beat(dir: &Path, epoch: u64, now: i64) {
+    let path = dir.join(HEARTBEAT);
+    if let Err(e) = private::write(&path, format!("{epoch} {now}\n").as_bytes()) {
+        tracing::warn!("cannot write {}: {e}", path.display());
+    }
+}
+
+/// The heartbeat file's contents (empty when absent).
+pub fn heartbeat(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join(HEARTBEAT)).unwrap_or_default()
 }
 
 fn deposed(ours: u64, now: u64) -> String {

@@ -156,8 +156,11 @@ async fn ping(addr: &str, cred: &Credential) -> Option<PingResponse> {
 }
 
 /// Standby: watch the controllers before this one until they have all
-/// been silent for `SlurmctldTimeout`, or a takeover is asked for.
-pub async fn standby(ha: &Ha, cred: &Credential) -> Why {
+/// been silent for `SlurmctldTimeout` (no answer to a ping, and the
+/// heartbeat file in the state directory `dir` unchanged: an active
+/// controller this host cannot reach but which still writes is left
+/// alone), or a takeover is asked for.
+pub async fn standby(ha: &Ha, cred: &Credential, dir: &std::path::Path) -> Why {
     tracing::info!(
         "standby: backup controller {} of {}, watching {} (SlurmctldTimeout {}s)",
         ha.index,
@@ -166,15 +169,32 @@ pub async fn standby(ha: &Ha, cred: &Credential) -> Why {
         ha.timeout.as_secs()
     );
     let mut heard = Instant::now();
+    let mut beat = super::fence::heartbeat(dir);
+    let mut warned = false;
     loop {
         tokio::select! {
             _ = ha.takeover.notified() => return Why::Takeover,
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
+        let mut answered = false;
         for addr in &ha.addrs[..ha.index] {
             if ping(addr, cred).await.is_some() {
-                heard = Instant::now();
+                answered = true;
             }
+        }
+        let now_beat = super::fence::heartbeat(dir);
+        let beating = now_beat != beat;
+        beat = now_beat;
+        if answered || beating {
+            if !answered && !warned {
+                tracing::warn!(
+                    "no controller answers, but the heartbeat in the state directory goes on: \
+                     not taking over"
+                );
+                warned = true;
+            }
+            warned &= !answered;
+            heard = Instant::now();
         }
         if heard.elapsed() >= ha.timeout {
             return Why::Silent(heard.elapsed());
@@ -217,17 +237,11 @@ pub async fn claim(ha: &Ha, cred: &Credential) {
 }
 
 /// Back to standby: this program again, from the start, same arguments
-/// (every descriptor is close-on-exec). Returns only on failure.
+/// (every descriptor is close-on-exec). `/proc/self/exe`: the same binary
+/// even if an upgrade replaced the file meanwhile. Returns only on failure.
 pub fn restart_in_standby() -> i32 {
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            tracing::error!("cannot go back to standby: {e}");
-            return 1;
-        }
-    };
     tracing::info!("back to standby");
-    let err = std::process::Command::new(exe)
+    let err = std::process::Command::new("/proc/self/exe")
         .args(std::env::args_os().skip(1))
         .exec();
     tracing::error!("cannot go back to standby: {err}");

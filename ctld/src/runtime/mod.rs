@@ -138,6 +138,7 @@ impl Runtime {
                                 tracing::error!("{e}; exiting");
                                 std::process::exit(1);
                             }
+                            fence::beat(dir, *epoch, t);
                         }
                         // Give memory freed after a burst (big replies, many
                         // requests in flight) back to the system.
