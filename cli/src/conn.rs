@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use drover_conf::Config;
 use drover_proto::client::{Controller, Credential};
+use drover_proto::standby::NOT_ACTIVE;
 
 /// Where the configuration lives unless `$DROVER_CONF`/`$SLURM_CONF` say otherwise.
 pub const DEFAULT_CONF: &str = drover_conf::locate::DEFAULT_CONF;
@@ -169,6 +170,11 @@ pub fn classify(st: &tonic::Status) -> RpcError {
         return RpcError::Status(format!("{CONNECT_FAILURE}: {why}"));
     }
     match st.code() {
+        // A standby controller says so (it was the only one configured, or
+        // none took control within the wait).
+        Code::Unavailable if st.message() == drover_proto::standby::NOT_ACTIVE => {
+            RpcError::Status(format!("{CONNECT_FAILURE}: {NOT_ACTIVE}"))
+        }
         Code::Unavailable => RpcError::Connect,
         Code::Unknown | Code::Internal
             if st.message().contains("transport error")
@@ -231,6 +237,10 @@ mod tests {
         assert_eq!(
             classify(&tonic::Status::unknown("transport error")),
             RpcError::Connect
+        );
+        assert_eq!(
+            classify(&tonic::Status::unavailable(NOT_ACTIVE)).message(),
+            format!("{CONNECT_FAILURE}: not the active controller (standby)")
         );
         assert_eq!(
             classify(&tonic::Status::permission_denied(

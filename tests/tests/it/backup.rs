@@ -61,6 +61,27 @@ fn failover_under_load_loses_no_acknowledged_job() {
         text(&ping)
     );
     assert!(ping.status.success());
+    // The backup in standby refuses at once, saying so (a config naming
+    // only it: nothing else to try).
+    let only_backup = c.path().join("backup-only.conf");
+    let conf = std::fs::read_to_string(&c.conf).unwrap();
+    let conf: String = conf
+        .lines()
+        .filter(|l| !l.starts_with("SlurmctldHost=ctl("))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&only_backup, conf).unwrap();
+    let o = c
+        .cmd_on("ctl2", "squeue")
+        .env("DROVER_CONF", &only_backup)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("not the active controller (standby)"),
+        "{}",
+        text(&o)
+    );
     let beat = c.path().join("beat.out");
     let running = c.sbatch(
         &["-w", "node1", "-o", beat.to_str().unwrap()],
