@@ -240,7 +240,7 @@ mod tests {
         );
         assert_eq!(
             classify(&tonic::Status::unavailable(NOT_ACTIVE)).message(),
-            format!("{CONNECT_FAILURE}: not the active controller (standby)")
+            format!("{CONNECT_FAILURE}: not the active controller (standby, or taking control)")
         );
         assert_eq!(
             classify(&tonic::Status::permission_denied(

@@ -15,7 +15,7 @@ use tonic::body::Body;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The message of a standby controller's refusal.
-pub const NOT_ACTIVE: &str = "not the active controller (standby)";
+pub const NOT_ACTIVE: &str = "not the active controller (standby, or taking control)";
 
 /// The calls a standby controller serves.
 const SERVED_IN_STANDBY: &[&str] = &[

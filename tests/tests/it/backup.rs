@@ -78,7 +78,7 @@ fn failover_under_load_loses_no_acknowledged_job() {
         .unwrap();
     assert!(!o.status.success());
     assert!(
-        text(&o).contains("not the active controller (standby)"),
+        text(&o).contains("not the active controller (standby"),
         "{}",
         text(&o)
     );
