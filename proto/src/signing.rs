@@ -216,7 +216,7 @@ async fn send(
 
 /// Try the controllers in turn from the one that answered last, skipping
 /// one that cannot be reached or is in standby; once round, then again
-/// each second until `patience` has passed (a backup taking over).
+/// every half second until `patience` has passed (a backup taking over).
 async fn failover(
     targets: &Targets,
     cred: &Credential,

@@ -26,15 +26,26 @@ impl Svc {
         f: impl FnOnce(&mut Ctld, Reply<T>) + Send + 'static,
     ) -> Result<Response<T>, Status> {
         let (tx, rx) = oneshot::channel();
+        // An operation the owner never ran (it stopped first): when control
+        // passes to another controller, the client may send it there.
+        let gone = || {
+            if self
+                .ha
+                .stepping_down
+                .load(std::sync::atomic::Ordering::Acquire)
+            {
+                Status::unavailable(drover_proto::standby::NOT_ACTIVE)
+            } else {
+                Status::unavailable("controller is shutting down")
+            }
+        };
         self.tx
             .send(Box::new(move |c: &mut Ctld| {
                 f(c, Reply::new(move |v| tx.send(v).is_ok()))
             }))
             .await
-            .map_err(|_| Status::unavailable("controller is shutting down"))?;
-        rx.await
-            .map_err(|_| Status::unavailable("controller is shutting down"))?
-            .map(Response::new)
+            .map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())?.map(Response::new)
     }
 
     pub(crate) fn who<T>(&self, req: &Request<T>) -> Result<Identity, Status> {
