@@ -798,6 +798,9 @@ mod tests {
             Command::Action("release", vec!["12".into(), "13".into()])
         );
         assert_eq!(parse(&["ping"]).unwrap().1, Command::Ping);
+        assert_eq!(parse(&["takeover"]).unwrap().1, Command::Takeover(1));
+        assert_eq!(parse(&["takeover", "2"]).unwrap().1, Command::Takeover(2));
+        assert!(parse(&["takeover", "x"]).is_err());
         assert_eq!(
             parse(&["update", "JobId=1", "TimeLimit=5"]).unwrap().1,
             Command::Update(vec!["JobId=1".into(), "TimeLimit=5".into()])
