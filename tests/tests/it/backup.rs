@@ -262,3 +262,40 @@ fn takeover_deposes_a_frozen_primary_which_writes_nothing() {
     assert!(!log.contains("deposed controller were skipped"), "{log}");
     assert!(known_ids(&c, "ctl").contains(&id));
 }
+
+/// A primary the backup cannot reach over the network but which still
+/// writes its heartbeat in the shared state directory is left in control
+/// (no split brain from a cut cable between the two controllers).
+#[test]
+fn a_backup_cut_off_from_a_live_primary_does_not_take_over() {
+    let Some(c) = ha_cluster() else { return };
+    let net = c.net.as_ref().expect("hosts");
+    net.set_link("ctl", false);
+    c.wait_log(
+        "droverctld-ctl2",
+        "but the heartbeat in the state directory goes on",
+        1,
+    );
+    // Five more heartbeats (> SlurmctldTimeout=3 s) without a takeover.
+    let hb = c.path().join("state/heartbeat");
+    let mut seen = std::fs::read_to_string(&hb).unwrap_or_default();
+    let mut beats = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while beats < 5 {
+        assert!(Instant::now() < deadline, "the heartbeat stopped");
+        let now = std::fs::read_to_string(&hb).unwrap_or_default();
+        if now != seen && !now.is_empty() {
+            beats += 1;
+            seen = now;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = c.log_text("droverctld-ctl2");
+    assert!(!log.contains("taking control"), "{log}");
+    net.set_link("ctl", true);
+    let o = c.run_on("ctl", "scontrol", &["ping"]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "Slurmctld(primary) at ctl is UP\nSlurmctld(backup) at ctl2 is UP\n"
+    );
+}
