@@ -299,3 +299,51 @@ fn a_backup_cut_off_from_a_live_primary_does_not_take_over() {
         "Slurmctld(primary) at ctl is UP\nSlurmctld(backup) at ctl2 is UP\n"
     );
 }
+
+/// `scontrol takeover` with a live primary: the primary writes its log,
+/// hands over and exits with status 0 (Slurm's primary terminates); the
+/// backup serves every job, the running one still running.
+#[test]
+fn takeover_from_a_live_primary_hands_over_cleanly() {
+    let Some(mut c) = ha_cluster() else { return };
+    let running = c.sbatch(
+        &["-w", "node2", "-o", "/dev/null"],
+        "#!/bin/sh\nsleep 300\n",
+    );
+    c.wait_state(&running.to_string(), &["RUNNING"], Duration::from_secs(30));
+    let held = c.sbatch(&["-H", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    let o = c.run_on("ctl2", "scontrol", &["takeover"]);
+    assert!(o.status.success(), "takeover: {}", text(&o));
+    assert_eq!(c.wait_ctld_exit(Duration::from_secs(30)), Some(0));
+    assert!(c
+        .log_text("droverctld")
+        .contains("control handed over: the primary controller exits"));
+    c.wait_log("droverctld-ctl2", IN_CONTROL, 1);
+    let known = known_ids(&c, "node1");
+    assert!(
+        known.contains(&running) && known.contains(&held),
+        "{known:?}"
+    );
+    let o = c.run_on(
+        "node1",
+        "squeue",
+        &["-h", "-j", &running.to_string(), "-o", "%T"],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "RUNNING\n",
+        "{}",
+        text(&o)
+    );
+    // A takeover sent to the controller already in control changes nothing.
+    let o = c.run_on("ctl2", "scontrol", &["takeover"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = c.run_on("ctl2", "scontrol", &["takeover", "2"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no backup controller 2"), "{}", text(&o));
+    c.run_on(
+        "node1",
+        "scancel",
+        &[&running.to_string(), &held.to_string()],
+    );
+}
