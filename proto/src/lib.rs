@@ -29,6 +29,7 @@ pub mod replay;
 pub mod sdnotify;
 pub mod seff;
 pub mod signing;
+pub mod standby;
 pub mod stepio;
 pub mod sysdb;
 pub mod text;

@@ -5,6 +5,7 @@ mod accounting;
 mod advice;
 mod alloc_release;
 mod arrays_deps;
+mod backup;
 mod bad_input;
 mod batch;
 mod binding;
