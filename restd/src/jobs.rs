@@ -259,7 +259,7 @@ fn check_results(id: &str, results: &[drover_proto::JobResult]) -> Result<(), Fa
     }
 }
 
-async fn run_update(
+pub(crate) async fn run_update(
     mut client: drover_proto::client::Controller,
     id: &str,
     fields: Vec<(String, String)>,

@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod cluster;
 pub mod ctl;
+pub mod dash;
 pub mod jobdesc;
 pub mod jobs;
 pub mod metrics;
@@ -15,6 +16,7 @@ pub mod query;
 pub mod reply;
 pub mod routes;
 pub mod slurmdb;
+pub mod web;
 
 use std::sync::Arc;
 
@@ -50,9 +52,11 @@ async fn not_found(uri: Uri) -> Response {
     reply::Failure::not_found_url(uri.path()).into_response()
 }
 
-/// Every route of [`routes::ENDPOINTS`]; anything else is Slurm's 404.
+/// Every route of [`routes::ENDPOINTS`] and the dashboard ([`web`]);
+/// anything else is Slurm's 404.
 pub fn router(app: Arc<App>) -> Router {
     routes::routes(&app)
+        .merge(web::routes())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(app.max_body))
         .with_state(app)

@@ -13,6 +13,7 @@ pub mod gpu;
 pub mod hosts;
 pub mod procs;
 pub mod rest;
+pub mod webdriver;
 
 pub use gpu::{can_bind_devices, fake_gpus, gpu_cluster, gpu_cluster_with};
 pub use procs::{cpu_seconds, pids_mentioning};

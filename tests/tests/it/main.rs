@@ -10,6 +10,7 @@ mod binding;
 mod commands;
 mod compat;
 mod configless;
+mod dashboard;
 mod enforcement;
 mod field_limits;
 mod file_modes;
