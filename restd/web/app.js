@@ -67,6 +67,7 @@ function n(v) {
 }
 function mem(mb) {
   if (mb === null || mb === undefined || !isFinite(mb)) return '';
+  if (mb === 0) return '0';
   if (mb >= 1048576) return (mb / 1048576).toFixed(mb % 1048576 ? 1 : 0) + 'T';
   if (mb >= 1024) return (mb / 1024).toFixed(mb % 1024 ? 1 : 0) + 'G';
   return mb + 'M';
@@ -626,7 +627,9 @@ const NODE_COLS = [
 function usage(used, total, f) {
   const frag = document.createDocumentFragment();
   const pct = total ? Math.round((100 * used) / total) : 0;
-  const bar = el('span', { cls: 'bar', role: 'img', 'aria-label': pct + '% used' }, el('i', { style: 'width:' + pct + '%' }));
+  const fill = el('i');
+  fill.style.width = pct + '%'; // through the CSSOM: the page's CSP allows no style attributes
+  const bar = el('span', { cls: 'bar', role: 'img', 'aria-label': pct + '% used' }, fill);
   frag.append(bar, (f || String)(used) + ' / ' + (f || String)(total));
   return frag;
 }
