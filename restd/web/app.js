@@ -51,6 +51,7 @@ const S = {
   timings: { firstRender: null, lastUpdate: null, updates: 0 },
   timer: null,
   busy: false,
+  again: null,
 };
 window.drover = S; // for tests and benchmarks: S.timings
 
@@ -479,6 +480,7 @@ async function loadJobs(full) {
   const since = S.since;
   const incremental = !full && since > 0;
   const v = await api('GET', API + '/jobs' + (incremental ? '?update_time=' + (since - 1) : ''));
+  const fetched = performance.now();
   const at = n(v.last_update) || now();
   S.skew = at - now();
   const next = new Map(incremental ? S.jobs : []);
@@ -495,7 +497,7 @@ async function loadJobs(full) {
   if (!incremental && next.size !== S.jobs.size) changed++;
   S.jobs = next;
   S.since = at;
-  return { t, changed };
+  return { t, changed, fetched };
 }
 async function loadRecent() {
   try {
@@ -719,7 +721,8 @@ $('#fit-clear').addEventListener('click', () => { S.fit = null; $('#fit').reset(
 
 // ------------------------------------------------------------ refresh
 async function refresh(full) {
-  if (S.busy || !S.token) return;
+  if (!S.token) return;
+  if (S.busy) { S.again = S.again || (full ? 'full' : 'delta'); return; } // after this one
   S.busy = true;
   try {
     full = full || performance.now() - S.lastFull > FULL_MS;
@@ -728,7 +731,7 @@ async function refresh(full) {
       renderCompute();
     }
     const jobsFull = full || !S.since;
-    const [{ t, changed }] = await Promise.all([loadJobs(jobsFull), jobsFull ? loadRecent() : null]);
+    const [{ t, changed, fetched }] = await Promise.all([loadJobs(jobsFull), jobsFull ? loadRecent() : null]);
     if (jobsFull) {
       S.lastFull = performance.now();
       for (const id of rowCache.keys()) if (!S.jobs.has(id) && !S.recent.has(id)) rowCache.delete(id);
@@ -736,13 +739,17 @@ async function refresh(full) {
     if (changed || jobsFull || S.timings.firstRender === null) renderJobs();
     else renderBody(); // running jobs' elapsed times
     const end = performance.now();
-    if (S.timings.firstRender === null) S.timings.firstRender = end - T0;
-    else { S.timings.lastUpdate = end - t; S.timings.updates++; }
+    const tm = S.timings;
+    if (tm.firstRender === null) { tm.firstRender = end - T0; tm.firstRenderSinceNav = end; }
+    else { tm.lastUpdate = end - t; tm.lastFetch = fetched - t; tm.lastKind = jobsFull ? 'full' : 'delta'; tm.updates++; }
     $('#live-state').textContent = 'updated ' + fmtTime.format(new Date());
   } catch (e) {
     if (e.status !== 401) notice('Refresh failed', [e.message]);
   } finally {
     S.busy = false;
+    const again = S.again;
+    S.again = null;
+    if (again) refresh(again === 'full');
   }
 }
 function startPolling() {
