@@ -740,7 +740,7 @@ async function refresh(full) {
     else renderBody(); // running jobs' elapsed times
     const end = performance.now();
     const tm = S.timings;
-    if (tm.firstRender === null) { tm.firstRender = end - T0; tm.firstRenderSinceNav = end; }
+    if (tm.firstRender === null) { tm.firstRender = end - T0; tm.firstRenderSinceNav = end; tm.firstFetch = fetched - t; }
     else { tm.lastUpdate = end - t; tm.lastFetch = fetched - t; tm.lastKind = jobsFull ? 'full' : 'delta'; tm.updates++; }
     $('#live-state').textContent = 'updated ' + fmtTime.format(new Date());
   } catch (e) {
