@@ -48,3 +48,30 @@ pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
             get(|| async { asset("text/css; charset=utf-8", STYLE) }),
         )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The page loads only its own two assets, and has nothing the CSP
+    /// would block: no inline script or style, no style attributes, no
+    /// handlers in the markup.
+    #[test]
+    fn page_fits_its_content_policy() {
+        assert!(INDEX.contains(r#"<script src="/dashboard/app.js" defer></script>"#));
+        assert!(INDEX.contains(r#"<link rel="stylesheet" href="/dashboard/app.css">"#));
+        assert_eq!(INDEX.matches("<script").count(), 1);
+        assert!(!INDEX.contains("<style"));
+        for bad in [" style=", " onclick=", " onload=", "javascript:"] {
+            assert!(!INDEX.contains(bad), "{bad}");
+        }
+        // The script sets no style attributes and writes no HTML.
+        for bad in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "style: ", "eval("] {
+            assert!(!SCRIPT.contains(bad), "{bad}");
+        }
+        // No cookies: the token goes in a header.
+        assert!(!SCRIPT.contains("document.cookie"));
+        assert!(SCRIPT.contains("'X-SLURM-USER-TOKEN'"));
+        assert!(STYLE.contains(".st-RUNNING"));
+    }
+}

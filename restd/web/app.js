@@ -643,6 +643,10 @@ function fitOf(r) {
   return r.cpus - r.cpusUsed >= f.cpus && r.mem - r.memUsed >= f.mem && freeGpus >= f.gpus;
 }
 function renderCompute() {
+  if (S.computeError) {
+    S.nodes = [];
+    $('#totals').replaceChildren(el('div', { cls: 'card', role: 'alert' }, el('div', { cls: 'k', text: 'Nodes cannot be shown' }), el('div', { text: S.computeError })));
+  }
   const rows = S.nodes;
   // Cluster and partition totals.
   const sum = (list) => {
@@ -663,7 +667,7 @@ function renderCompute() {
     card('GPUs used / total', c.gpusUsed + ' / ' + c.gpus, 'gpus'),
   ];
   for (const [t, g] of Object.entries(c.types)) cards.push(card('GPUs ' + t, g.used + ' / ' + g.total, 'gpu-' + t));
-  $('#totals').replaceChildren(...cards);
+  if (!S.computeError) $('#totals').replaceChildren(...cards);
   const parts = new Map();
   for (const r of rows) for (const p of r.partitions) { if (!parts.has(p)) parts.set(p, []); parts.get(p).push(r); }
   $('#parts-head').replaceChildren(...['Partition', 'Nodes', 'CPUs used/total', 'Memory used/total', 'GPUs used/total'].map((h) => el('th', { scope: 'col', text: h })));
@@ -727,7 +731,12 @@ async function refresh(full) {
   try {
     full = full || performance.now() - S.lastFull > FULL_MS;
     if (S.view === 'compute') {
-      await loadCompute();
+      try {
+        await loadCompute();
+        S.computeError = '';
+      } catch (e) {
+        S.computeError = e.message; // PrivateData=nodes: said in the view
+      }
       renderCompute();
     }
     const jobsFull = full || !S.since;
