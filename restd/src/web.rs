@@ -66,7 +66,14 @@ mod tests {
             assert!(!INDEX.contains(bad), "{bad}");
         }
         // The script sets no style attributes and writes no HTML.
-        for bad in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "style: ", "eval("] {
+        for bad in [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "style: ",
+            "eval(",
+        ] {
             assert!(!SCRIPT.contains(bad), "{bad}");
         }
         // No cookies: the token goes in a header.

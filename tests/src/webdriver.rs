@@ -142,7 +142,10 @@ impl Browser {
         self.call("POST", &p, &json!({"width": width, "height": height}));
         // Headless windows have no chrome, but make the inner width exact.
         let inner = self.js("return [window.innerWidth, window.innerHeight]", json!([]));
-        let (iw, ih) = (inner[0].as_i64().unwrap_or(0), inner[1].as_i64().unwrap_or(0));
+        let (iw, ih) = (
+            inner[0].as_i64().unwrap_or(0),
+            inner[1].as_i64().unwrap_or(0),
+        );
         if iw > 0 && (iw != i64::from(width) || ih != i64::from(height)) {
             let w = i64::from(width) * 2 - iw;
             let h = i64::from(height) * 2 - ih;
@@ -193,11 +196,7 @@ impl Browser {
     /// The element `css` selects (the first), as a WebDriver reference.
     pub fn find(&mut self, css: &str) -> String {
         let p = self.s("/element");
-        let v = self.call(
-            "POST",
-            &p,
-            &json!({"using": "css selector", "value": css}),
-        );
+        let v = self.call("POST", &p, &json!({"using": "css selector", "value": css}));
         v[ELEMENT]
             .as_str()
             .unwrap_or_else(|| panic!("no element {css}: {v}"))

@@ -56,7 +56,11 @@ fn open(c: &Cluster, rest: &RestD, user: &str, width: u32, height: u32) -> Optio
     let mut b = Browser::start("dashboard", width, height)?;
     let tok = token(c, &[&format!("username={user}"), "lifespan=3600"]);
     b.goto(&format!("http://{}/", rest.addr));
-    b.wait("the login form", "!document.querySelector('#login').hidden", T);
+    b.wait(
+        "the login form",
+        "!document.querySelector('#login').hidden",
+        T,
+    );
     b.type_into("#token", &format!("SLURM_JWT={tok}"));
     b.click("#login-go");
     b.wait(
@@ -64,7 +68,10 @@ fn open(c: &Cluster, rest: &RestD, user: &str, width: u32, height: u32) -> Optio
         "!document.querySelector('#app').hidden && window.drover.timings.firstRender !== null",
         T,
     );
-    let who = b.js("return document.querySelector('#whoami').textContent", json!([]));
+    let who = b.js(
+        "return document.querySelector('#whoami').textContent",
+        json!([]),
+    );
     assert_eq!(who, json!(user));
     Some(b)
 }
@@ -107,9 +114,12 @@ fn has_row(id: u32) -> String {
 }
 
 fn squeue_state(c: &Cluster, id: u32) -> String {
-    c.ok("squeue", &["-h", "-t", "all", "-j", &id.to_string(), "-o", "%T"])
-        .trim()
-        .to_string()
+    c.ok(
+        "squeue",
+        &["-h", "-t", "all", "-j", &id.to_string(), "-o", "%T"],
+    )
+    .trim()
+    .to_string()
 }
 
 #[test]
@@ -146,22 +156,40 @@ fn dashboard_jobs_live_sort_filter_bulk_cancel_and_compute_totals() {
         &["-J", "mid-gpu", "--gres=gpu:a100:1", "-o", "/dev/null"],
         "#!/bin/sh\nsleep 300\n",
     );
-    let zeta = c.sbatch(&["-H", "-J", "zeta", "-o", "/dev/null"], "#!/bin/sh\nsleep 300\n");
-    let alpha = c.sbatch(&["-H", "-J", "alpha", "-o", "/dev/null"], "#!/bin/sh\nsleep 300\n");
+    let zeta = c.sbatch(
+        &["-H", "-J", "zeta", "-o", "/dev/null"],
+        "#!/bin/sh\nsleep 300\n",
+    );
+    let alpha = c.sbatch(
+        &["-H", "-J", "alpha", "-o", "/dev/null"],
+        "#!/bin/sh\nsleep 300\n",
+    );
     let quick = c.sbatch(&["-J", "quick", "-o", "/dev/null"], "#!/bin/sh\nsleep 2\n");
     c.wait_state(&gpu.to_string(), &["RUNNING"], T);
     for id in [gpu, zeta, alpha, quick] {
         b.wait("a job submitted from the CLI", &has_row(id), T);
     }
-    assert_eq!(b.js("return performance.getEntriesByType('navigation').length", json!([])), json!(1));
+    assert_eq!(
+        b.js(
+            "return performance.getEntriesByType('navigation').length",
+            json!([])
+        ),
+        json!(1)
+    );
     b.wait(
         "the running job's state",
-        &format!("{}.querySelector('.st').textContent === 'RUNNING'", has_row(gpu)),
+        &format!(
+            "{}.querySelector('.st').textContent === 'RUNNING'",
+            has_row(gpu)
+        ),
         T,
     );
     assert_eq!(state_of(&mut b, zeta), json!("PENDING"));
     let reason = b.js(
-        &format!("return {}.querySelector('.reason').textContent", has_row(zeta)),
+        &format!(
+            "return {}.querySelector('.reason').textContent",
+            has_row(zeta)
+        ),
         json!([]),
     );
     assert!(reason.as_str().unwrap().contains("JobHeldUser"), "{reason}");
@@ -201,11 +229,33 @@ fn dashboard_jobs_live_sort_filter_bulk_cancel_and_compute_totals() {
     // Hide a column; it stays hidden after a reload (and the login too).
     b.click(".cols summary");
     b.click("#col-toggles input[data-col=account]");
-    assert_eq!(b.js("return document.querySelectorAll('th[data-col=account]').length", json!([])), json!(0));
+    assert_eq!(
+        b.js(
+            "return document.querySelectorAll('th[data-col=account]').length",
+            json!([])
+        ),
+        json!(0)
+    );
     b.goto(&format!("http://{}/", rest.addr));
-    b.wait("the reloaded page", "window.drover && window.drover.timings.firstRender !== null", T);
-    assert_eq!(b.js("return document.querySelectorAll('th[data-col=account]').length", json!([])), json!(0));
-    assert_eq!(b.js("return document.querySelectorAll('th[data-col=name]').length", json!([])), json!(1));
+    b.wait(
+        "the reloaded page",
+        "window.drover && window.drover.timings.firstRender !== null",
+        T,
+    );
+    assert_eq!(
+        b.js(
+            "return document.querySelectorAll('th[data-col=account]').length",
+            json!([])
+        ),
+        json!(0)
+    );
+    assert_eq!(
+        b.js(
+            "return document.querySelectorAll('th[data-col=name]').length",
+            json!([])
+        ),
+        json!(1)
+    );
 
     // The finished job's efficiency, from accounting (after a refresh).
     c.wait_sacct(
@@ -216,16 +266,29 @@ fn dashboard_jobs_live_sort_filter_bulk_cancel_and_compute_totals() {
     b.click("#refresh");
     b.wait(
         "the finished job's efficiency",
-        &format!("{}.querySelector('td[data-col=eff]').textContent.includes('CPU')", has_row(quick)),
+        &format!(
+            "{}.querySelector('td[data-col=eff]').textContent.includes('CPU')",
+            has_row(quick)
+        ),
         T,
     );
 
     // Bulk cancel of two checked jobs, after a confirmation.
     b.click(&format!("tr[data-id=\"{zeta}\"] input.pick"));
     b.click(&format!("tr[data-id=\"{alpha}\"] input.pick"));
-    assert_eq!(b.js("return document.querySelector('#sel-count').textContent", json!([])), json!("2 selected"));
+    assert_eq!(
+        b.js(
+            "return document.querySelector('#sel-count').textContent",
+            json!([])
+        ),
+        json!("2 selected")
+    );
     b.click("[data-bulk=cancel]");
-    b.wait("the confirmation", "document.querySelector('#confirm').open", T);
+    b.wait(
+        "the confirmation",
+        "document.querySelector('#confirm').open",
+        T,
+    );
     b.click("#confirm-yes");
     b.wait(
         "the actions' outcome",
@@ -237,7 +300,10 @@ fn dashboard_jobs_live_sort_filter_bulk_cancel_and_compute_totals() {
         assert_eq!(squeue_state(&c, id), "CANCELLED");
         b.wait(
             "the cancelled state in the page",
-            &format!("{}.querySelector('.st').textContent === 'CANCELLED'", has_row(id)),
+            &format!(
+                "{}.querySelector('.st').textContent === 'CANCELLED'",
+                has_row(id)
+            ),
             T,
         );
     }
@@ -256,10 +322,19 @@ fn dashboard_jobs_live_sort_filter_bulk_cancel_and_compute_totals() {
 
     // Compute totals match sinfo -N -O.
     b.click("#tab-compute");
-    b.wait("the nodes", "document.querySelectorAll('#nodes-body tr[data-node]').length === 2", T);
+    b.wait(
+        "the nodes",
+        "document.querySelectorAll('#nodes-body tr[data-node]').length === 2",
+        T,
+    );
     let sinfo = c.ok(
         "sinfo",
-        &["-N", "-h", "-O", "NodeList:20,CPUsState:20,Memory:12,AllocMem:12,Gres:30,GresUsed:50"],
+        &[
+            "-N",
+            "-h",
+            "-O",
+            "NodeList:20,CPUsState:20,Memory:12,AllocMem:12,Gres:30,GresUsed:50",
+        ],
     );
     let count = |g: &str| -> u64 {
         g.split(',')
@@ -283,7 +358,11 @@ fn dashboard_jobs_live_sort_filter_bulk_cancel_and_compute_totals() {
         let aiot: Vec<u64> = f[1].split('/').map(|x| x.parse().unwrap()).collect();
         let mut cell = |k: &str| b_cell(&mut b, f[0], k);
         assert_eq!(cell("cpus"), (aiot[0], aiot[3]), "{line}");
-        assert_eq!(cell("mem"), (f[3].parse().unwrap(), f[2].parse().unwrap()), "{line}");
+        assert_eq!(
+            cell("mem"),
+            (f[3].parse().unwrap(), f[2].parse().unwrap()),
+            "{line}"
+        );
         assert_eq!(cell("gpus"), (count(f[5]), count(f[4])), "{line}");
         total_gpus += count(f[4]);
     }
@@ -292,27 +371,54 @@ fn dashboard_jobs_live_sort_filter_bulk_cancel_and_compute_totals() {
         "return document.querySelector('tr[data-node=node1] td[data-k=holders]').textContent",
         json!([]),
     );
-    assert!(holders.as_str().unwrap().contains(&format!(": {gpu} (root)")), "{holders}");
-    let card = b.js("return document.querySelector('[data-total=gpus] .v').textContent", json!([]));
+    assert!(
+        holders
+            .as_str()
+            .unwrap()
+            .contains(&format!(": {gpu} (root)")),
+        "{holders}"
+    );
+    let card = b.js(
+        "return document.querySelector('[data-total=gpus] .v').textContent",
+        json!([]),
+    );
     assert_eq!(card, json!("1 / 2"));
 
     // Where can a 2-GPU job start now? Nowhere; a 1-GPU job: node1.
     b.type_into("#fit-gpus", "2");
     b.click("#fit button[type=submit]");
-    b.wait("no fit", "document.querySelector('#fit-result').textContent === 'No node can start it now.'", T);
+    b.wait(
+        "no fit",
+        "document.querySelector('#fit-result').textContent === 'No node can start it now.'",
+        T,
+    );
     b.type_into("#fit-gpus", "1");
     b.type_into("#fit-mem", "1");
     b.click("#fit button[type=submit]");
-    b.wait("a fit", "document.querySelector('#fit-result').textContent.endsWith(': node1')", T);
+    b.wait(
+        "a fit",
+        "document.querySelector('#fit-result').textContent.endsWith(': node1')",
+        T,
+    );
     b.click("#fit-clear");
     b.screenshot(&img("dashboard-compute.png"));
 
     // Narrow (a phone): the jobs view still reads.
     b.click("#tab-jobs");
     b.resize(390, 844);
-    b.wait("a narrow layout", "document.documentElement.clientWidth <= 400", T);
-    let overflow = b.js("return document.documentElement.scrollWidth - document.documentElement.clientWidth", json!([]));
-    assert!(overflow.as_i64().unwrap() <= 0, "the page scrolls sideways by {overflow}px");
+    b.wait(
+        "a narrow layout",
+        "document.documentElement.clientWidth <= 400",
+        T,
+    );
+    let overflow = b.js(
+        "return document.documentElement.scrollWidth - document.documentElement.clientWidth",
+        json!([]),
+    );
+    assert!(
+        overflow.as_i64().unwrap() <= 0,
+        "the page scrolls sideways by {overflow}px"
+    );
     b.screenshot(&img("dashboard-narrow.png"));
 }
 
@@ -335,11 +441,25 @@ fn dashboard_second_user_sees_only_own_jobs_and_cannot_cancel_roots() {
     let c = cluster(devs.path(), &["PrivateData=jobs"], false);
     jwt_key_ready(&c);
     let rest = RestD::start(&c, &[]);
-    let roots = c.sbatch(&["-H", "-J", "rootsecret", "-o", "/dev/null"], "#!/bin/sh\nsleep 300\n");
+    let roots = c.sbatch(
+        &["-H", "-J", "rootsecret", "-o", "/dev/null"],
+        "#!/bin/sh\nsleep 300\n",
+    );
     let o = c.run_as(
         NOBODY,
         "sbatch",
-        &["--parsable", "-H", "-J", "mine", "-o", "/dev/null", "-D", "/tmp", "--wrap", "sleep 300"],
+        &[
+            "--parsable",
+            "-H",
+            "-J",
+            "mine",
+            "-o",
+            "/dev/null",
+            "-D",
+            "/tmp",
+            "--wrap",
+            "sleep 300",
+        ],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mine: u32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
@@ -354,14 +474,22 @@ fn dashboard_second_user_sees_only_own_jobs_and_cannot_cancel_roots() {
 
     // Root's job by its link: not shown, and cancelling it is refused.
     b.goto(&format!("http://{}/#job={roots}", rest.addr));
-    b.wait("the detail dialog", "document.querySelector('#detail').open", T);
+    b.wait(
+        "the detail dialog",
+        "document.querySelector('#detail').open",
+        T,
+    );
     b.wait(
         "the refusal to show it",
         "document.querySelector('#detail-body').textContent.includes('Access/permission denied')",
         T,
     );
     b.click("#detail-actions [data-act=cancel]");
-    b.wait("the confirmation", "document.querySelector('#confirm').open", T);
+    b.wait(
+        "the confirmation",
+        "document.querySelector('#confirm').open",
+        T,
+    );
     b.click("#confirm-yes");
     let msg = b.wait(
         "the refusal of the cancel",
@@ -370,7 +498,10 @@ fn dashboard_second_user_sees_only_own_jobs_and_cannot_cancel_roots() {
     );
     let msg = msg.as_str().unwrap();
     assert!(msg.contains("1 failed"), "{msg}");
-    assert!(msg.contains(&format!("Job {roots}: Access/permission denied")), "{msg}");
+    assert!(
+        msg.contains(&format!("Job {roots}: Access/permission denied")),
+        "{msg}"
+    );
     assert_eq!(squeue_state(&c, roots), "PENDING");
     drop(b);
 
