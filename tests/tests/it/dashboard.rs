@@ -403,6 +403,23 @@ fn dashboard_jobs_live_sort_filter_bulk_cancel_and_compute_totals() {
     b.click("#fit-clear");
     b.screenshot(&img("dashboard-compute.png"));
 
+    // Requeue the running job from its row's menu: it runs again.
+    b.click("#tab-jobs");
+    row_action(&mut b, gpu, "requeue");
+    b.wait(
+        "the requeue's outcome",
+        "document.querySelector('#notice-body').textContent.includes('Requeue: 1 of 1 done')",
+        T,
+    );
+    let deadline = std::time::Instant::now() + T;
+    while c.job_field(&gpu.to_string(), "Restarts").as_deref() != Some("1") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "job {gpu} not requeued"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
     // Narrow (a phone): the jobs view still reads.
     b.click("#tab-jobs");
     b.resize(390, 844);
@@ -420,6 +437,25 @@ fn dashboard_jobs_live_sort_filter_bulk_cancel_and_compute_totals() {
         "the page scrolls sideways by {overflow}px"
     );
     b.screenshot(&img("dashboard-narrow.png"));
+}
+
+/// Choose `action` in job `id`'s row menu and confirm it.
+fn row_action(b: &mut Browser, id: u32, action: &str) {
+    b.click(&format!("tr[data-id=\"{id}\"] select.rowact"));
+    b.click(&format!(
+        "tr[data-id=\"{id}\"] select.rowact option[value={action}]"
+    ));
+    b.wait(
+        "the confirmation",
+        "document.querySelector('#confirm').open",
+        T,
+    );
+    let text = b.js(
+        "return document.querySelector('#confirm-text').textContent",
+        json!([]),
+    );
+    assert!(text.as_str().unwrap().contains(&id.to_string()), "{text}");
+    b.click("#confirm-yes");
 }
 
 /// A node row's (used, total) figures of a column.
@@ -503,6 +539,24 @@ fn dashboard_second_user_sees_only_own_jobs_and_cannot_cancel_roots() {
         "{msg}"
     );
     assert_eq!(squeue_state(&c, roots), "PENDING");
+
+    // Their own held job: released from its row's menu, after confirming.
+    b.click("#detail .dhead button");
+    b.goto(&format!("http://{}/", rest.addr));
+    b.wait("nobody's job again", &has_row(mine), T);
+    row_action(&mut b, mine, "release");
+    b.wait(
+        "the release's outcome",
+        "document.querySelector('#notice-body').textContent.includes('Release: 1 of 1 done')",
+        T,
+    );
+    let reason = c.ok("squeue", &["-h", "-j", &mine.to_string(), "-o", "%r"]);
+    assert!(!reason.contains("JobHeld"), "{reason}");
+    b.wait(
+        "the released job without its hold in the page",
+        &format!("!({}.textContent.includes('JobHeld'))", has_row(mine)),
+        T,
+    );
     drop(b);
 
     // Root (an administrator) sees both.
