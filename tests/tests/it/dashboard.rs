@@ -23,9 +23,20 @@ fn img(name: &str) -> PathBuf {
 }
 
 /// Two nodes, the first with two (fake) a100 GPUs.
-fn cluster(devs: &std::path::Path, extra: &[&str], accounting: bool) -> Cluster {
+/// None (after a SKIPPED line) without chromium and chromedriver, or
+/// without root (the fake GPUs are device nodes).
+fn cluster(devs: &std::path::Path, extra: &[&str], accounting: bool) -> Option<Cluster> {
+    if let Err(why) = drover_tests::webdriver::programs() {
+        eprintln!("SKIPPED (dashboard): {why}");
+        return None;
+    }
+    // SAFETY: geteuid never fails.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED (dashboard): the fake GPUs' device nodes need root");
+        return None;
+    }
     fake_gpus(devs, 2);
-    Cluster::start(Spec {
+    Some(Cluster::start(Spec {
         extra: [jwt_conf(), "GresTypes=gpu".into()]
             .into_iter()
             .chain(extra.iter().map(|s| s.to_string()))
@@ -48,7 +59,7 @@ fn cluster(devs: &std::path::Path, extra: &[&str], accounting: bool) -> Cluster 
         ],
         accounting: accounting.then(|| "sqlite".into()),
         ..Spec::default()
-    })
+    }))
 }
 
 /// The dashboard in a browser, logged in as `user`; None: no browser here.
@@ -125,14 +136,9 @@ fn squeue_state(c: &Cluster, id: u32) -> String {
 #[test]
 fn dashboard_jobs_live_sort_filter_bulk_cancel_and_compute_totals() {
     let devs = tempfile::tempdir().unwrap();
-    if drover_tests::webdriver::programs().is_err() {
-        eprintln!(
-            "SKIPPED (dashboard): {}",
-            drover_tests::webdriver::programs().unwrap_err()
-        );
+    let Some(c) = cluster(devs.path(), &[], true) else {
         return;
-    }
-    let c = cluster(devs.path(), &[], true);
+    };
     jwt_key_ready(&c);
     let rest = RestD::start(&c, &[]);
     let Some(mut b) = open(&c, &rest, "root", 1280, 900) else {
@@ -470,11 +476,9 @@ fn b_cell(b: &mut Browser, node: &str, k: &str) -> (u64, u64) {
 #[test]
 fn dashboard_second_user_sees_only_own_jobs_and_cannot_cancel_roots() {
     let devs = tempfile::tempdir().unwrap();
-    if let Err(why) = drover_tests::webdriver::programs() {
-        eprintln!("SKIPPED (dashboard): {why}");
+    let Some(c) = cluster(devs.path(), &["PrivateData=jobs"], false) else {
         return;
-    }
-    let c = cluster(devs.path(), &["PrivateData=jobs"], false);
+    };
     jwt_key_ready(&c);
     let rest = RestD::start(&c, &[]);
     let roots = c.sbatch(
