@@ -10,7 +10,8 @@ use axum::extract::{Path, State};
 use axum::Extension;
 use drover_cli::scontrol::show::{self, ShowOpts};
 use drover_proto::acct::JobQuery;
-use drover_proto::{GetJobsRequest, JobFilter, JobInfo, JobState};
+use drover_cli::squeue::format as jf;
+use drover_proto::{GetJobsRequest, GetNodesRequest, JobFilter, JobInfo, JobState, ReadOutputRequest};
 use serde_json::{json, Value};
 
 use crate::auth::Caller;
@@ -104,13 +105,83 @@ pub async fn detail(
     if list.is_empty() && eff.is_empty() {
         return Err(Failure::invalid_job(&id));
     }
+    let output = match list.as_slice() {
+        [j] => output(&app, &caller, j).await,
+        _ => Value::Null,
+    };
     Ok(reply::ok(
         vec![(
             "detail",
-            json!({"job_id": id, "show": shown, "steps": steps, "efficiency": eff}),
+            json!({"job_id": id, "show": shown, "steps": steps, "efficiency": eff,
+                   "output": output}),
         )],
         Vec::new(),
     ))
+}
+
+/// How much of each output file the detail shows.
+const TAIL_BYTES: u64 = 16 * 1024;
+
+/// The tails of a batch job's stdout and stderr, read on its batch host by
+/// the node agent with the caller's own rights: `{"std_out": {"path",
+/// "size", "text"} or {"path", "error"}, "std_err": ...}`; null for a job
+/// that has not run (or has no batch host).
+async fn output(app: &App, caller: &Caller, j: &JobInfo) -> Value {
+    if j.batch_host.is_empty() || !j.batch_flag {
+        return Value::Null;
+    }
+    // Where the batch host's agent listens: the controller's node record
+    // (asked as this daemon: the address is not the user's information).
+    let node = app
+        .ctl
+        .controller_as_daemon()
+        .get_nodes(GetNodesRequest {
+            names: vec![j.batch_host.clone()],
+        })
+        .await
+        .ok()
+        .and_then(|r| r.into_inner().nodes.into_iter().next());
+    let agent = node.map(|n| {
+        let host = if n.node_addr.is_empty() {
+            &n.name
+        } else {
+            &n.node_addr
+        };
+        app.ctl.agent(
+            caller,
+            &drover_conf::slurmconf::join_host_port(host, n.port as u16),
+        )
+    });
+    let mut out = serde_json::Map::new();
+    let paths = [
+        ("std_out", jf::std_out_path(j)),
+        ("std_err", jf::std_err_path(j)),
+    ];
+    for (key, path) in paths {
+        if key == "std_err" && path == out["std_out"]["path"] {
+            continue; // -e not given: one file for both
+        }
+        let v = match &agent {
+            None => json!({"path": path, "error": format!("node {} unknown", j.batch_host)}),
+            Some(Err(e)) => json!({"path": path, "error": e}),
+            Some(Ok(a)) => {
+                let req = ReadOutputRequest {
+                    path: path.clone(),
+                    max_bytes: TAIL_BYTES,
+                };
+                match a.clone().read_output(req).await {
+                    Ok(r) => {
+                        let r = r.into_inner();
+                        json!({"path": path, "size": r.size,
+                               "text": String::from_utf8_lossy(&r.data)})
+                    }
+                    Err(st) => json!({"path": path, "error": st.message()}),
+                }
+            }
+        };
+        out.insert(key.to_string(), v);
+    }
+    Value::Object(out)
 }
 
 /// `POST /drover/v0.0.40/job/{job_id}/requeue`: `scontrol requeue`.

@@ -579,6 +579,13 @@ async function openDetail(id) {
     if (r && r.eff) kids.push(el('p', null, el('strong', { text: 'Efficiency: ' }), effText(r.eff) || 'not measured'));
     if (v.show) kids.push(el('h3', { text: 'scontrol show job' }), el('pre', { cls: 'show', text: v.show }));
     if (v.steps && v.steps.length) kids.push(el('h3', { text: 'Steps' }), el('pre', { cls: 'show', text: v.steps.join('\n') }));
+    for (const [k, label] of [['std_out', 'Output'], ['std_err', 'Errors']]) {
+      const o = v.output && v.output[k];
+      if (!o) continue;
+      const what = k === 'std_out' && !v.output.std_err ? 'Output and errors' : label;
+      kids.push(el('h3', { text: what + ' (' + o.path + (o.size > 16384 ? ', last 16 KiB of ' + Math.round(o.size / 1024) + ' KiB' : '') + ')' }));
+      kids.push(o.error !== undefined ? el('p', { cls: 'notice', 'data-output': k, text: o.error }) : el('pre', { cls: 'show', 'data-output': k, text: o.text || '(empty)' }));
+    }
     kids.push(el('h3', { text: 'Efficiency (seff)' }), el('pre', { cls: 'show', text: v.efficiency || 'No accounting record yet (the job has not finished, or accounting is off).' }));
     body.replaceChildren(...kids);
   } catch (e) {

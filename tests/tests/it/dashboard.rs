@@ -158,9 +158,16 @@ fn dashboard_jobs_live_sort_filter_bulk_cancel_and_compute_totals() {
     );
 
     // Jobs submitted from the CLI appear without a reload.
+    let out = c.path().join("gpu.out");
     let gpu = c.sbatch(
-        &["-J", "mid-gpu", "--gres=gpu:a100:1", "-o", "/dev/null"],
-        "#!/bin/sh\nsleep 300\n",
+        &[
+            "-J",
+            "mid-gpu",
+            "--gres=gpu:a100:1",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        "#!/bin/sh\necho hello from the gpu job\nsleep 300\n",
     );
     let zeta = c.sbatch(
         &["-H", "-J", "zeta", "-o", "/dev/null"],
@@ -322,6 +329,13 @@ fn dashboard_jobs_live_sort_filter_bulk_cancel_and_compute_totals() {
     b.wait(
         "the job detail",
         "document.querySelector('#detail-body pre') && document.querySelector('#detail-body pre').textContent.includes('JobState=RUNNING')",
+        T,
+    );
+    // The tail of its output, read on its node by the agent as root.
+    c.wait_file(&out, |t| t.contains("hello from the gpu job"));
+    b.wait(
+        "the output tail",
+        "document.querySelector('#detail-body [data-output=std_out]').textContent.includes('hello from the gpu job')",
         T,
     );
     b.click("#detail .dhead button");
