@@ -18,7 +18,8 @@ use drover_proto::{
     AgentPingRequest, AgentPingResponse, AgentReconfigureRequest, AgentReconfigureResponse,
     AttachInput, BcastChunk, BcastResponse, JobStatsRequest, JobStatsResponse, LaunchRequest,
     LaunchResponse, ListPidsRequest, ListPidsResponse, ReadOutputRequest, ReadOutputResponse,
-    SignalJobRequest, SignalJobResponse, StepLaunchRequest, StepLaunchResponse, SuspendJobRequest, SuspendJobResponse,
+    SignalJobRequest, SignalJobResponse, StepLaunchRequest, StepLaunchResponse, SuspendJobRequest,
+    SuspendJobResponse,
 };
 
 use crate::jobdir;

@@ -66,10 +66,9 @@ pub async fn read_output(
 ) -> Result<ReadOutputResponse, Status> {
     let (id, _) = caller(shared, &request)?;
     let r = request.into_inner();
-    let (data, size) = tokio::task::spawn_blocking(move || {
-        crate::output_tail::read_as(&id, &r.path, r.max_bytes)
-    })
-    .await
-    .map_err(|e| Status::internal(e.to_string()))??;
+    let (data, size) =
+        tokio::task::spawn_blocking(move || crate::output_tail::read_as(&id, &r.path, r.max_bytes))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))??;
     Ok(ReadOutputResponse { data, size })
 }

@@ -1,7 +1,7 @@
 //! `/drover/v0.0.40/...`: what the web dashboard needs that Slurm's REST
 //! API has no endpoint for: who the token speaks for, a job's
-//! `scontrol show job -d` / `show step` / `seff` texts, requeue, and which
-//! running job holds which GPU. Each is the gRPC call the matching command
+//! `scontrol show job -d` / `show step` / `seff` texts and output tail,
+//! requeue, and which running job holds which GPU. Each is the gRPC call the matching command
 //! makes, as the request's user (PrivateData applies).
 
 use std::sync::Arc;
@@ -9,9 +9,11 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::Extension;
 use drover_cli::scontrol::show::{self, ShowOpts};
-use drover_proto::acct::JobQuery;
 use drover_cli::squeue::format as jf;
-use drover_proto::{GetJobsRequest, GetNodesRequest, JobFilter, JobInfo, JobState, ReadOutputRequest};
+use drover_proto::acct::JobQuery;
+use drover_proto::{
+    GetJobsRequest, GetNodesRequest, JobFilter, JobInfo, JobState, ReadOutputRequest,
+};
 use serde_json::{json, Value};
 
 use crate::auth::Caller;

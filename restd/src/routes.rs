@@ -273,7 +273,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
         Op::JobDetail,
         "get",
         "/drover/v0.0.40/job/{job_id}/detail",
-        "Drover: scontrol show job -d, show step and seff texts of a job",
+        "Drover: scontrol show job -d, show step and seff texts of a job, and its output tail",
         &[],
         Body::None,
         "detail",
