@@ -338,6 +338,7 @@ fn dashboard_jobs_live_sort_filter_bulk_cancel_and_compute_totals() {
         "document.querySelector('#detail-body [data-output=std_out]').textContent.includes('hello from the gpu job')",
         T,
     );
+    b.screenshot(&img("dashboard-detail.png"));
     b.click("#detail .dhead button");
 
     // Compute totals match sinfo -N -O.
