@@ -1,4 +1,4 @@
-//! The web dashboard: one HTML page, a script and a style sheet, embedded
+//! The web dashboard: one HTML page, two scripts and a style sheet, embedded
 //! in the binary and served at `/` without authentication (they hold no
 //! data; the page asks the REST API for everything, with the token the
 //! user pastes, sent in a header, never a cookie).
@@ -10,6 +10,7 @@ use axum::Router;
 
 pub const INDEX: &str = include_str!("../web/index.html");
 pub const SCRIPT: &str = include_str!("../web/app.js");
+pub const COMPUTE: &str = include_str!("../web/compute.js");
 pub const STYLE: &str = include_str!("../web/app.css");
 
 /// Only this origin's script and styles, no framing, no referrer.
@@ -32,7 +33,7 @@ fn asset(kind: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-/// `/`, `/dashboard/app.js`, `/dashboard/app.css`.
+/// `/`, `/dashboard/app.js`, `/dashboard/compute.js`, `/dashboard/app.css`.
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
         .route(
@@ -44,6 +45,10 @@ pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
             get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }),
         )
         .route(
+            "/dashboard/compute.js",
+            get(|| async { asset("text/javascript; charset=utf-8", COMPUTE) }),
+        )
+        .route(
             "/dashboard/app.css",
             get(|| async { asset("text/css; charset=utf-8", STYLE) }),
         )
@@ -53,19 +58,20 @@ pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
 mod tests {
     use super::*;
 
-    /// The page loads only its own two assets, and has nothing the CSP
+    /// The page loads only its own assets, and has nothing the CSP
     /// would block: no inline script or style, no style attributes, no
     /// handlers in the markup.
     #[test]
     fn page_fits_its_content_policy() {
         assert!(INDEX.contains(r#"<script src="/dashboard/app.js" defer></script>"#));
         assert!(INDEX.contains(r#"<link rel="stylesheet" href="/dashboard/app.css">"#));
-        assert_eq!(INDEX.matches("<script").count(), 1);
+        assert!(INDEX.contains(r#"<script src="/dashboard/compute.js" defer></script>"#));
+        assert_eq!(INDEX.matches("<script").count(), 2);
         assert!(!INDEX.contains("<style"));
         for bad in [" style=", " onclick=", " onload=", "javascript:"] {
             assert!(!INDEX.contains(bad), "{bad}");
         }
-        // The script sets no style attributes and writes no HTML.
+        // The scripts set no style attributes and write no HTML.
         for bad in [
             "innerHTML",
             "outerHTML",
@@ -74,10 +80,10 @@ mod tests {
             "style: ",
             "eval(",
         ] {
-            assert!(!SCRIPT.contains(bad), "{bad}");
+            assert!(!SCRIPT.contains(bad) && !COMPUTE.contains(bad), "{bad}");
         }
         // No cookies: the token goes in a header.
-        assert!(!SCRIPT.contains("document.cookie"));
+        assert!(!SCRIPT.contains("document.cookie") && !COMPUTE.contains("document.cookie"));
         assert!(SCRIPT.contains("'X-SLURM-USER-TOKEN'"));
         assert!(STYLE.contains(".st-RUNNING"));
     }
