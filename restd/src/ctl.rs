@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use drover_proto::auth::ClusterKey;
-use drover_proto::client::{Accounting, Controller, Credential, Scheduler, Signed, Targets};
+use drover_proto::client::{Accounting, Agent, Controller, Credential, Scheduler, Signed, Targets};
 use tonic::transport::Channel;
 
 use crate::auth::Caller;
@@ -61,6 +61,11 @@ impl Ctl {
         let cred = Credential::daemon(self.key.clone(), self.host.clone());
         Controller::new(Signed::new(self.ctld.clone(), cred))
             .max_decoding_message_size(drover_proto::MAX_MESSAGE_BYTES)
+    }
+
+    /// The node agent at `addr` (`host:port`), as `caller`.
+    pub fn agent(&self, caller: &Caller, addr: &str) -> Result<Agent, String> {
+        drover_proto::client::agent(addr, self.cred(caller))
     }
 
     /// The accounting daemon as `caller`; None when accounting is off.

@@ -14,6 +14,7 @@ pub mod ha;
 pub mod hosts;
 pub mod procs;
 pub mod rest;
+pub mod webdriver;
 
 pub use gpu::{can_bind_devices, fake_gpus, gpu_cluster, gpu_cluster_with};
 pub use procs::{cpu_seconds, pids_mentioning};

@@ -7,9 +7,9 @@
 mod accounting;
 pub mod agent_pool;
 pub mod config_files;
-pub mod mail;
 pub mod fence;
 pub mod ha;
+pub mod mail;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -12,6 +12,7 @@ mod binding;
 mod commands;
 mod compat;
 mod configless;
+mod dashboard;
 mod enforcement;
 mod field_limits;
 mod file_modes;
