@@ -87,8 +87,8 @@ pub struct Outcomes {
     pub jobs: Vec<JobOut>,
     /// Trace jobs the core refused at submission: (trace line, id, why).
     pub refused: Vec<(usize, String, String)>,
-    /// Dependencies on jobs outside the trace (dropped: Slurm would treat a
-    /// job it no longer knows as done).
+    /// Dependencies on jobs outside the trace or already forgotten
+    /// (MinJobAge), dropped.
     pub deps_dropped: usize,
     pub series: Vec<Sample>,
     pub shares: Vec<ShareSample>,
@@ -347,6 +347,23 @@ impl Sim {
         let first = &self.trace[idx[0]];
         let who = self.uid(&first.user);
         let mut spec = spec_of(first);
+        if first.nodes == 0 {
+            // `-n N` alone: Slurm spreads the tasks over as many nodes as
+            // they need. This core reads absent node counts as one node, so
+            // the range is made explicit: from the fewest nodes that could
+            // hold the CPUs to the partition's node count.
+            let cfg = &self.core.cfg;
+            let part = cfg
+                .partition(&spec.partition)
+                .or_else(|| cfg.default_partition());
+            let nodes = part.map(|p| cfg.partition_nodes(&p.name)).unwrap_or_default();
+            let widest = nodes.iter().map(|n| n.cpus).max().unwrap_or(1).max(1);
+            let fewest = spec.ntasks.div_ceil(widest).max(1);
+            if fewest > 1 {
+                spec.min_nodes = fewest;
+                spec.max_nodes = spec.ntasks.min(nodes.len() as u32).max(fewest);
+            }
+        }
         let (dep, is_array) = (first.dependency.clone(), first.array.is_some());
         spec.dependency = self.remap_dependency(&dep);
         let tasks: Vec<u32> = idx
@@ -421,7 +438,14 @@ impl Sim {
                 }
             };
             let Some((id, task)) = c.job else { continue };
-            let Some(&core) = self.core_id.get(&id.to_string()) else {
+            // A job the controller no longer knows (outside the trace, or
+            // forgotten after MinJobAge) would make Slurm refuse the
+            // submission; the condition is dropped instead, and counted.
+            let Some(&core) = self
+                .core_id
+                .get(&id.to_string())
+                .filter(|c| self.core.jobs.contains_key(c))
+            else {
                 self.out.deps_dropped += 1;
                 continue;
             };

@@ -205,7 +205,7 @@ pub fn render(metrics: &[Metric], out: &Outcomes) -> String {
     if out.deps_dropped > 0 {
         let _ = writeln!(
             s,
-            "dependencies on jobs outside the trace, dropped: {}",
+            "dependencies on jobs outside the trace or already forgotten (MinJobAge), dropped: {}",
             out.deps_dropped
         );
     }
