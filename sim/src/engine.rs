@@ -660,22 +660,26 @@ impl Sim {
             return;
         };
         r.gen += 1;
-        let (gen, left) = (r.gen, r.left);
-        let end = (left != i64::MAX).then(|| now.saturating_add(left));
-        if let Some(end) = end {
-            self.push(end, Event::End { job: id, gen });
-        }
+        let (gen, left, trace) = (r.gen, r.left, r.trace);
         let over = self.core.cfg.over_time_limit_min;
-        if over == u32::MAX {
-            return;
-        }
         let limit = self
             .core
             .jobs
             .get(&id)
             .and_then(|j| drover_ctld::suspend::limit_end(j.rt()))
+            .filter(|_| over != u32::MAX)
             .map(|e| e + i64::from(over) * 60);
-        if let Some(l) = limit.filter(|l| end.is_none_or(|e| *l <= e)) {
+        // A job that ran into its limit in the trace runs into it here too
+        // (when it has one); others end when their run time is over, unless
+        // their limit comes first.
+        let mut end = (left != i64::MAX).then(|| now.saturating_add(left));
+        if self.trace[trace].outcome == Outcome::Timeout && limit.is_some() {
+            end = None;
+        }
+        if let Some(end) = end {
+            self.push(end, Event::End { job: id, gen });
+        }
+        if let Some(l) = limit.filter(|l| end.is_none_or(|e| *l < e)) {
             self.push(l.max(now), Event::Limit { job: id, gen });
         }
     }
