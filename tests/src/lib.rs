@@ -45,6 +45,7 @@ pub fn bin_dir() -> PathBuf {
         "droverd",
         "droverdbd",
         "droverrestd",
+        "droversim",
     ] {
         assert!(
             dir.join(b).exists(),
