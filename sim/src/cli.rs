@@ -108,7 +108,11 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
                 a.refuse_bad = match value()?.as_str() {
                     "skip" => false,
                     "refuse" => true,
-                    v => return Err(format!("option --bad-lines: '{v}' is neither skip nor refuse")),
+                    v => {
+                        return Err(format!(
+                            "option --bad-lines: '{v}' is neither skip nor refuse"
+                        ))
+                    }
                 }
             }
             "--csv" => a.csv = Some(value()?),
@@ -245,7 +249,15 @@ fn workload(a: &Args, cfg: &Config) -> Result<Vec<TraceJob>, String> {
 
 fn simulate(cfg: Config, jobs: Vec<TraceJob>, tick: Option<i64>) -> Outcomes {
     let tick = tick.unwrap_or_else(|| engine::default_tick(&cfg));
-    Sim::new(cfg, jobs, Options { tick, samples: 2000 }).run()
+    Sim::new(
+        cfg,
+        jobs,
+        Options {
+            tick,
+            samples: 2000,
+        },
+    )
+    .run()
 }
 
 fn write(path: &str, text: &str) -> Result<(), String> {
@@ -306,7 +318,12 @@ fn go(a: &Args) -> Result<(), String> {
             let sb = report::summary(&out_b);
             print!(
                 "{}",
-                report::compare(&sa, &sb, &a.conf.display().to_string(), &path_b.display().to_string())
+                report::compare(
+                    &sa,
+                    &sb,
+                    &a.conf.display().to_string(),
+                    &path_b.display().to_string()
+                )
             );
         }
         _ => print!("{}", report::render(&sa, &out)),

@@ -112,13 +112,25 @@ struct Submission {
 
 enum Event {
     /// The job's run time is over (if `gen` is still its generation).
-    End { job: u32, gen: u64 },
+    End {
+        job: u32,
+        gen: u64,
+    },
     /// Its time limit runs out now: the periodic checks.
-    Limit { job: u32, gen: u64 },
+    Limit {
+        job: u32,
+        gen: u64,
+    },
     /// An agent killed the job's run `restart` (asked by a Signal 0).
-    Killed { job: u32, restart: u32, timeout: bool },
+    Killed {
+        job: u32,
+        restart: u32,
+        timeout: bool,
+    },
     /// The owner cancels it (it never ran in the trace).
-    Cancel { trace: usize },
+    Cancel {
+        trace: usize,
+    },
     Later(Op),
 }
 
@@ -248,10 +260,17 @@ impl Sim {
         let mut stalled = false;
         loop {
             let next_event = self.heap.peek().map(|Reverse((t, _))| *t);
-            let next_submit = self.subs.get(self.next_sub).map(|s| self.trace[s.jobs[0]].submit);
+            let next_submit = self
+                .subs
+                .get(self.next_sub)
+                .map(|s| self.trace[s.jobs[0]].submit);
             let busy = !self.running.is_empty() || !self.core.queue.is_empty();
             let next_tick = busy.then_some(self.next_tick);
-            let Some(t) = [next_event, next_submit, next_tick].into_iter().flatten().min() else {
+            let Some(t) = [next_event, next_submit, next_tick]
+                .into_iter()
+                .flatten()
+                .min()
+            else {
                 break;
             };
             if next_event.is_none() && next_submit.is_none() && self.running.is_empty() {
@@ -277,7 +296,11 @@ impl Sim {
                     self.perform();
                 }
             }
-            while self.subs.get(self.next_sub).is_some_and(|s| self.trace[s.jobs[0]].submit <= t) {
+            while self
+                .subs
+                .get(self.next_sub)
+                .is_some_and(|s| self.trace[s.jobs[0]].submit <= t)
+            {
                 let s = self.next_sub;
                 self.next_sub += 1;
                 self.out.events += 1;
@@ -356,7 +379,9 @@ impl Sim {
             let part = cfg
                 .partition(&spec.partition)
                 .or_else(|| cfg.default_partition());
-            let nodes = part.map(|p| cfg.partition_nodes(&p.name)).unwrap_or_default();
+            let nodes = part
+                .map(|p| cfg.partition_nodes(&p.name))
+                .unwrap_or_default();
             let widest = nodes.iter().map(|n| n.cpus).max().unwrap_or(1).max(1);
             let fewest = spec.ntasks.div_ceil(widest).max(1);
             if fewest > 1 {
@@ -408,12 +433,16 @@ impl Sim {
             Some(Err(e)) => {
                 for &i in &idx {
                     let j = &self.trace[i];
-                    self.out.refused.push((j.line, j.id.clone(), e.message().to_string()));
+                    self.out
+                        .refused
+                        .push((j.line, j.id.clone(), e.message().to_string()));
                 }
             }
             None => {
                 let j = &self.trace[idx[0]];
-                self.out.refused.push((j.line, j.id.clone(), "not answered".into()));
+                self.out
+                    .refused
+                    .push((j.line, j.id.clone(), "not answered".into()));
             }
         }
     }
@@ -464,7 +493,11 @@ impl Sim {
     fn handle(&mut self, e: Event) {
         match e {
             Event::End { job, gen } => {
-                let Some(r) = self.running.get(&job).filter(|r| r.gen == gen && !r.suspended) else {
+                let Some(r) = self
+                    .running
+                    .get(&job)
+                    .filter(|r| r.gen == gen && !r.suspended)
+                else {
                     return;
                 };
                 let (outcome, user) = {
@@ -483,13 +516,21 @@ impl Sim {
                 }
             }
             Event::Limit { job, gen } => {
-                if self.running.get(&job).is_some_and(|r| r.gen == gen && !r.suspended) {
+                if self
+                    .running
+                    .get(&job)
+                    .is_some_and(|r| r.gen == gen && !r.suspended)
+                {
                     let t = self.core.now;
                     self.heartbeats(t);
                     self.core.tick(t);
                 }
             }
-            Event::Killed { job, restart, timeout } => {
+            Event::Killed {
+                job,
+                restart,
+                timeout,
+            } => {
                 if self.running.get(&job).is_some_and(|r| r.restart == restart) {
                     self.report_end(job, 0, libc_sigkill(), timeout);
                 }

@@ -106,8 +106,16 @@ pub fn summary(out: &Outcomes) -> Vec<Metric> {
         v.push(m(format!("state {}", s.long_name()), count(s), Unit::Count));
     }
     let never = out.jobs.iter().filter(|j| !j.state.is_final()).count();
-    v.push(m("never started (pending at the end)", never as f64, Unit::Count));
-    v.push(m("refused at submit", out.refused.len() as f64, Unit::Count));
+    v.push(m(
+        "never started (pending at the end)",
+        never as f64,
+        Unit::Count,
+    ));
+    v.push(m(
+        "refused at submit",
+        out.refused.len() as f64,
+        Unit::Count,
+    ));
     let span = (out.t_end - out.t0).max(1) as f64;
     v.push(m("makespan", span, Unit::Secs));
     if out.total_cpus > 0 {
@@ -132,7 +140,11 @@ pub fn summary(out: &Outcomes) -> Vec<Metric> {
     v.push(m("wait mean", mean(&waits), Unit::Secs));
     v.push(m("wait median", quantile(&waits, 0.5), Unit::Secs));
     v.push(m("wait p95", quantile(&waits, 0.95), Unit::Secs));
-    v.push(m("wait max", waits.last().copied().unwrap_or(0.0), Unit::Secs));
+    v.push(m(
+        "wait max",
+        waits.last().copied().unwrap_or(0.0),
+        Unit::Secs,
+    ));
     let slow: Vec<f64> = started
         .iter()
         .map(|j| {
@@ -141,9 +153,16 @@ pub fn summary(out: &Outcomes) -> Vec<Metric> {
             ((wait + run) / run.max(TAU)).max(1.0)
         })
         .collect();
-    v.push(m("bounded slowdown mean (tau 10 s)", mean(&slow), Unit::Ratio));
+    v.push(m(
+        "bounded slowdown mean (tau 10 s)",
+        mean(&slow),
+        Unit::Ratio,
+    ));
     for (what, key) in [
-        ("user", (|j: &JobOut| j.user.clone()) as fn(&JobOut) -> String),
+        (
+            "user",
+            (|j: &JobOut| j.user.clone()) as fn(&JobOut) -> String,
+        ),
         ("partition", |j: &JobOut| j.partition.clone()),
     ] {
         let mut by: BTreeMap<String, Vec<f64>> = BTreeMap::new();
@@ -156,17 +175,26 @@ pub fn summary(out: &Outcomes) -> Vec<Metric> {
             w.sort_by(f64::total_cmp);
             v.push(m(format!("{what} {k}: jobs"), w.len() as f64, Unit::Count));
             v.push(m(format!("{what} {k}: wait mean"), mean(&w), Unit::Secs));
-            v.push(m(format!("{what} {k}: wait median"), quantile(&w, 0.5), Unit::Secs));
+            v.push(m(
+                format!("{what} {k}: wait median"),
+                quantile(&w, 0.5),
+                Unit::Secs,
+            ));
         }
     }
     for (k, s) in out.shares.iter().enumerate() {
         let f: Vec<f64> = s.users.iter().map(|u| u.1).collect();
-        let (lo, hi) = f.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-            (a.min(*x), b.max(*x))
-        });
+        let (lo, hi) = f
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+                (a.min(*x), b.max(*x))
+            });
         let spread = if f.is_empty() { 0.0 } else { hi - lo };
         v.push(m(
-            format!("fair-share spread at {}/4 (max-min FairShare over users)", k + 1),
+            format!(
+                "fair-share spread at {}/4 (max-min FairShare over users)",
+                k + 1
+            ),
             spread,
             Unit::Ratio,
         ));
@@ -245,7 +273,13 @@ pub fn compare(a: &[Metric], b: &[Metric], name_a: &str, name_b: &str) -> String
             [n.to_string(), cell(&x), cell(&y), diff, pct]
         })
         .collect();
-    let head = ["metric".to_string(), name_a.to_string(), name_b.to_string(), "difference".into(), "change".into()];
+    let head = [
+        "metric".to_string(),
+        name_a.to_string(),
+        name_b.to_string(),
+        "difference".into(),
+        "change".into(),
+    ];
     let mut w = [0usize; 5];
     for r in rows.iter().chain(std::iter::once(&head)) {
         for (k, c) in r.iter().enumerate() {
@@ -296,7 +330,11 @@ mod tests {
     #[test]
     fn waits_slowdown_and_utilisation() {
         let out = Outcomes {
-            jobs: vec![job("1", "a", 0, 0, 100), job("2", "b", 0, 100, 105), job("3", "b", 10, 110, 130)],
+            jobs: vec![
+                job("1", "a", 0, 0, 100),
+                job("2", "b", 0, 100, 105),
+                job("3", "b", 10, 110, 130),
+            ],
             total_cpus: 2,
             busy_cpu_secs: 125.0,
             t0: 0,
@@ -327,6 +365,9 @@ mod tests {
             ..Default::default()
         };
         let c = csv(&out);
-        assert_eq!(c.lines().nth(1).unwrap(), "1,1,\"a,b\",,batch,0,5,10,5,5,1,COMPLETED,\"x\"\"y\"");
+        assert_eq!(
+            c.lines().nth(1).unwrap(),
+            "1,1,\"a,b\",,batch,0,5,10,5,5,1,COMPLETED,\"x\"\"y\""
+        );
     }
 }

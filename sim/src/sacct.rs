@@ -35,7 +35,10 @@ pub fn parse(text: &str, file: &str) -> Workload {
             }
             Some((_, l)) if l.trim().is_empty() => continue,
             Some((i, l)) => {
-                let h: Vec<String> = l.split('|').map(|f| f.trim().to_ascii_lowercase()).collect();
+                let h: Vec<String> = l
+                    .split('|')
+                    .map(|f| f.trim().to_ascii_lowercase())
+                    .collect();
                 if !h.iter().any(|f| f == "jobid") || !h.iter().any(|f| f == "submit") {
                     w.bad.push(format!(
                         "{file}:{}: the header names no JobID or no Submit field (run sacct -P with a header, -o JobID,Submit,...)",
@@ -66,10 +69,7 @@ pub fn parse(text: &str, file: &str) -> Workload {
             ));
             continue;
         }
-        let row = Row {
-            col: &col,
-            fields,
-        };
+        let row = Row { col: &col, fields };
         match job(&row, i + 1) {
             Ok(Some(j)) => w.jobs.push(j),
             Ok(None) => w.ignored += 1,
@@ -373,27 +373,45 @@ mod tests {
             assert!(b.starts_with(&format!("t.sacct:{}: ", k + 2)), "{b}");
         }
         assert!(w.bad[0].contains("JobID 'x1'"), "{}", w.bad[0]);
-        assert!(w.bad[2].contains("5 fields where the header has 15"), "{}", w.bad[2]);
+        assert!(
+            w.bad[2].contains("5 fields where the header has 15"),
+            "{}",
+            w.bad[2]
+        );
     }
 
     #[test]
     fn no_header_is_refused() {
         let w = parse("12|alice|2026-01-05T10:00:00\n", "t");
         assert_eq!(w.jobs.len(), 0);
-        assert!(w.bad[0].contains("t:1: the header names no JobID"), "{:?}", w.bad);
+        assert!(
+            w.bad[0].contains("t:1: the header names no JobID"),
+            "{:?}",
+            w.bad
+        );
         let w = parse("", "t");
         assert!(w.bad[0].contains("no header line"), "{:?}", w.bad);
     }
 
     #[test]
     fn dependencies_lose_their_annotations() {
-        assert_eq!(dependency("afterok:12(unfulfilled),afterany:13_2(failed)"), "afterok:12,afterany:13_2");
+        assert_eq!(
+            dependency("afterok:12(unfulfilled),afterany:13_2(failed)"),
+            "afterok:12,afterany:13_2"
+        );
         assert_eq!(dependency("(null)"), "");
     }
 
     #[test]
     fn garbage_never_panics() {
-        for s in ["|", "||||", "\u{0}|\u{ff}", "JobID|Submit\n|\n", "JobID|Submit\n1_|x\n", "JobID|Submit|ReqMem\n1|2026-01-01T00:00:00|99999999999999999999T\n"] {
+        for s in [
+            "|",
+            "||||",
+            "\u{0}|\u{ff}",
+            "JobID|Submit\n|\n",
+            "JobID|Submit\n1_|x\n",
+            "JobID|Submit|ReqMem\n1|2026-01-01T00:00:00|99999999999999999999T\n",
+        ] {
             let _ = parse(s, "t");
         }
     }

@@ -25,29 +25,51 @@ pub fn plot(out: &Outcomes, title: &str) -> String {
     let s = &out.series;
     let t0 = out.t0 as f64;
     let hours = |x: &Sample| (x.t as f64 - t0) / 3600.0;
-    let pick = |f: &dyn Fn(&Sample) -> f64| -> Vec<(f64, f64)> { s.iter().map(|x| (hours(x), f(x))).collect() };
+    let pick = |f: &dyn Fn(&Sample) -> f64| -> Vec<(f64, f64)> {
+        s.iter().map(|x| (hours(x), f(x))).collect()
+    };
     let cpu_pct = |x: &Sample| 100.0 * x.cpus as f64 / out.total_cpus.max(1) as f64;
     let gpu_pct = |x: &Sample| 100.0 * x.gpus as f64 / out.total_gpus.max(1) as f64;
     let mut panels: Vec<(String, Vec<Series>, Option<f64>)> = vec![
         (
             "pending jobs".into(),
-            vec![Series { label: "pending", color: "#d62728", values: pick(&|x| x.pending as f64) }],
+            vec![Series {
+                label: "pending",
+                color: "#d62728",
+                values: pick(&|x| x.pending as f64),
+            }],
             None,
         ),
         (
             format!("running CPUs (of {})", out.total_cpus),
-            vec![Series { label: "CPUs", color: "#1f77b4", values: pick(&|x| x.cpus as f64) }],
+            vec![Series {
+                label: "CPUs",
+                color: "#1f77b4",
+                values: pick(&|x| x.cpus as f64),
+            }],
             Some(out.total_cpus as f64),
         ),
     ];
-    let mut util = vec![Series { label: "CPU %", color: "#1f77b4", values: pick(&cpu_pct) }];
+    let mut util = vec![Series {
+        label: "CPU %",
+        color: "#1f77b4",
+        values: pick(&cpu_pct),
+    }];
     if out.total_gpus > 0 {
         panels.push((
             format!("running GPUs (of {})", out.total_gpus),
-            vec![Series { label: "GPUs", color: "#2ca02c", values: pick(&|x| x.gpus as f64) }],
+            vec![Series {
+                label: "GPUs",
+                color: "#2ca02c",
+                values: pick(&|x| x.gpus as f64),
+            }],
             Some(out.total_gpus as f64),
         ));
-        util.push(Series { label: "GPU %", color: "#2ca02c", values: pick(&gpu_pct) });
+        util.push(Series {
+            label: "GPU %",
+            color: "#2ca02c",
+            values: pick(&gpu_pct),
+        });
     }
     panels.push(("utilisation %".into(), util, Some(100.0)));
     let x_max = s.last().map_or(1.0, |x| hours(x)).max(1e-9);
@@ -58,7 +80,11 @@ pub fn plot(out: &Outcomes, title: &str) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="sans-serif" font-size="11">"#
     );
     let _ = writeln!(svg, r#"<rect width="{W}" height="{h}" fill="white"/>"#);
-    let _ = writeln!(svg, r#"<text x="{LEFT}" y="18" font-size="14">{}</text>"#, escape(title));
+    let _ = writeln!(
+        svg,
+        r#"<text x="{LEFT}" y="18" font-size="14">{}</text>"#,
+        escape(title)
+    );
     for (k, (name, series, cap)) in panels.iter().enumerate() {
         let y0 = TOP + k as f64 * (PANEL_H + GAP);
         let peak = series
@@ -80,7 +106,12 @@ fn panel(svg: &mut String, name: &str, series: &[Series], y0: f64, x_max: f64, y
         svg,
         r##"<rect x="{LEFT}" y="{y0}" width="{pw}" height="{PANEL_H}" fill="none" stroke="#888"/>"##
     );
-    let _ = writeln!(svg, r#"<text x="{LEFT}" y="{}">{}</text>"#, y0 - 4.0, escape(name));
+    let _ = writeln!(
+        svg,
+        r#"<text x="{LEFT}" y="{}">{}</text>"#,
+        y0 - 4.0,
+        escape(name)
+    );
     for k in 0..=4 {
         let v = y_max * f64::from(k) / 4.0;
         let _ = writeln!(
@@ -152,5 +183,8 @@ fn short(v: f64) -> String {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }

@@ -78,7 +78,12 @@ const NAMES: [&str; 18] = [
     "think time",
 ];
 
-fn job(line: &str, no: usize, start: i64, partitions: &[String]) -> Result<Option<TraceJob>, String> {
+fn job(
+    line: &str,
+    no: usize,
+    start: i64,
+    partitions: &[String],
+) -> Result<Option<TraceJob>, String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     if words.len() != 18 {
         return Err(format!("{} fields, the format has 18", words.len()));
@@ -89,7 +94,12 @@ fn job(line: &str, no: usize, start: i64, partitions: &[String]) -> Result<Optio
         let v = w
             .parse::<i64>()
             .ok()
-            .or_else(|| w.parse::<f64>().ok().filter(|x| x.is_finite()).map(|x| x.round() as i64))
+            .or_else(|| {
+                w.parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .map(|x| x.round() as i64)
+            })
             .filter(|v| *v >= -1 && *v < 1 << 40)
             .ok_or_else(|| format!("field {} ({}) '{w}' is not a number", k + 1, NAMES[k]))?;
         f[k] = v;
@@ -174,15 +184,30 @@ mod tests {
         assert!(w.bad.is_empty(), "{:?}", w.bad);
         assert_eq!(w.jobs.len(), 3);
         let a = &w.jobs[0];
-        assert_eq!((a.id.as_str(), a.submit, a.run), ("1", 1_000_000, Some(3600)));
-        assert_eq!((a.cpus, a.time_limit, a.mem), (8, Some(120), Mem::PerCpu(1)));
-        assert_eq!((a.user.as_str(), a.account.as_str(), a.partition.as_str()), ("u3", "g2", "long"));
+        assert_eq!(
+            (a.id.as_str(), a.submit, a.run),
+            ("1", 1_000_000, Some(3600))
+        );
+        assert_eq!(
+            (a.cpus, a.time_limit, a.mem),
+            (8, Some(120), Mem::PerCpu(1))
+        );
+        assert_eq!(
+            (a.user.as_str(), a.account.as_str(), a.partition.as_str()),
+            ("u3", "g2", "long")
+        );
         let b = &w.jobs[1];
-        assert_eq!((b.cpus, b.outcome, b.time_limit), (4, Outcome::Failed(1), None));
+        assert_eq!(
+            (b.cpus, b.outcome, b.time_limit),
+            (4, Outcome::Failed(1), None)
+        );
         assert_eq!(b.dependency, "afterany:1");
         assert_eq!(b.partition, "");
         let c = &w.jobs[2];
-        assert_eq!((c.outcome, c.cancel_at, c.run), (Outcome::Cancelled, Some(1_000_057), None));
+        assert_eq!(
+            (c.outcome, c.cancel_at, c.run),
+            (Outcome::Cancelled, Some(1_000_057), None)
+        );
     }
 
     #[test]
@@ -209,7 +234,15 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        for s in ["", ";", "1", "NaN ".repeat(18).as_str(), "inf ".repeat(18).as_str(), "99999999999999999999 ".repeat(18).as_str(), "1 1 1 1 4294967296 1 1 4294967296 1 1 1 1 1 1 99 99 1 1"] {
+        for s in [
+            "",
+            ";",
+            "1",
+            "NaN ".repeat(18).as_str(),
+            "inf ".repeat(18).as_str(),
+            "99999999999999999999 ".repeat(18).as_str(),
+            "1 1 1 1 4294967296 1 1 4294967296 1 1 1 1 1 1 99 99 1 1",
+        ] {
             let _ = parse(s, "t", &parts());
         }
     }

@@ -82,12 +82,19 @@ pub fn generate(n: usize, seed: u64, shape: &Shape, load: f64) -> Vec<TraceJob> 
             user += 1;
         }
         let part = pick_part(&mut rng, &part_weight).and_then(|k| shape.partitions.get(k));
-        let (partition, max_time) = part.map_or((String::new(), None), |p| (p.name.clone(), p.max_time));
+        let (partition, max_time) =
+            part.map_or((String::new(), None), |p| (p.name.clone(), p.max_time));
         let node_cpus = part.map_or(&[][..], |p| &p.node_cpus[..]);
         let max_cpus = node_cpus.iter().copied().max().unwrap_or(1).max(1);
         let min_cpus = node_cpus.iter().copied().min().unwrap_or(1).max(1);
         let nodes = node_cpus.len() as u32;
-        let gpu_node = part.and_then(|p| p.node_gpus.iter().filter(|g| g.0 > 0).max_by_key(|g| g.0).cloned());
+        let gpu_node = part.and_then(|p| {
+            p.node_gpus
+                .iter()
+                .filter(|g| g.0 > 0)
+                .max_by_key(|g| g.0)
+                .cloned()
+        });
         let all_gpu = part.is_some_and(|p| p.node_gpus.iter().all(|g| g.0 > 0));
         let kind = rng.range(0, 99);
         let (mut nodes_req, mut gpus, mut gpu_type) = (0u32, 0u32, String::new());
@@ -143,7 +150,11 @@ pub fn generate(n: usize, seed: u64, shape: &Shape, load: f64) -> Vec<TraceJob> 
             let id = jobs.len() + 1;
             jobs.push(TraceJob {
                 line: 0,
-                id: if tasks > 1 { format!("{array_id}_{t}") } else { id.to_string() },
+                id: if tasks > 1 {
+                    format!("{array_id}_{t}")
+                } else {
+                    id.to_string()
+                },
                 user: format!("user{:02}", user + 1),
                 account: format!("acct{}", user % 4 + 1),
                 partition: partition.clone(),
@@ -219,13 +230,20 @@ mod tests {
         assert_ne!(a, c);
         assert_eq!(a.len(), 500);
         assert!(a.windows(2).all(|w| w[0].submit <= w[1].submit));
-        assert!(a.iter().all(|j| j.cpus >= 1 && j.cpus <= 8 * 32 && j.gpus <= 4));
+        assert!(a
+            .iter()
+            .all(|j| j.cpus >= 1 && j.cpus <= 8 * 32 && j.gpus <= 4));
         assert!(a.iter().all(|j| j.gpus == 0 || j.partition == "gpu"));
-        assert!(a.iter().all(|j| j.partition == "gpu" || j.time_limit <= Some(600)));
+        assert!(a
+            .iter()
+            .all(|j| j.partition == "gpu" || j.time_limit <= Some(600)));
         assert!(a.iter().any(|j| j.array.is_some()));
         assert!(a.iter().any(|j| !j.dependency.is_empty()));
         assert!(a.iter().any(|j| j.gpus > 0));
         assert!(a.iter().any(|j| j.outcome == Outcome::Timeout));
-        assert!(a.iter().filter(|j| j.cancel_at.is_some()).all(|j| j.cancel_at > Some(j.submit)));
+        assert!(a
+            .iter()
+            .filter(|j| j.cancel_at.is_some())
+            .all(|j| j.cancel_at > Some(j.submit)));
     }
 }

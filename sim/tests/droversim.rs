@@ -37,7 +37,9 @@ fn rows(csv: &str) -> Vec<Vec<String>> {
         lines.next(),
         Some("id,trace_id,user,account,partition,submit,start,end,wait,run,cpus,state,reason")
     );
-    lines.map(|l| l.split(',').map(String::from).collect()).collect()
+    lines
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect()
 }
 
 fn row<'a>(rows: &'a [Vec<String>], trace_id: &str) -> &'a Vec<String> {
@@ -47,7 +49,8 @@ fn row<'a>(rows: &'a [Vec<String>], trace_id: &str) -> &'a Vec<String> {
 }
 
 fn num(v: &str) -> i64 {
-    v.parse().unwrap_or_else(|_| panic!("'{v}' is not a number"))
+    v.parse()
+        .unwrap_or_else(|_| panic!("'{v}' is not a number"))
 }
 
 fn tmp(name: &str) -> (tempfile::TempDir, PathBuf) {
@@ -72,21 +75,51 @@ fn same_input_same_output() {
         assert!(first.contains("wait mean"), "{first}");
     }
     // Another seed is another workload.
-    let a = ok(&["-c", &conf, "--synthetic", "150", "--seed", "3", "--csv", "-"]);
-    let b = ok(&["-c", &conf, "--synthetic", "150", "--seed", "4", "--csv", "-"]);
+    let a = ok(&[
+        "-c",
+        &conf,
+        "--synthetic",
+        "150",
+        "--seed",
+        "3",
+        "--csv",
+        "-",
+    ]);
+    let b = ok(&[
+        "-c",
+        &conf,
+        "--synthetic",
+        "150",
+        "--seed",
+        "4",
+        "--csv",
+        "-",
+    ]);
     assert_ne!(a, b);
 }
 
 #[test]
 fn dependencies_and_arrays_run_as_the_core_says() {
     let (_d, csv) = tmp("jobs.csv");
-    ok(&["-c", &data("slurm.conf"), "--sacct", &data("small.sacct"), "--csv", &csv.display().to_string()]);
+    ok(&[
+        "-c",
+        &data("slurm.conf"),
+        "--sacct",
+        &data("small.sacct"),
+        "--csv",
+        &csv.display().to_string(),
+    ]);
     let text = std::fs::read_to_string(&csv).expect("csv written");
     let r = rows(&text);
     // 101 afterok:100 starts once 100 has completed.
     let (a, b) = (row(&r, "100"), row(&r, "101"));
     assert_eq!(a[11], "COMPLETED");
-    assert!(num(&b[6]) >= num(&a[7]), "101 started {} before 100 ended {}", b[6], a[7]);
+    assert!(
+        num(&b[6]) >= num(&a[7]),
+        "101 started {} before 100 ended {}",
+        b[6],
+        a[7]
+    );
     // 102 fails: 103 (afterok:102) never starts and is cancelled when the
     // trace's owner cancelled it; 104 (afternotok:102) runs after 102.
     let (f, never, after) = (row(&r, "102"), row(&r, "103"), row(&r, "104"));
@@ -124,7 +157,10 @@ fn compare_shows_the_policy_change() {
         &data("builtin.conf"),
     ]);
     let head = out.lines().next().expect("header");
-    assert!(head.contains("slurm.conf") && head.contains("builtin.conf"), "{head}");
+    assert!(
+        head.contains("slurm.conf") && head.contains("builtin.conf"),
+        "{head}"
+    );
     // Without backfill job 122 waits behind 121: eve's mean wait grows.
     let line = out
         .lines()
@@ -138,11 +174,23 @@ fn compare_shows_the_policy_change() {
 #[test]
 fn plot_is_an_svg() {
     let (_d, svg) = tmp("run.svg");
-    ok(&["-c", &data("slurm.conf"), "--sacct", &data("small.sacct"), "--plot", &svg.display().to_string()]);
+    ok(&[
+        "-c",
+        &data("slurm.conf"),
+        "--sacct",
+        &data("small.sacct"),
+        "--plot",
+        &svg.display().to_string(),
+    ]);
     let text = std::fs::read_to_string(&svg).expect("svg written");
     check_xml(&text);
     assert!(text.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
-    for label in ["pending jobs", "running CPUs", "running GPUs", "utilisation %"] {
+    for label in [
+        "pending jobs",
+        "running CPUs",
+        "running GPUs",
+        "utilisation %",
+    ] {
         assert!(text.contains(label), "no panel {label}");
     }
     assert!(text.matches("<polyline").count() >= 5);
@@ -159,15 +207,24 @@ fn check_xml(s: &str) {
         for (k, _) in text.match_indices('&') {
             let ent = &text[k..];
             assert!(
-                ["&amp;", "&lt;", "&gt;", "&quot;"].iter().any(|e| ent.starts_with(e)),
+                ["&amp;", "&lt;", "&gt;", "&quot;"]
+                    .iter()
+                    .any(|e| ent.starts_with(e)),
                 "bad entity: {ent}"
             );
         }
         let close = rest[open..].find('>').expect("unclosed tag") + open;
         let tag = &rest[open + 1..close];
-        assert!(tag.matches('"').count() % 2 == 0, "unbalanced quotes: {tag}");
+        assert!(
+            tag.matches('"').count() % 2 == 0,
+            "unbalanced quotes: {tag}"
+        );
         if let Some(name) = tag.strip_prefix('/') {
-            assert_eq!(stack.pop().as_deref(), Some(name.trim()), "mismatched </{name}>");
+            assert_eq!(
+                stack.pop().as_deref(),
+                Some(name.trim()),
+                "mismatched </{name}>"
+            );
         } else if !tag.ends_with('/') {
             let name = tag.split_whitespace().next().expect("tag name");
             stack.push(name.to_string());
@@ -183,21 +240,39 @@ fn bad_lines_are_named_skipped_or_refused() {
     let (d, trace) = tmp("bad.sacct");
     let good = std::fs::read_to_string(data("small.sacct")).unwrap();
     let mut lines: Vec<&str> = good.lines().collect();
-    lines.insert(3, "999|x|y|batch|normal|not-a-date|||1|1|||1|COMPLETED|0:0|");
+    lines.insert(
+        3,
+        "999|x|y|batch|normal|not-a-date|||1|1|||1|COMPLETED|0:0|",
+    );
     std::fs::write(&trace, lines.join("\n")).unwrap();
     let t = trace.display().to_string();
     let o = sim(&["-c", &data("slurm.conf"), "--sacct", &t]);
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(&format!("{t}:4: Submit 'not-a-date' is not a time")), "{err}");
+    assert!(
+        err.contains(&format!("{t}:4: Submit 'not-a-date' is not a time")),
+        "{err}"
+    );
     assert!(err.contains("1 malformed line(s) skipped"), "{err}");
-    let o = sim(&["-c", &data("slurm.conf"), "--sacct", &t, "--bad-lines", "refuse"]);
+    let o = sim(&[
+        "-c",
+        &data("slurm.conf"),
+        "--sacct",
+        &t,
+        "--bad-lines",
+        "refuse",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(":4: Submit") && err.contains("--bad-lines refuse"), "{err}");
+    assert!(
+        err.contains(":4: Submit") && err.contains("--bad-lines refuse"),
+        "{err}"
+    );
     // Options and files are named when wrong.
     let o = sim(&["-c", &data("slurm.conf"), "--synthetic", "ten"]);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("option --synthetic: 'ten' is not a number"));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("option --synthetic: 'ten' is not a number")
+    );
     let missing = d.path().join("nope.conf").display().to_string();
     let o = sim(&["-c", &missing, "--synthetic", "5"]);
     assert_eq!(o.status.code(), Some(1));

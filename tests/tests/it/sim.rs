@@ -45,6 +45,9 @@ fn drover_sim_runs_the_simulator() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown option '--no-such-option'"));
     // --help is the simulator's usage.
-    let help = Command::new(&drover).args(["sim", "--help"]).output().expect("runs");
+    let help = Command::new(&drover)
+        .args(["sim", "--help"])
+        .output()
+        .expect("runs");
     assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: drover sim"));
 }
