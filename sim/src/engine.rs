@@ -161,6 +161,7 @@ pub struct Sim {
     /// Trace job id (`12`, array id `20`) -> core job id.
     core_id: HashMap<String, u32>,
     uids: BTreeMap<String, u32>,
+    part_shapes: HashMap<String, (u32, u32)>,
     out: Outcomes,
     done: BTreeMap<u32, JobOut>,
     busy_cpus: u64,
@@ -208,6 +209,7 @@ impl Sim {
             trace_of: HashMap::new(),
             core_id: HashMap::new(),
             uids: BTreeMap::new(),
+            part_shapes: HashMap::new(),
             out: Outcomes {
                 total_cpus,
                 total_gpus,
@@ -370,26 +372,19 @@ impl Sim {
         let first = &self.trace[idx[0]];
         let who = self.uid(&first.user);
         let mut spec = spec_of(first);
+        let (dep, is_array) = (first.dependency.clone(), first.array.is_some());
         if first.nodes == 0 {
             // `-n N` alone: Slurm spreads the tasks over as many nodes as
             // they need. This core reads absent node counts as one node, so
             // the range is made explicit: from the fewest nodes that could
             // hold the CPUs to the partition's node count.
-            let cfg = &self.core.cfg;
-            let part = cfg
-                .partition(&spec.partition)
-                .or_else(|| cfg.default_partition());
-            let nodes = part
-                .map(|p| cfg.partition_nodes(&p.name))
-                .unwrap_or_default();
-            let widest = nodes.iter().map(|n| n.cpus).max().unwrap_or(1).max(1);
+            let (count, widest) = self.part_shape(&spec.partition);
             let fewest = spec.ntasks.div_ceil(widest).max(1);
             if fewest > 1 {
                 spec.min_nodes = fewest;
-                spec.max_nodes = spec.ntasks.min(nodes.len() as u32).max(fewest);
+                spec.max_nodes = spec.ntasks.min(count).max(fewest);
             }
         }
-        let (dep, is_array) = (first.dependency.clone(), first.array.is_some());
         spec.dependency = self.remap_dependency(&dep);
         let tasks: Vec<u32> = idx
             .iter()
@@ -445,6 +440,22 @@ impl Sim {
                     .push((j.line, j.id.clone(), "not answered".into()));
             }
         }
+    }
+
+    /// (nodes, most CPUs of one node) of a partition ("" = the default).
+    fn part_shape(&mut self, name: &str) -> (u32, u32) {
+        if let Some(&v) = self.part_shapes.get(name) {
+            return v;
+        }
+        let cfg = &self.core.cfg;
+        let part = cfg.partition(name).or_else(|| cfg.default_partition());
+        let nodes = part
+            .map(|p| cfg.partition_nodes(&p.name))
+            .unwrap_or_default();
+        let widest = nodes.iter().map(|n| n.cpus).max().unwrap_or(1).max(1);
+        let v = (nodes.len() as u32, widest);
+        self.part_shapes.insert(name.to_string(), v);
+        v
     }
 
     /// The trace's dependency with its job ids replaced by the simulated
