@@ -72,7 +72,7 @@ pub fn plot(out: &Outcomes, title: &str) -> String {
         });
     }
     panels.push(("utilisation %".into(), util, Some(100.0)));
-    let x_max = s.last().map_or(1.0, |x| hours(x)).max(1e-9);
+    let x_max = s.last().map_or(1.0, hours).max(1e-9);
     let h = TOP + panels.len() as f64 * (PANEL_H + GAP);
     let mut svg = String::new();
     let _ = writeln!(

@@ -216,7 +216,7 @@ fn check_xml(s: &str) {
         let close = rest[open..].find('>').expect("unclosed tag") + open;
         let tag = &rest[open + 1..close];
         assert!(
-            tag.matches('"').count() % 2 == 0,
+            tag.matches('"').count().is_multiple_of(2),
             "unbalanced quotes: {tag}"
         );
         if let Some(name) = tag.strip_prefix('/') {
