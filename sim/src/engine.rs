@@ -162,6 +162,9 @@ pub struct Sim {
     core_id: HashMap<String, u32>,
     uids: BTreeMap<String, u32>,
     part_shapes: HashMap<String, (u32, u32)>,
+    /// Generations of runs' end events, never reused: an event of an
+    /// earlier run (before a requeue or a suspension) matches nothing.
+    gens: u64,
     out: Outcomes,
     done: BTreeMap<u32, JobOut>,
     busy_cpus: u64,
@@ -210,6 +213,7 @@ impl Sim {
             core_id: HashMap::new(),
             uids: BTreeMap::new(),
             part_shapes: HashMap::new(),
+            gens: 0,
             out: Outcomes {
                 total_cpus,
                 total_gpus,
@@ -708,10 +712,12 @@ impl Sim {
     /// time over, or its time limit.
     fn schedule_end(&mut self, id: u32) {
         let now = self.core.now;
+        self.gens += 1;
+        let gen = self.gens;
         let Some(r) = self.running.get_mut(&id) else {
             return;
         };
-        r.gen += 1;
+        r.gen = gen;
         let (gen, left, trace) = (r.gen, r.left, r.trace);
         let over = self.core.cfg.over_time_limit_min;
         let limit = self
@@ -746,7 +752,7 @@ impl Sim {
                 r.left = (r.left - (now - r.since)).max(0);
             }
             r.suspended = true;
-            r.gen += 1;
+            r.gen = 0;
             self.busy_cpus -= r.cpus;
             self.busy_gpus -= r.gpus;
         } else if !stop && r.suspended {

@@ -280,3 +280,23 @@ fn bad_lines_are_named_skipped_or_refused() {
     let o = sim(&["-c", &data("slurm.conf")]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("a workload is needed"));
 }
+
+#[test]
+fn preemption_requeues_and_the_job_runs_again() {
+    // ann's job fills both nodes in the low partition; ben's arrives in the
+    // high one (PreemptType=preempt/partition_prio, PreemptMode=REQUEUE):
+    // ann's is requeued, runs again after ben's, for its whole run time.
+    let out = ok(&[
+        "-c",
+        &data("preempt.conf"),
+        "--sacct",
+        &data("preempt.sacct"),
+        "--csv",
+        "-",
+    ]);
+    let r = rows(out.split("\njobs ").next().expect("csv"));
+    let (low, high) = (row(&r, "1"), row(&r, "2"));
+    assert_eq!(high[8], "0", "{out}");
+    assert_eq!(num(&low[6]), num(&high[7]), "{out}");
+    assert_eq!((low[9].as_str(), low[11].as_str()), ("3600", "COMPLETED"));
+}
