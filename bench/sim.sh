@@ -34,10 +34,12 @@ PartitionName=gpu Nodes=g[1-$GPU] MaxTime=2-00:00:00
 CONF
 echo "loadavg before: $(cat /proc/loadavg)"
 t0=$(date +%s%N)
-"$BIN" -c "$DIR/slurm.conf" --synthetic "$N_JOBS" --seed "$SEED" --csv "$DIR/jobs.csv" > "$DIR/summary.txt"
+/usr/bin/time -o "$DIR/time.txt" -f "%U %S %M" \
+  "$BIN" -c "$DIR/slurm.conf" --synthetic "$N_JOBS" --seed "$SEED" --csv "$DIR/jobs.csv" > "$DIR/summary.txt"
 t1=$(date +%s%N)
 echo "loadavg after:  $(cat /proc/loadavg)"
 wall=$(echo "scale=2; ($t1 - $t0) / 1000000000" | bc)
 span=$(awk '/^makespan/ {print $2}' "$DIR/summary.txt")
 grep -E '^(jobs|started|makespan|utilisation|wait (mean|median|p95)|bounded|scheduling passes)' "$DIR/summary.txt"
-echo "drover sim: $N_JOBS jobs, $N_NODES nodes: ${wall} s wall; simulated span ${span} s: $(echo "scale=0; $span / $wall" | bc)x real time"
+read -r user sys rss < "$DIR/time.txt"
+echo "drover sim: $N_JOBS jobs, $N_NODES nodes: ${wall} s wall, ${user} s user CPU, max RSS $((rss / 1024)) MiB; simulated span ${span} s: $(echo "scale=0; $span / $wall" | bc)x real time"
