@@ -51,3 +51,31 @@ fn drover_sim_runs_the_simulator() {
         .expect("runs");
     assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: drover sim"));
 }
+
+#[test]
+fn installed_drover_sim_finds_its_simulator() {
+    let d = tempfile::tempdir().expect("temp dir");
+    let prefix = d.path().join("usr");
+    let o = Command::new(bin_dir().join("drover"))
+        .args(["install", "--prefix", prefix.to_str().expect("utf-8 path")])
+        .output()
+        .expect("drover install");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(prefix.join("bin/droversim").is_file());
+    let out = Command::new(prefix.join("bin/drover"))
+        .args([
+            "sim",
+            "-c",
+            &testdata("slurm.conf"),
+            "--swf",
+            &testdata("small.swf"),
+        ])
+        .output()
+        .expect("installed drover sim runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("jobs "));
+}
