@@ -16,93 +16,23 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
-use std::sync::{Arc, Mutex};
 
 use drover_conf::slurmconf::Config;
-use drover_ctld::ctld::{Ctld, Effect, Op, Reply};
-use drover_proto::auth::Identity;
+use drover_ctld::ctld::{Ctld, Effect, Op};
 use drover_proto::state::wal_record::Kind;
 use drover_proto::{
-    CancelRequest, JobEndedRequest, JobFilter, JobSpec, JobState, NodeRegistration,
-    RegisterRequest, SubmitResponse, INFINITE,
+    CancelRequest, JobEndedRequest, JobFilter, JobState, NodeRegistration, RegisterRequest,
 };
 
-use crate::trace::{Mem, Outcome, TraceJob};
+mod submit;
+
+pub use crate::outcome::{JobOut, Options, Outcomes, Sample, ShareSample};
+use crate::trace::{Outcome, TraceJob};
 
 /// First uid given to the trace's users (in order of first appearance).
 const FIRST_UID: u32 = 100_000;
 /// Task key of a job that is not an array task.
 const NO_TASK: u32 = u32::MAX;
-
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Periodic checks and full passes, simulated seconds (default: the
-    /// config's `bf_interval`, else 30).
-    pub tick: i64,
-    /// Points of the time series (plot), at most.
-    pub samples: usize,
-}
-
-/// One job's result (a row of the CSV).
-#[derive(Debug, Clone, PartialEq)]
-pub struct JobOut {
-    pub id: String,
-    pub trace_id: String,
-    pub user: String,
-    pub account: String,
-    pub partition: String,
-    pub submit: i64,
-    /// None: never started.
-    pub start: Option<i64>,
-    pub end: Option<i64>,
-    /// Seconds it ran (its last run).
-    pub run: i64,
-    pub cpus: u64,
-    pub state: JobState,
-    /// Why it still waits (jobs left pending at the end).
-    pub reason: String,
-}
-
-/// The cluster at one instant (plot).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Sample {
-    pub t: i64,
-    /// Pending jobs (each task of an array counted).
-    pub pending: u64,
-    pub cpus: u64,
-    pub gpus: u64,
-}
-
-/// The users' fair-share factors (the core's sshare FairShare) at a point.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ShareSample {
-    pub t: i64,
-    /// (user, fair-share factor), users with jobs or usage.
-    pub users: Vec<(String, f64)>,
-}
-
-/// What a run produced.
-#[derive(Debug, Default)]
-pub struct Outcomes {
-    pub jobs: Vec<JobOut>,
-    /// Trace jobs the core refused at submission: (trace line, id, why).
-    pub refused: Vec<(usize, String, String)>,
-    /// Dependencies on jobs outside the trace or already forgotten
-    /// (MinJobAge), dropped.
-    pub deps_dropped: usize,
-    pub series: Vec<Sample>,
-    pub shares: Vec<ShareSample>,
-    pub total_cpus: u64,
-    pub total_gpus: u64,
-    pub busy_cpu_secs: f64,
-    pub busy_gpu_secs: f64,
-    /// First submission to the last end.
-    pub t0: i64,
-    pub t_end: i64,
-    /// Scheduling passes run, events handled.
-    pub passes: u64,
-    pub events: u64,
-}
 
 /// What the trace submits at one time: a job, or an array of tasks.
 struct Submission {
@@ -358,151 +288,6 @@ impl Sim {
         self.seq += 1;
         self.heap.push(Reverse((t, self.seq)));
         self.events.insert(self.seq, e);
-    }
-
-    fn uid(&self, user: &str) -> Identity {
-        let uid = self.uids.get(user).copied().unwrap_or(FIRST_UID);
-        Identity {
-            uid,
-            gid: uid,
-            groups: vec![uid],
-            daemon: false,
-            host: "sim".into(),
-        }
-    }
-
-    fn submit(&mut self, s: usize) {
-        let idx = self.subs[s].jobs.clone();
-        let first = &self.trace[idx[0]];
-        let who = self.uid(&first.user);
-        let mut spec = spec_of(first);
-        let (dep, is_array) = (first.dependency.clone(), first.array.is_some());
-        if first.nodes == 0 {
-            // `-n N` alone: Slurm spreads the tasks over as many nodes as
-            // they need. This core reads absent node counts as one node, so
-            // the range is made explicit: from the fewest nodes that could
-            // hold the CPUs to the partition's node count.
-            let (count, widest) = self.part_shape(&spec.partition);
-            let fewest = spec.ntasks.div_ceil(widest).max(1);
-            if fewest > 1 {
-                spec.min_nodes = fewest;
-                spec.max_nodes = spec.ntasks.min(count).max(fewest);
-            }
-        }
-        spec.dependency = self.remap_dependency(&dep);
-        let tasks: Vec<u32> = idx
-            .iter()
-            .filter_map(|&i| self.trace[i].array.as_ref().map(|a| a.1))
-            .collect();
-        if is_array {
-            spec.array = drover_conf::hostlist::ranges(&tasks);
-        }
-        let got: Arc<Mutex<Option<Result<SubmitResponse, tonic::Status>>>> = Arc::default();
-        let slot = got.clone();
-        let reply = Reply::new(move |v| {
-            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
-            true
-        });
-        self.core.submit(who, spec, reply);
-        self.perform();
-        let answer = got.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let first = &self.trace[idx[0]];
-        match answer {
-            Some(Ok(r)) => {
-                let id = r.job_id;
-                match &first.array {
-                    Some((a, _)) => {
-                        self.core_id.insert(a.clone(), id);
-                        for &i in &idx {
-                            let task = self.trace[i].array.as_ref().map_or(NO_TASK, |a| a.1);
-                            self.trace_of.insert((id, task), i);
-                        }
-                    }
-                    None => {
-                        self.core_id.insert(first.id.clone(), id);
-                        self.trace_of.insert((id, NO_TASK), idx[0]);
-                    }
-                }
-                for &i in &idx {
-                    if let Some(at) = self.trace[i].cancel_at {
-                        self.push(at.max(self.core.now), Event::Cancel { trace: i });
-                    }
-                }
-            }
-            Some(Err(e)) => {
-                for &i in &idx {
-                    let j = &self.trace[i];
-                    self.out
-                        .refused
-                        .push((j.line, j.id.clone(), e.message().to_string()));
-                }
-            }
-            None => {
-                let j = &self.trace[idx[0]];
-                self.out
-                    .refused
-                    .push((j.line, j.id.clone(), "not answered".into()));
-            }
-        }
-    }
-
-    /// (nodes, most CPUs of one node) of a partition ("" = the default).
-    fn part_shape(&mut self, name: &str) -> (u32, u32) {
-        if let Some(&v) = self.part_shapes.get(name) {
-            return v;
-        }
-        let cfg = &self.core.cfg;
-        let part = cfg.partition(name).or_else(|| cfg.default_partition());
-        let nodes = part
-            .map(|p| cfg.partition_nodes(&p.name))
-            .unwrap_or_default();
-        let widest = nodes.iter().map(|n| n.cpus).max().unwrap_or(1).max(1);
-        let v = (nodes.len() as u32, widest);
-        self.part_shapes.insert(name.to_string(), v);
-        v
-    }
-
-    /// The trace's dependency with its job ids replaced by the simulated
-    /// ones; conditions on jobs outside the trace are dropped.
-    fn remap_dependency(&mut self, text: &str) -> String {
-        use drover_ctld::deps::{self, Kind};
-        let Ok(Some(dep)) = deps::parse(text) else {
-            return String::new();
-        };
-        let mut parts = Vec::new();
-        for c in &dep.conds {
-            let kind = match c.kind {
-                Kind::After => "after",
-                Kind::AfterOk => "afterok",
-                Kind::AfterNotOk => "afternotok",
-                Kind::AfterAny => "afterany",
-                Kind::Singleton => {
-                    parts.push("singleton".to_string());
-                    continue;
-                }
-            };
-            let Some((id, task)) = c.job else { continue };
-            // A job the controller no longer knows (outside the trace, or
-            // forgotten after MinJobAge) would make Slurm refuse the
-            // submission; the condition is dropped instead, and counted.
-            let Some(&core) = self
-                .core_id
-                .get(&id.to_string())
-                .filter(|c| self.core.jobs.contains_key(c))
-            else {
-                self.out.deps_dropped += 1;
-                continue;
-            };
-            let mut p = format!("{kind}:{core}");
-            if let Some(t) = task {
-                p.push_str(&format!("_{t}"));
-            }
-            if c.delay_min > 0 {
-                p.push_str(&format!("+{}", c.delay_min));
-            }
-            parts.push(p);
-        }
-        parts.join(if dep.any { "?" } else { "," })
     }
 
     fn handle(&mut self, e: Event) {
@@ -878,38 +663,6 @@ impl Sim {
 
 fn libc_sigkill() -> i32 {
     9
-}
-
-/// What the trace job asked for, as sbatch would send it.
-fn spec_of(j: &TraceJob) -> JobSpec {
-    let mut spec = JobSpec {
-        name: format!("sim-{}", j.id),
-        script: b"#!/bin/sh\n# simulated\n".to_vec(),
-        work_dir: "/tmp".into(),
-        partition: j.partition.clone(),
-        account: j.account.clone(),
-        qos: j.qos.clone(),
-        ntasks: j.cpus.max(1),
-        min_nodes: j.nodes,
-        max_nodes: j.nodes,
-        time_limit: match j.time_limit {
-            None => 0,
-            Some(u32::MAX) => INFINITE,
-            Some(m) => m.max(1),
-        },
-        submit_host: "sim".into(),
-        ..Default::default()
-    };
-    match j.mem {
-        Mem::Default => {}
-        Mem::PerNode(m) => spec.mem_per_node_mb = m,
-        Mem::PerCpu(m) => spec.mem_per_cpu_mb = m,
-    }
-    if j.gpus > 0 {
-        spec.gpus = j.gpus;
-        spec.gpus_type = j.gpu_type.clone();
-    }
-    spec
 }
 
 /// The periodic interval: `SchedulerParameters=bf_interval`, else 30 s.

@@ -8,11 +8,12 @@
 //!   performed as a cluster of perfect agents would (a launch runs for the
 //!   trace's run time, a kill ends the job at once), timers and periodic
 //!   checks on simulated time. Deterministic: no clock, no thread, no I/O.
-//! - [`report`]: per-job rows (CSV), the summary, the side-by-side
+//! - [`outcome`]: what a run produced; [`report`]: per-job rows (CSV), the summary, the side-by-side
 //!   comparison; [`svg`]: the plot.
 
 pub mod cli;
 pub mod engine;
+pub mod outcome;
 pub mod report;
 pub mod sacct;
 pub mod svg;

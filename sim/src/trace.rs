@@ -2,6 +2,8 @@
 //! array task) of the trace, with what it asked for and how it really ran.
 //! The simulator submits what it asked for and lets it run as it ran.
 
+use drover_proto::{JobSpec, INFINITE};
+
 /// Memory asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mem {
@@ -70,6 +72,41 @@ pub struct Workload {
     pub bad: Vec<String>,
     /// Lines left out on purpose (steps, jobs still running at export).
     pub ignored: usize,
+}
+
+impl TraceJob {
+    /// What the job asked for, as sbatch would send it.
+    pub fn spec(&self) -> JobSpec {
+        let j = self;
+        let mut spec = JobSpec {
+            name: format!("sim-{}", j.id),
+            script: b"#!/bin/sh\n# simulated\n".to_vec(),
+            work_dir: "/tmp".into(),
+            partition: j.partition.clone(),
+            account: j.account.clone(),
+            qos: j.qos.clone(),
+            ntasks: j.cpus.max(1),
+            min_nodes: j.nodes,
+            max_nodes: j.nodes,
+            time_limit: match j.time_limit {
+                None => 0,
+                Some(u32::MAX) => INFINITE,
+                Some(m) => m.max(1),
+            },
+            submit_host: "sim".into(),
+            ..Default::default()
+        };
+        match j.mem {
+            Mem::Default => {}
+            Mem::PerNode(m) => spec.mem_per_node_mb = m,
+            Mem::PerCpu(m) => spec.mem_per_cpu_mb = m,
+        }
+        if j.gpus > 0 {
+            spec.gpus = j.gpus;
+            spec.gpus_type = j.gpu_type.clone();
+        }
+        spec
+    }
 }
 
 impl Workload {
