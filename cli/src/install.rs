@@ -149,6 +149,11 @@ fn install(plan: &Plan) -> Result<(), String> {
         check_link(&bin_out.join(c))?;
     }
     copy_binary(&from.join("drover"), &bin_out.join("drover"))?;
+    // The simulator `drover sim` runs is optional: copied beside drover
+    // when it was built.
+    if from.join("droversim").is_file() {
+        copy_binary(&from.join("droversim"), &bin_out.join("droversim"))?;
+    }
     for d in DAEMONS {
         copy_binary(&from.join(d), &sbin_out.join(d))?;
     }

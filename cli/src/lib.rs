@@ -77,6 +77,8 @@ fn drover_usage() -> String {
          \x20 drover install [--prefix DIR] [--unit-dir DIR]       install binaries, links, units\n\
          \x20 drover ca init|issue|rotate|retire ...              the TLS CA and host certificates\n\
          \x20 drover mail-to-file FILE -s SUBJECT RECIPIENT       a MailProg that appends to FILE\n\
+         \x20 drover sim -c slurm.conf (--sacct F|--swf F|--synthetic N) [--compare C] [--plot SVG]\n\
+         \x20                                                      simulate a policy on a workload\n\
          \x20 drover version                                       print the version\n\
          \n\
          User commands:\n\
@@ -112,6 +114,7 @@ pub fn run_command(cmd: &str, args: &[String]) -> i32 {
         "mail-to-file" => mailfile::run(args),
         "bench" => bench::run(args),
         "advise" => advise::run(args),
+        "sim" => sim(args),
         "version" | "--version" | "-V" => {
             println!(
                 "drover {} (Slurm {SLURM_VERSION} compatible)",
@@ -129,6 +132,23 @@ pub fn run_command(cmd: &str, args: &[String]) -> i32 {
             1
         }
     }
+}
+
+/// `drover sim`: the simulator is its own binary (`droversim`, beside this
+/// one), so that the client carries no controller code.
+fn sim(args: &[String]) -> i32 {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().and_then(std::fs::canonicalize);
+    let bin = match &exe {
+        Ok(e) => e.with_file_name("droversim"),
+        Err(e) => {
+            eprintln!("drover sim: cannot find the drover binary: {e}");
+            return 1;
+        }
+    };
+    let err = std::process::Command::new(&bin).args(args).exec();
+    eprintln!("drover sim: cannot run {}: {err}", bin.display());
+    1
 }
 
 /// Entry point: dispatch on the basename of argv[0], else on argv[1].

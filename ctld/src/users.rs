@@ -42,6 +42,12 @@ impl NameCache {
             .or_insert_with(|| user_name(uid).into())
             .clone()
     }
+    /// Name a uid and the gid of the same number without asking the
+    /// system (the simulator's users, who exist only in a trace).
+    pub fn set_user(&mut self, uid: u32, name: &str) {
+        self.users.insert(uid, name.into());
+        self.groups.insert(uid, name.into());
+    }
     pub fn group(&mut self, gid: u32) -> std::sync::Arc<str> {
         self.groups
             .entry(gid)

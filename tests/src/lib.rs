@@ -47,6 +47,7 @@ pub fn bin_dir() -> PathBuf {
         "droverd",
         "droverdbd",
         "droverrestd",
+        "droversim",
     ] {
         assert!(
             dir.join(b).exists(),

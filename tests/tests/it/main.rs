@@ -38,6 +38,7 @@ mod resolved_request;
 mod rest;
 mod scheduler;
 mod script_cmds;
+mod sim;
 mod step_limits;
 mod steps;
 mod suspend;
