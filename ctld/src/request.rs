@@ -108,7 +108,14 @@ pub fn resolve(
     let required_nodes = expand_nodes(&spec.nodelist)?;
     let excluded_nodes = expand_nodes(&spec.exclude)?;
     let min_nodes = spec.min_nodes.max(1).max(required_nodes.len() as u32);
-    let max_nodes = spec.max_nodes.max(min_nodes);
+    // Without -N, as many nodes as the tasks need (Slurm: one task a node
+    // at most, within the partition's MaxNodes); with it, the range given.
+    let max_nodes = if spec.min_nodes == 0 && spec.max_nodes == 0 && spec.ntasks > 1 {
+        let cap = part.and_then(|p| p.max_nodes).unwrap_or(u32::MAX);
+        spec.ntasks.min(cap).max(min_nodes)
+    } else {
+        spec.max_nodes.max(min_nodes)
+    };
     let ntasks_given = spec.ntasks > 0;
     let ntasks = if spec.ntasks > 0 {
         spec.ntasks
@@ -426,6 +433,13 @@ mod tests {
         let r = resolve(&range, None, &cfg()).unwrap();
         assert_eq!((r.min_nodes, r.max_nodes, r.ntasks), (2, 4, 2));
         assert!(!r.ntasks_given);
+        // -n without -N: up to a node a task.
+        let spread = JobSpec {
+            ntasks: 20,
+            ..Default::default()
+        };
+        let r = resolve(&spread, None, &cfg()).unwrap();
+        assert_eq!((r.min_nodes, r.max_nodes, r.ntasks), (1, 20, 20));
     }
 
     #[test]

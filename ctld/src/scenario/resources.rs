@@ -130,3 +130,27 @@ fn qos_max_jobs_per_user_holds_the_second_job() {
     env.advance(T0 + 2);
     assert_eq!(env.launched(), vec![first, second]);
 }
+
+/// `-n 20` without `-N` on 8-CPU nodes: the job spans as few nodes as hold
+/// its tasks (Slurm's default), within the partition's MaxNodes.
+#[test]
+fn tasks_without_a_node_count_span_nodes() {
+    let mut env = TestEnv::new(
+        "NodeName=n[1-4] CPUs=8 RealMemory=8000\n\
+         PartitionName=p Nodes=n[1-4] Default=YES\n\
+         PartitionName=small Nodes=n[1-4] MaxNodes=2",
+    );
+    let mut spec = job(10);
+    spec.ntasks = 20;
+    let id = env.sbatch(spec);
+    env.advance(T0 + 1);
+    assert_eq!(env.launched(), vec![id]);
+    let alloc = &env.core.jobs[&id].rt().alloc;
+    assert_eq!(alloc.len(), 3, "{alloc:?}");
+    assert!(alloc.iter().map(|a| a.cpus).sum::<u32>() >= 20, "{alloc:?}");
+    // Three nodes' worth in a partition of MaxNodes=2 can never run.
+    let mut spec = job(10);
+    spec.ntasks = 20;
+    spec.partition = "small".into();
+    assert!(env.submit(spec).is_err(), "refused at submit");
+}

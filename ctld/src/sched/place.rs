@@ -227,9 +227,9 @@ pub fn node_tasks(req: &Request, n: &NodeSnap, a: &Avail, opts: &PlaceOpts) -> u
 }
 
 /// Tasks a request must put on its node when it runs on one node only
-/// (None: it needs several nodes).
+/// (None: it needs, or may use, several nodes).
 pub fn single_node_tasks(req: &Request) -> Option<u32> {
-    if req.min_nodes.max(1) != 1 || req.required.len() > 1 {
+    if req.min_nodes.max(1) != 1 || req.max_nodes > 1 || req.required.len() > 1 {
         return None;
     }
     Some(if req.ntasks_per_node > 0 {

@@ -602,3 +602,31 @@ fn scontrol_daemons_hostnames_and_every_config_key() {
     }
     assert!(cfg.lines().count() > 150, "{cfg}");
 }
+
+/// `sbatch -n 5` without `-N` on 2-CPU nodes: Slurm spans as few nodes as
+/// hold the tasks (3 here), and the job's steps use them all.
+#[test]
+fn tasks_without_a_node_count_span_nodes() {
+    let c = Cluster::start(Spec {
+        nodes: 3,
+        cpus: 2,
+        ..Spec::default()
+    });
+    let out = c.path().join("span.out");
+    let id = c.sbatch(
+        &["-n5", "-o", out.to_str().unwrap()],
+        "#!/bin/sh\necho nodes=$SLURM_NNODES tasks=$SLURM_NTASKS\nsrun hostname | wc -l\n",
+    );
+    c.expect_end(id, "COMPLETED");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text, "nodes=3 tasks=5\n5\n", "{text}");
+    assert_eq!(c.job_field(&id.to_string(), "NumNodes").as_deref(), Some("3"));
+    // More tasks than the cluster has CPUs: refused at submit, in Slurm's words.
+    let o = c.run("sbatch", &["-n7", "--wrap", "true"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("Requested node configuration is not available"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
