@@ -620,12 +620,16 @@ fn tasks_without_a_node_count_span_nodes() {
     c.expect_end(id, "COMPLETED");
     let text = std::fs::read_to_string(&out).unwrap();
     assert_eq!(text, "nodes=3 tasks=5\n5\n", "{text}");
-    assert_eq!(c.job_field(&id.to_string(), "NumNodes").as_deref(), Some("3"));
+    assert_eq!(
+        c.job_field(&id.to_string(), "NumNodes").as_deref(),
+        Some("3")
+    );
     // More tasks than the cluster has CPUs: refused at submit, in Slurm's words.
     let o = c.run("sbatch", &["-n7", "--wrap", "true"]);
     assert!(!o.status.success());
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("Requested node configuration is not available"),
+        String::from_utf8_lossy(&o.stderr)
+            .contains("Requested node configuration is not available"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
