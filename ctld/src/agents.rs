@@ -41,6 +41,8 @@ impl Ctld {
         let mut lost = Vec::new();
         // Nodes whose durable state (drain, down) changed here.
         let mut changed = Vec::new();
+        // Nodes registered here (a powered-down one is up now).
+        let mut powered = Vec::new();
         let conf_differs = req.conf_hash != 0
             && req.conf_hash != self.cfg.conf_hash
             && !self.cfg.debug_flag("NO_CONF_HASH");
@@ -159,11 +161,12 @@ impl Ctld {
                 }
                 if j.rt().launched {
                     lost.push((id, reg.name.clone()));
-                } else {
+                } else if j.state() != JobState::Configuring {
                     relaunch.push(id);
                 }
             }
             tracing::info!("node {} registered", reg.name);
+            powered.push(i);
         }
         changed.dedup();
         for i in changed {
@@ -182,6 +185,9 @@ impl Ctld {
         }
         for id in relaunch {
             self.send_launch(id);
+        }
+        for i in powered {
+            self.power_registered(i);
         }
         // Kills are re-sent: an agent that stopped before it passed a
         // terminate on to the job's supervisor re-attaches the job when it

@@ -82,6 +82,8 @@ pub struct Ctld {
     pub now: i64,
     /// What the operations applied so far asked the world to do.
     pub effects: Vec<Effect>,
+    /// Nodes resumed/suspended this minute (ResumeRate, SuspendRate).
+    pub power_rates: crate::power::Rates,
 }
 
 impl Ctld {
@@ -123,6 +125,7 @@ impl Ctld {
             lenders: BTreeSet::new(),
             now,
             effects: Vec::new(),
+            power_rates: Default::default(),
         }
     }
 
@@ -317,5 +320,8 @@ fn node_record(n: &crate::cluster::Node) -> NodeStateRecord {
         reason_uid: n.reason_uid,
         reason_time: n.reason_time,
         not_responding: n.down_not_responding,
+        power: n.power as u32,
+        power_since: n.power_since,
+        power_down_asap: n.power_down_asap,
     }
 }

@@ -58,6 +58,16 @@ pub enum Effect<S> {
     /// Accounting was switched on by a reconfigure: open the outbox, start
     /// the sender and queue a record of every job known.
     StartAccounting,
+    /// Run a power-saving program (`kind`: SuspendProgram, ResumeProgram,
+    /// ResumeFailProgram) at `path` with the nodes' hostlist as argument,
+    /// killed after `timeout`; a failure comes back as
+    /// `Ctld::program_failed(kind, nodes, why)`.
+    RunProgram {
+        kind: &'static str,
+        path: String,
+        nodes: Vec<String>,
+        timeout: Duration,
+    },
 }
 
 impl<S> fmt::Debug for Effect<S> {
@@ -86,6 +96,9 @@ impl<S> fmt::Debug for Effect<S> {
                 write!(f, "ReconfigureAgents({} agents)", agents.len())
             }
             Effect::StartAccounting => write!(f, "StartAccounting"),
+            Effect::RunProgram { kind, nodes, .. } => {
+                write!(f, "RunProgram({kind} {})", nodes.join(","))
+            }
         }
     }
 }

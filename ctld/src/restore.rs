@@ -58,6 +58,9 @@ impl Ctld {
                 node.reason = n.reason;
                 node.reason_uid = n.reason_uid;
                 node.reason_time = n.reason_time;
+                node.power = crate::power::Power::from_record(n.power);
+                node.power_since = n.power_since;
+                node.power_down_asap = n.power_down_asap;
             }
         }
         // Rebuild derived state: blob references, allocations, array index.
@@ -73,7 +76,10 @@ impl Ctld {
             }
             if matches!(
                 job.state(),
-                JobState::Running | JobState::Completing | JobState::Suspended
+                JobState::Running
+                    | JobState::Completing
+                    | JobState::Suspended
+                    | JobState::Configuring
             ) {
                 c.cluster
                     .allocate(id, &crate::suspend::held_allocs(&rt), rt.share);

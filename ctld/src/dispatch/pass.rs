@@ -672,6 +672,10 @@ impl Ctld {
         rt.exit_code = 0;
         rt.exit_signal = 0;
         self.cluster.allocate(id, &node_allocs, share);
+        // Powered-down nodes: the job waits (CONFIGURING) while they come up.
+        if self.power_wait(id) {
+            return;
+        }
         if let Some(j) = self.jobs.get_mut(&id).filter(|j| j.spec().interactive) {
             // salloc/srun allocation: nothing to launch; steps come by srun.
             let rt = j.rt_mut();

@@ -7,6 +7,7 @@
 mod accounting;
 pub mod agent_pool;
 pub mod config_files;
+mod programs;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -271,6 +272,24 @@ impl Runtime {
                             }
                         });
                     }
+                }
+                Effect::RunProgram {
+                    kind,
+                    path,
+                    nodes,
+                    timeout,
+                } => {
+                    let tx = self.tx.clone();
+                    tokio::spawn(async move {
+                        let Err(why) = programs::run(kind, &path, &nodes, timeout).await else {
+                            return;
+                        };
+                        let _ = tx
+                            .send(Box::new(move |c: &mut Ctld| {
+                                c.program_failed(kind, &nodes, &why)
+                            }))
+                            .await;
+                    });
                 }
                 Effect::StartAccounting => {
                     if let Err(e) = self.start_accounting(self.agents.cred()) {
