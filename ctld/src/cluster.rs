@@ -71,7 +71,7 @@ pub struct Node {
     /// `State=CLOUD` in the configuration.
     pub cloud: bool,
     /// Power saving (`power.rs`): on, powering down, off, powering up.
-    pub power: crate::power::Power,
+    pub power: crate::nodepower::Power,
     /// When `power` was entered.
     pub power_since: i64,
     /// Power down once idle (scontrol POWER_DOWN / POWER_DOWN_ASAP).
@@ -125,9 +125,9 @@ impl Node {
             version: String::new(),
             cloud,
             power: if off {
-                crate::power::Power::Off
+                crate::nodepower::Power::Off
             } else {
-                crate::power::Power::On
+                crate::nodepower::Power::On
             },
             power_since: now,
             power_down_asap: false,
@@ -145,7 +145,7 @@ impl Node {
     /// May new work start here? A powered-down node (or one powering up)
     /// may: the job waits in CONFIGURING while it comes up.
     pub fn usable(&self) -> bool {
-        use crate::power::Power;
+        use crate::nodepower::Power;
         let up = match self.power {
             Power::On => self.registered && self.responding,
             Power::Off | Power::PoweringUp => true,
@@ -171,7 +171,7 @@ impl Node {
             } else {
                 "DRAINING"
             }
-        } else if !self.registered && self.power == crate::power::Power::On {
+        } else if !self.registered && self.power == crate::nodepower::Power::On {
             "UNKNOWN"
         } else if used == 0 && self.jobs.is_empty() {
             "IDLE"

@@ -83,7 +83,7 @@ pub struct Ctld {
     /// What the operations applied so far asked the world to do.
     pub effects: Vec<Effect>,
     /// Nodes resumed/suspended this minute (ResumeRate, SuspendRate).
-    pub power_rates: crate::power::Rates,
+    pub power_rates: crate::nodepower::Rates,
 }
 
 impl Ctld {

@@ -273,7 +273,7 @@ impl Ctld {
             let n = &self.cluster.nodes[i];
             if !n.down
                 && !n.future()
-                && n.power == crate::power::Power::On
+                && n.power == crate::nodepower::Power::On
                 && t - n.last_seen > timeout
             {
                 self.node_failed(i, "Not responding");

@@ -391,7 +391,7 @@ impl Ctld {
         if n.drain && !matches!(state, "DRAINED" | "DRAINING") {
             flags.push_str("+DRAIN");
         }
-        let powered = n.power == crate::power::Power::On;
+        let powered = n.power == crate::nodepower::Power::On;
         if powered && (!n.responding && n.registered || (!n.registered && n.down)) {
             flags.push_str("+NOT_RESPONDING");
         }

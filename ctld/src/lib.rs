@@ -32,6 +32,7 @@ pub mod inactive;
 pub mod job;
 pub mod jobinfo;
 pub mod metrics;
+pub mod nodepower;
 pub mod power;
 pub mod priority;
 pub mod privacy;

@@ -58,7 +58,7 @@ impl Ctld {
                 node.reason = n.reason;
                 node.reason_uid = n.reason_uid;
                 node.reason_time = n.reason_time;
-                node.power = crate::power::Power::from_record(n.power);
+                node.power = crate::nodepower::Power::from_record(n.power);
                 node.power_since = n.power_since;
                 node.power_down_asap = n.power_down_asap;
             }
