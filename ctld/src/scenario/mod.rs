@@ -3,5 +3,6 @@
 
 mod env;
 mod life;
+mod power;
 mod preempt;
 mod resources;
