@@ -200,6 +200,7 @@ impl Node {
             weight: self.conf.weight,
             jobs: self.jobs.len() as u32,
             threads: self.conf.threads_per_core.max(1),
+            ready: 0,
             shared: self
                 .cpu_use
                 .iter()

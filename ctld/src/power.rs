@@ -453,6 +453,23 @@ impl Ctld {
         }
     }
 
+    /// When each node of a scheduling snapshot can run work: a node
+    /// powered down is ResumeTimeout away, one powering up ResumeTimeout
+    /// after its resume began.
+    pub fn power_ready(&self, nodes: &mut [crate::sched::NodeSnap]) {
+        for (i, snap) in nodes.iter_mut().enumerate() {
+            let Some(n) = self.cluster.nodes.get(i) else {
+                break;
+            };
+            let wait = self.resume_timeout(i) as i64;
+            snap.ready = match n.power {
+                Power::Off => self.now + wait,
+                Power::PoweringUp => (n.power_since + wait).max(self.now),
+                _ => 0,
+            };
+        }
+    }
+
     /// scontrol update NodeName=X State=POWER_DOWN|POWER_DOWN_ASAP|
     /// POWER_DOWN_FORCE|POWER_UP.
     pub fn power_update(&mut self, i: usize, state: &str) -> Result<(), String> {
