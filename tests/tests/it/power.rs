@@ -305,3 +305,81 @@ fn scontrol_powers_nodes_down_and_up() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("Invalid node state specified"));
 }
+
+#[test]
+fn drover_up_cloud_nodes_resume_for_a_job_and_stop_with_it() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("c");
+    let mut child = Command::new(bin_dir().join("drover"))
+        .args(["up", "--dir", cluster.to_str().unwrap(), "--nodes", "1"])
+        .args(["--cpus-per-node", "2", "--mem-per-node", "1000"])
+        .args(["--cloud-nodes", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut said = Vec::new();
+    for l in out.by_ref() {
+        let l = l.unwrap();
+        said.push(l.clone());
+        if l.starts_with("export ") {
+            break;
+        }
+    }
+    assert!(
+        said.iter().any(|l| l.contains("2 cloud nodes (cloud[1-2], partition cloud)")),
+        "{said:?}"
+    );
+    let conf = cluster.join("slurm.conf");
+    let run = |prog: &str, args: &[&str]| {
+        let o = Command::new(cluster.join("bin").join(prog))
+            .args(args)
+            .env("SLURM_CONF", &conf)
+            .current_dir(&cluster)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{prog} {args:?}: {o:?}");
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    assert_eq!(run("sinfo", &["-h", "-N", "-p", "cloud", "-o", "%N %t"]), "cloud1 idle~\ncloud2 idle~");
+    let script = cluster.join("job.sh");
+    fs::write(&script, "#!/bin/sh\nhostname >/dev/null\n").unwrap();
+    let id = run(
+        "sbatch",
+        &["--parsable", "-p", "cloud", "-o", "/dev/null", script.to_str().unwrap()],
+    );
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let st = run("scontrol", &["show", "job", &id]);
+        if st.contains("JobState=COMPLETED") {
+            assert!(st.contains("NodeList=cloud1"), "{st}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{st}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(run("sinfo", &["-h", "-N", "-n", "cloud1", "-o", "%t"]), "idle");
+    // drover up stops the cloud node's agent with the rest.
+    // SAFETY: kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    let me = cluster.display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = drover_tests::pids_mentioning(&me);
+        if left.is_empty() {
+            break;
+        }
+        if Instant::now() > deadline {
+            for p in &left {
+                // SAFETY: kill(2) of leftovers of this test's cluster.
+                unsafe { libc::kill(*p, libc::SIGKILL) };
+            }
+            panic!("processes outlived drover up: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
