@@ -453,6 +453,13 @@ impl Ctld {
         }
     }
 
+    /// Is node `i` left out of node lists? A powered-down CLOUD node is,
+    /// unless `PrivateData=cloud` (Slurm's rule); named, it is shown.
+    pub fn node_hidden(&self, i: usize) -> bool {
+        let n = &self.cluster.nodes[i];
+        n.cloud && n.power == Power::Off && !self.private().cloud
+    }
+
     /// When each node of a scheduling snapshot can run work: a node
     /// powered down is ResumeTimeout away, one powering up ResumeTimeout
     /// after its resume began.

@@ -344,7 +344,9 @@ impl Controller for Svc {
                 return;
             }
             let idx: Vec<usize> = if names.is_empty() {
-                (0..c.cluster.nodes.len()).collect()
+                (0..c.cluster.nodes.len())
+                    .filter(|&i| !c.node_hidden(i))
+                    .collect()
             } else {
                 names.iter().filter_map(|n| c.cluster.node_idx(n)).collect()
             };

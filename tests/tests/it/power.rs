@@ -73,6 +73,7 @@ fn cluster(cloud: u32, delay: u32, extra: &[&str]) -> (Cluster, Vec<u16>) {
         "ResumeProgram={DIR}/resume.sh".into(),
         "ResumeFailProgram={DIR}/resumefail.sh".into(),
         "SuspendExcNodes=node1".into(),
+        "PrivateData=cloud".into(),
         "SuspendTime=5".into(),
         "SuspendTimeout=2".into(),
         "ResumeTimeout=20".into(),
@@ -293,13 +294,22 @@ fn failing_programs_leave_a_reason_on_the_node() {
 
 #[test]
 fn scontrol_powers_nodes_down_and_up() {
-    let (c, _) = cluster(1, 0, &["SuspendTime=INFINITE"]);
+    // Without PrivateData=cloud a powered-down CLOUD node is not listed.
+    let (c, _) = cluster(1, 0, &["SuspendTime=INFINITE", "PrivateData=jobs"]);
     let _g = Instances(c.path().to_path_buf());
+    assert_eq!(c.ok("sinfo", &["-h", "-N", "-o", "%N"]).trim(), "node1");
     c.ok("scontrol", &["update", "NodeName=cloud1", "State=POWER_UP"]);
     c.wait_node("cloud1", "idle");
     assert_eq!(c.node_field("cloud1", "State"), "IDLE+CLOUD");
+    assert_eq!(c.ok("sinfo", &["-h", "-N", "-o", "%N"]).trim(), "cloud1\nnode1");
     c.ok("scontrol", &["update", "NodeName=cloud1", "State=POWER_DOWN"]);
-    c.wait_node("cloud1", "idle~");
+    let deadline = Instant::now() + WAIT;
+    while c.node_field("cloud1", "State") != "IDLE+CLOUD+POWERED_DOWN" {
+        assert!(Instant::now() < deadline, "{}", c.node_field("cloud1", "State"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Hidden again from lists, shown when named.
+    assert_eq!(c.ok("sinfo", &["-h", "-N", "-o", "%N"]).trim(), "node1");
     assert_eq!(lines(&c, "suspended.log"), vec!["cloud1".to_string()]);
     let out = c.run("scontrol", &["update", "NodeName=cloud1", "State=POWER_SIDEWAYS"]);
     assert!(!out.status.success());
