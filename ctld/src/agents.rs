@@ -34,6 +34,12 @@ impl Ctld {
     }
 
     pub fn register(&mut self, req: RegisterRequest) -> RegisterResponse {
+        self.register_from(req, None)
+    }
+
+    /// [`Ctld::register`] from the agent at `peer` (its IP address): a
+    /// CLOUD node may be reached there from now on (`power.rs`).
+    pub fn register_from(&mut self, req: RegisterRequest, peer: Option<String>) -> RegisterResponse {
         let t = self.now;
         let mut errors = Vec::new();
         let mut kill = Vec::new();
@@ -166,6 +172,11 @@ impl Ctld {
                 }
             }
             tracing::info!("node {} registered", reg.name);
+            if let Some(ip) = &peer {
+                if self.learn_addr(i, ip) {
+                    changed.push(i);
+                }
+            }
             powered.push(i);
         }
         changed.dedup();

@@ -76,6 +76,9 @@ pub struct Node {
     pub power_since: i64,
     /// Power down once idle (scontrol POWER_DOWN / POWER_DOWN_ASAP).
     pub power_down_asap: bool,
+    /// A CLOUD node's address as learned from its registration (its
+    /// NodeAddr not configured, or `SlurmctldParameters=cloud_reg_addrs`).
+    pub learned_addr: Option<String>,
 }
 
 impl Node {
@@ -131,6 +134,7 @@ impl Node {
             },
             power_since: now,
             power_down_asap: false,
+            learned_addr: None,
         }
     }
 

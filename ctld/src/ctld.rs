@@ -295,13 +295,15 @@ impl Ctld {
     /// Where the agent serving `node` listens (`NodeAddr:Port`).
     pub fn agent_addr(&self, node: &str) -> Option<String> {
         let i = self.cluster.node_idx(node)?;
-        let n = &self.cluster.nodes[i].conf;
+        let node = &self.cluster.nodes[i];
+        let n = &node.conf;
         let port = if n.port == 0 {
             self.cfg.slurmd_port
         } else {
             n.port
         };
-        Some(format!("{}:{}", n.node_addr, port))
+        let addr = node.learned_addr.as_deref().unwrap_or(&n.node_addr);
+        Some(drover_conf::slurmconf::join_host_port(addr, port))
     }
 
     /// Apply `op` after `delay`.
@@ -323,5 +325,6 @@ fn node_record(n: &crate::cluster::Node) -> NodeStateRecord {
         power: n.power as u32,
         power_since: n.power_since,
         power_down_asap: n.power_down_asap,
+        addr: n.learned_addr.clone().unwrap_or_default(),
     }
 }

@@ -453,6 +453,24 @@ impl Ctld {
         }
     }
 
+    /// A CLOUD node registered from `ip`: reach it there when its NodeAddr
+    /// is not configured (or `cloud_reg_addrs`), unless `cloud_dns` says
+    /// its name resolves. True when the address changed.
+    pub fn learn_addr(&mut self, i: usize, ip: &str) -> bool {
+        let params = drover_conf::power::CloudParams::of(self.cfg.get("SlurmctldParameters"));
+        let n = &mut self.cluster.nodes[i];
+        let unset = n.conf.node_addr == n.conf.name;
+        if !n.cloud || params.cloud_dns || !(unset || params.cloud_reg_addrs) {
+            return false;
+        }
+        if n.learned_addr.as_deref() == Some(ip) {
+            return false;
+        }
+        tracing::info!("node {}: address {ip} (learned at registration)", n.name());
+        n.learned_addr = Some(ip.to_string());
+        true
+    }
+
     /// Is node `i` left out of node lists? A powered-down CLOUD node is,
     /// unless `PrivateData=cloud` (Slurm's rule); named, it is shown.
     pub fn node_hidden(&self, i: usize) -> bool {

@@ -148,6 +148,7 @@ impl Ctld {
                 n.power = old.power;
                 n.power_since = old.power_since;
                 n.power_down_asap = old.power_down_asap;
+                n.learned_addr = old.learned_addr.clone();
                 n.agent_start_time = old.agent_start_time;
                 n.boot_time = old.boot_time;
                 n.os = old.os.clone();

@@ -61,6 +61,7 @@ impl Ctld {
                 node.power = crate::nodepower::Power::from_record(n.power);
                 node.power_since = n.power_since;
                 node.power_down_asap = n.power_down_asap;
+                node.learned_addr = (!n.addr.is_empty()).then_some(n.addr);
             }
         }
         // Rebuild derived state: blob references, allocations, array index.

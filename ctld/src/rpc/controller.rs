@@ -481,9 +481,10 @@ impl Controller for Svc {
         req: Request<RegisterRequest>,
     ) -> Result<Response<RegisterResponse>, Status> {
         self.daemon(&req)?;
+        let peer = req.remote_addr().map(|a| a.ip().to_string());
         let req = req.into_inner();
         self.call(move |c, r| {
-            let v = c.register(req);
+            let v = c.register_from(req, peer);
             c.reply_durable(r, Ok(v));
         })
         .await

@@ -55,14 +55,19 @@ fn scripts(delay: u32) -> Vec<(String, String)> {
 /// node1 (always on, the harness's agent) and cloud[1-N], CLOUD nodes with
 /// a port each, lighter (chosen first).
 fn cluster(cloud: u32, delay: u32, extra: &[&str]) -> (Cluster, Vec<u16>) {
+    cluster_addr(cloud, delay, extra, true)
+}
+
+/// [`cluster`], the cloud nodes' NodeAddr configured or not.
+fn cluster_addr(cloud: u32, delay: u32, extra: &[&str], addr: bool) -> (Cluster, Vec<u16>) {
+    let node_addr = if addr { "NodeAddr=127.0.0.1 " } else { "" };
     let ports: Vec<u16> = (0..cloud).map(|_| free_port()).collect();
     let mut topo = "NodeName=node1 NodeAddr=127.0.0.1 Port={AGENT_PORT} CPUs=2 RealMemory=1000 \
                     Weight=100\n"
         .to_string();
     for (i, p) in ports.iter().enumerate() {
         topo.push_str(&format!(
-            "NodeName=cloud{} NodeAddr=127.0.0.1 Port={p} CPUs=2 RealMemory=1000 Weight=1 \
-             State=CLOUD\n",
+            "NodeName=cloud{} {node_addr}Port={p} CPUs=2 RealMemory=1000 Weight=1 State=CLOUD\n",
             i + 1
         ));
     }
@@ -217,6 +222,25 @@ fn a_node_that_never_resumes_goes_down_and_its_job_runs_elsewhere() {
     let show = c.ok("scontrol", &["show", "node", "cloud1"]);
     assert!(show.contains("Reason=ResumeTimeout reached"), "{show}");
     assert_eq!(lines(&c, "resumefail.log"), vec!["cloud1".to_string()]);
+}
+
+#[test]
+fn a_cloud_node_without_an_address_is_reached_where_it_registered_from() {
+    // The agent listens on every address (its NodeAddr unknown): TLS would
+    // be on, and this test has no certificates.
+    let (c, _) = cluster_addr(1, 0, &["TLSType=tls/none"], false);
+    let _g = Instances(c.path().to_path_buf());
+    assert_eq!(c.node_field("cloud1", "NodeAddr"), "cloud1");
+    let id = c.sbatch(&["-w", "cloud1", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    let deadline = Instant::now() + WAIT;
+    while c.node_field("cloud1", "NodeAddr") != "127.0.0.1" {
+        assert!(Instant::now() < deadline, "{}", c.log_text("droverd-cloud1"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(c.wait_done(id), "COMPLETED", "{}", c.log_text("droverctld"));
+    assert!(c
+        .log_text("droverctld")
+        .contains("node cloud1: address 127.0.0.1 (learned at registration)"));
 }
 
 #[test]
