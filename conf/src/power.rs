@@ -313,11 +313,27 @@ mod tests {
             ("SuspendTime=soon", "SuspendTime", "invalid number"),
             ("ResumeTimeout=0", "ResumeTimeout", "at least 1"),
             ("ResumeRate=-2", "ResumeRate", "invalid number"),
-            ("SuspendProgram=suspend.sh", "SuspendProgram", "absolute path"),
-            ("SuspendExcStates=SLEEPY", "SuspendExcStates", "invalid state"),
-            ("SuspendExcNodes=n9", "SuspendExcNodes", "undefined node 'n9'"),
+            (
+                "SuspendProgram=suspend.sh",
+                "SuspendProgram",
+                "absolute path",
+            ),
+            (
+                "SuspendExcStates=SLEEPY",
+                "SuspendExcStates",
+                "invalid state",
+            ),
+            (
+                "SuspendExcNodes=n9",
+                "SuspendExcNodes",
+                "undefined node 'n9'",
+            ),
             ("SuspendExcNodes=n1:x", "SuspendExcNodes", "invalid number"),
-            ("SuspendExcParts=nope", "SuspendExcParts", "undefined partition"),
+            (
+                "SuspendExcParts=nope",
+                "SuspendExcParts",
+                "undefined partition",
+            ),
         ] {
             let e = parse(&format!("ClusterName=c\n{line}\n{NODES}")).unwrap_err();
             assert_eq!((e.line, e.key.as_str()), (2, key), "{line}: {e}");

@@ -39,7 +39,11 @@ impl Ctld {
 
     /// [`Ctld::register`] from the agent at `peer` (its IP address): a
     /// CLOUD node may be reached there from now on (`power.rs`).
-    pub fn register_from(&mut self, req: RegisterRequest, peer: Option<String>) -> RegisterResponse {
+    pub fn register_from(
+        &mut self,
+        req: RegisterRequest,
+        peer: Option<String>,
+    ) -> RegisterResponse {
         let t = self.now;
         let mut errors = Vec::new();
         let mut kill = Vec::new();

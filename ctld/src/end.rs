@@ -39,10 +39,7 @@ impl Ctld {
         };
         if !matches!(
             job.state(),
-            JobState::Running
-                | JobState::Completing
-                | JobState::Suspended
-                | JobState::Configuring
+            JobState::Running | JobState::Completing | JobState::Suspended | JobState::Configuring
         ) {
             return;
         }

@@ -453,7 +453,10 @@ impl Ctld {
             gres_used: n.gres_used_text(),
             partitions: n.partitions.clone(),
             weight: c.weight,
-            node_addr: n.learned_addr.clone().unwrap_or_else(|| c.node_addr.clone()),
+            node_addr: n
+                .learned_addr
+                .clone()
+                .unwrap_or_else(|| c.node_addr.clone()),
             node_hostname: c.node_hostname.clone(),
             port: u32::from(if c.port == 0 {
                 self.cfg.slurmd_port

@@ -12,8 +12,8 @@ use drover_proto::JobState;
 
 use crate::ctld::{Ctld, Effect};
 use crate::end::EndReport;
-pub use crate::nodepower::{Power, Rates};
 use crate::nodepower::room;
+pub use crate::nodepower::{Power, Rates};
 
 impl Ctld {
     /// Is power saving configured (a SuspendTime, globally or on a
@@ -102,8 +102,9 @@ impl Ctld {
                 _ => {}
             }
         }
-        let idle_on_suspend = drover_conf::power::CloudParams::of(self.cfg.get("SlurmctldParameters"))
-            .idle_on_node_suspend;
+        let idle_on_suspend =
+            drover_conf::power::CloudParams::of(self.cfg.get("SlurmctldParameters"))
+                .idle_on_node_suspend;
         for i in off {
             let n = &mut self.cluster.nodes[i];
             n.power = Power::Off;
@@ -165,7 +166,11 @@ impl Ctld {
             "power_save: waking nodes {}",
             drover_conf::hostlist::compress(&names)
         );
-        let timeout = idx.iter().map(|&i| self.resume_timeout(i)).max().unwrap_or(60);
+        let timeout = idx
+            .iter()
+            .map(|&i| self.resume_timeout(i))
+            .max()
+            .unwrap_or(60);
         self.run_program("ResumeProgram", names, timeout);
     }
 
@@ -208,7 +213,8 @@ impl Ctld {
                 .nodes
                 .iter()
                 .filter(|n| {
-                    matches!(n.power, Power::On | Power::PoweringUp) && g.0.iter().any(|m| m == n.name())
+                    matches!(n.power, Power::On | Power::PoweringUp)
+                        && g.0.iter().any(|m| m == n.name())
                 })
                 .count();
         }
@@ -247,7 +253,11 @@ impl Ctld {
             "power_save: suspending nodes {}",
             drover_conf::hostlist::compress(&names)
         );
-        let timeout = idx.iter().map(|&i| self.suspend_timeout(i)).max().unwrap_or(30);
+        let timeout = idx
+            .iter()
+            .map(|&i| self.suspend_timeout(i))
+            .max()
+            .unwrap_or(30);
         self.run_program("SuspendProgram", names, timeout);
         self.sched_needed = true;
     }

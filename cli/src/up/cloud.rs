@@ -98,11 +98,13 @@ mod tests {
             "ClusterName=c\nNodeName=node1 CPUs=2\nPartitionName=debug Nodes=node1 Default=YES\n\
              {lines}"
         );
-        let (cfg, _) = drover_conf::slurmconf::parse_str(&text, "c.conf", &mut |p| {
-            Err(format!("no {p}"))
-        })
-        .unwrap();
-        assert_eq!(cfg.power.resume_program.as_deref(), Some("/c/power/resume.sh"));
+        let (cfg, _) =
+            drover_conf::slurmconf::parse_str(&text, "c.conf", &mut |p| Err(format!("no {p}")))
+                .unwrap();
+        assert_eq!(
+            cfg.power.resume_program.as_deref(),
+            Some("/c/power/resume.sh")
+        );
         assert_eq!(cfg.power.suspend_time, None);
         let part = cfg.partition("cloud").unwrap();
         assert_eq!(part.nodes, vec!["cloud1".to_string(), "cloud2".to_string()]);

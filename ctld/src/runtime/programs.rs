@@ -14,7 +14,12 @@ const STDERR_KEPT: usize = 4096;
 
 /// Ok when it exited 0; else why not, in words for the log and the
 /// node's reason.
-pub async fn run(kind: &str, path: &str, nodes: &[String], timeout: Duration) -> Result<(), String> {
+pub async fn run(
+    kind: &str,
+    path: &str,
+    nodes: &[String],
+    timeout: Duration,
+) -> Result<(), String> {
     let hostlist = drover_conf::hostlist::compress(nodes);
     let mut cmd = tokio::process::Command::new(path);
     cmd.arg(&hostlist)
@@ -25,7 +30,10 @@ pub async fn run(kind: &str, path: &str, nodes: &[String], timeout: Duration) ->
         .kill_on_drop(true);
     let mut child = cmd.spawn().map_err(|e| format!("cannot run {path}: {e}"))?;
     let pid = child.id();
-    tracing::info!("{kind} {path} {hostlist} started (pid {})", pid.unwrap_or(0));
+    tracing::info!(
+        "{kind} {path} {hostlist} started (pid {})",
+        pid.unwrap_or(0)
+    );
     // Read stderr beside the wait: a program that leaves a daemon holding
     // the pipe must not keep us waiting for its end of file.
     let mut stderr = child.stderr.take();

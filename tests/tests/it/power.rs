@@ -147,12 +147,13 @@ impl Drop for Instances {
         for e in dir.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
             if name.starts_with("agent-") && name.ends_with(".pid") {
-                if let Ok(pid) = fs::read_to_string(e.path()).map(|s| s.trim().parse::<i32>()) {
-                    if let Ok(pid) = pid {
-                        // SAFETY: kill(2) of an agent this test's script started.
-                        unsafe {
-                            libc::kill(pid, libc::SIGKILL);
-                        }
+                let pid = fs::read_to_string(e.path())
+                    .ok()
+                    .and_then(|s| s.trim().parse::<i32>().ok());
+                if let Some(pid) = pid.filter(|&p| p > 1) {
+                    // SAFETY: kill(2) of an agent this test's script started.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
                     }
                 }
             }
@@ -197,7 +198,9 @@ fn cloud_nodes_resume_for_a_job_and_power_down_when_idle() {
         .any(|l| l.contains("cloud")));
     // SuspendExcNodes=node1: never powered down although idle all along.
     assert_eq!(c.node_state("node1"), "idle");
-    assert!(!lines(&c, "suspended.log").iter().any(|l| l.contains("node1")));
+    assert!(!lines(&c, "suspended.log")
+        .iter()
+        .any(|l| l.contains("node1")));
     let log = c.log_text("droverctld");
     assert!(log.contains("power_save: suspending nodes cloud"), "{log}");
     // The agents were stopped by SuspendProgram.
@@ -206,11 +209,7 @@ fn cloud_nodes_resume_for_a_job_and_power_down_when_idle() {
 
 #[test]
 fn a_node_that_never_resumes_goes_down_and_its_job_runs_elsewhere() {
-    let (c, _) = cluster(
-        1,
-        0,
-        &["ResumeProgram={DIR}/noop.sh", "ResumeTimeout=3"],
-    );
+    let (c, _) = cluster(1, 0, &["ResumeProgram={DIR}/noop.sh", "ResumeTimeout=3"]);
     let id = c.sbatch(&["-n1", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
     let ids = id.to_string();
     c.wait_state(&ids, &["CONFIGURING"], WAIT);
@@ -234,7 +233,11 @@ fn a_cloud_node_without_an_address_is_reached_where_it_registered_from() {
     let id = c.sbatch(&["-w", "cloud1", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
     let deadline = Instant::now() + WAIT;
     while c.node_field("cloud1", "NodeAddr") != "127.0.0.1" {
-        assert!(Instant::now() < deadline, "{}", c.log_text("droverd-cloud1"));
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            c.log_text("droverd-cloud1")
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(c.wait_done(id), "COMPLETED", "{}", c.log_text("droverctld"));
@@ -293,9 +296,7 @@ fn failing_programs_leave_a_reason_on_the_node() {
         show.contains("ResumeProgram failed: exit code 3: cloud quota exceeded"),
         "{show}"
     );
-    assert!(c
-        .log_text("droverctld")
-        .contains("cloud quota exceeded"));
+    assert!(c.log_text("droverctld").contains("cloud quota exceeded"));
     drop(c);
 
     // Hangs: killed after SuspendTimeout, the node powered down anyway
@@ -325,17 +326,30 @@ fn scontrol_powers_nodes_down_and_up() {
     c.ok("scontrol", &["update", "NodeName=cloud1", "State=POWER_UP"]);
     c.wait_node("cloud1", "idle");
     assert_eq!(c.node_field("cloud1", "State"), "IDLE+CLOUD");
-    assert_eq!(c.ok("sinfo", &["-h", "-N", "-o", "%N"]).trim(), "cloud1\nnode1");
-    c.ok("scontrol", &["update", "NodeName=cloud1", "State=POWER_DOWN"]);
+    assert_eq!(
+        c.ok("sinfo", &["-h", "-N", "-o", "%N"]).trim(),
+        "cloud1\nnode1"
+    );
+    c.ok(
+        "scontrol",
+        &["update", "NodeName=cloud1", "State=POWER_DOWN"],
+    );
     let deadline = Instant::now() + WAIT;
     while c.node_field("cloud1", "State") != "IDLE+CLOUD+POWERED_DOWN" {
-        assert!(Instant::now() < deadline, "{}", c.node_field("cloud1", "State"));
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            c.node_field("cloud1", "State")
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // Hidden again from lists, shown when named.
     assert_eq!(c.ok("sinfo", &["-h", "-N", "-o", "%N"]).trim(), "node1");
     assert_eq!(lines(&c, "suspended.log"), vec!["cloud1".to_string()]);
-    let out = c.run("scontrol", &["update", "NodeName=cloud1", "State=POWER_SIDEWAYS"]);
+    let out = c.run(
+        "scontrol",
+        &["update", "NodeName=cloud1", "State=POWER_SIDEWAYS"],
+    );
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("Invalid node state specified"));
 }
@@ -364,7 +378,8 @@ fn drover_up_cloud_nodes_resume_for_a_job_and_stop_with_it() {
         }
     }
     assert!(
-        said.iter().any(|l| l.contains("2 cloud nodes (cloud[1-2], partition cloud)")),
+        said.iter()
+            .any(|l| l.contains("2 cloud nodes (cloud[1-2], partition cloud)")),
         "{said:?}"
     );
     let conf = cluster.join("slurm.conf");
@@ -378,12 +393,22 @@ fn drover_up_cloud_nodes_resume_for_a_job_and_stop_with_it() {
         assert!(o.status.success(), "{prog} {args:?}: {o:?}");
         String::from_utf8_lossy(&o.stdout).trim().to_string()
     };
-    assert_eq!(run("sinfo", &["-h", "-N", "-p", "cloud", "-o", "%N %t"]), "cloud1 idle~\ncloud2 idle~");
+    assert_eq!(
+        run("sinfo", &["-h", "-N", "-p", "cloud", "-o", "%N %t"]),
+        "cloud1 idle~\ncloud2 idle~"
+    );
     let script = cluster.join("job.sh");
     fs::write(&script, "#!/bin/sh\nhostname >/dev/null\n").unwrap();
     let id = run(
         "sbatch",
-        &["--parsable", "-p", "cloud", "-o", "/dev/null", script.to_str().unwrap()],
+        &[
+            "--parsable",
+            "-p",
+            "cloud",
+            "-o",
+            "/dev/null",
+            script.to_str().unwrap(),
+        ],
     );
     let deadline = Instant::now() + WAIT;
     loop {
@@ -395,7 +420,10 @@ fn drover_up_cloud_nodes_resume_for_a_job_and_stop_with_it() {
         assert!(Instant::now() < deadline, "{st}");
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert_eq!(run("sinfo", &["-h", "-N", "-n", "cloud1", "-o", "%t"]), "idle");
+    assert_eq!(
+        run("sinfo", &["-h", "-N", "-n", "cloud1", "-o", "%t"]),
+        "idle"
+    );
     // drover up stops the cloud node's agent with the rest.
     // SAFETY: kill(2) of our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
