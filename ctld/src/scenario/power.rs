@@ -174,3 +174,83 @@ fn a_failed_resume_program_fails_the_resume_at_once() {
     assert_eq!(n.reason, "ResumeProgram failed: exit code 3: no quota");
     assert_eq!(env.state(id), JobState::Pending);
 }
+
+#[test]
+fn a_job_cancelled_while_configuring_ends_at_once_and_frees_its_node() {
+    let mut env = TestEnv::new(&format!(
+        "{CONF}NodeName=n1 CPUs=1 RealMemory=1000\nPartitionName=p Nodes=ALL Default=YES"
+    ));
+    env.advance(T0 + 5);
+    env.advance(T0 + 7);
+    let id = env.sbatch(job(10));
+    env.advance(T0 + 8);
+    assert_eq!(env.state(id), JobState::Configuring);
+    env.cancel(id);
+    assert_eq!(env.state(id), JobState::Cancelled);
+    assert!(env.core.cluster.nodes[0].jobs.is_empty());
+    // The node still comes up (it was asked to), and nothing is launched.
+    env.clear();
+    register(&mut env.core, "n1");
+    env.advance(T0 + 9);
+    assert_eq!(power(&env, "n1"), Power::On);
+    assert!(env.launched().is_empty());
+}
+
+#[test]
+fn suspend_exc_nodes_with_a_count_keeps_that_many_up() {
+    let mut env = TestEnv::new(&format!(
+        "{CONF}SuspendExcNodes=n[1-3]:2\nNodeName=n[1-3] CPUs=1 RealMemory=1000\n\
+         PartitionName=p Nodes=ALL Default=YES"
+    ));
+    env.advance(T0 + 5);
+    assert_eq!(programs(&env), vec![("SuspendProgram", "n1".into())]);
+    env.advance(T0 + 300);
+    let up = ["n1", "n2", "n3"]
+        .iter()
+        .filter(|n| power(&env, n) == Power::On)
+        .count();
+    assert_eq!(up, 2);
+}
+
+#[test]
+fn idle_on_node_suspend_clears_down_and_drain() {
+    let mut env = TestEnv::new(&format!(
+        "{CONF}SlurmctldParameters=idle_on_node_suspend\nSlurmdTimeout=3\n\
+         NodeName=n1 CPUs=1 RealMemory=1000\nPartitionName=p Nodes=ALL Default=YES"
+    ));
+    env.silence("n1");
+    env.advance(T0 + 4);
+    assert!(env.core.cluster.nodes[0].down);
+    // Down and idle: powered down after SuspendTime, and idle again then.
+    env.advance(T0 + 10);
+    env.advance(T0 + 12);
+    let n = &env.core.cluster.nodes[0];
+    assert_eq!(n.power, Power::Off);
+    assert!(!n.down && n.reason.is_empty(), "{n:?}");
+    assert!(n.usable());
+}
+
+#[test]
+fn power_down_force_requeues_the_jobs_and_powers_down_now() {
+    let mut env = TestEnv::new(&format!(
+        "{CONF}SuspendTime=INFINITE\nNodeName=n1 CPUs=1 RealMemory=1000\n\
+         PartitionName=p Nodes=ALL Default=YES"
+    ));
+    let id = env.sbatch(job(10));
+    env.advance(T0 + 1);
+    env.launch_ok(id);
+    assert_eq!(env.core.power_update(0, "POWER_DOWN"), Ok(()));
+    // Busy: marked, no new work, powered down when its job ends.
+    assert!(env.core.cluster.nodes[0].power_down_asap);
+    assert!(!env.core.cluster.nodes[0].usable());
+    assert_eq!(env.core.power_update(0, "POWER_DOWN_FORCE"), Ok(()));
+    env.advance(T0 + 2);
+    assert_eq!(power(&env, "n1"), Power::PoweringDown);
+    assert_eq!(env.core.jobs[&id].rt().restart_count, 1);
+    assert_eq!(env.state(id), JobState::Pending);
+    assert!(env
+        .core
+        .power_update(0, "POWER_SIDEWAYS")
+        .unwrap_err()
+        .contains("Invalid node state"));
+}

@@ -214,6 +214,10 @@ fn a_node_that_never_resumes_goes_down_and_its_job_runs_elsewhere() {
     let ids = id.to_string();
     c.wait_state(&ids, &["CONFIGURING"], WAIT);
     assert_eq!(c.job_field(&ids, "NodeList").as_deref(), Some("cloud1"));
+    assert_eq!(c.ok("squeue", &["-h", "-j", &ids, "-o", "%t"]).trim(), "CF");
+    // Its node is allocated and powering up.
+    assert_eq!(c.node_state("cloud1"), "mix#");
+    assert_eq!(c.node_field("cloud1", "State"), "MIXED+CLOUD+POWERING_UP");
     assert_eq!(c.wait_done(id), "COMPLETED", "{}", c.log_text("droverctld"));
     assert_eq!(c.job_field(&ids, "NodeList").as_deref(), Some("node1"));
     assert_eq!(c.job_field(&ids, "Restarts").as_deref(), Some("1"));
