@@ -8,6 +8,7 @@
 //! command has one module for its I/O glue.
 
 pub mod acctconn;
+pub mod advise;
 pub mod agentconn;
 pub mod bench;
 pub mod benchacct;
@@ -19,6 +20,7 @@ pub mod install;
 pub mod jobids;
 pub mod json;
 pub mod jsonw;
+pub mod mailfile;
 pub mod nodestate;
 pub mod optdump;
 pub mod opts;
@@ -74,7 +76,11 @@ fn drover_usage() -> String {
          \x20 drover keygen [PATH]                                 write a cluster key\n\
          \x20 drover install [--prefix DIR] [--unit-dir DIR]       install binaries, links, units\n\
          \x20 drover ca init|issue|rotate|retire ...              the TLS CA and host certificates\n\
-         \x20 drover version                                       print the version\n",
+         \x20 drover mail-to-file FILE -s SUBJECT RECIPIENT       a MailProg that appends to FILE\n\
+         \x20 drover version                                       print the version\n\
+         \n\
+         User commands:\n\
+         \x20 drover advise [-u USER] [--since DAYS]              what to ask for next time (seff's advice)\n",
         COMMANDS.join(" ")
     )
 }
@@ -103,7 +109,9 @@ pub fn run_command(cmd: &str, args: &[String]) -> i32 {
         "keygen" => up::keygen(args),
         "install" => install::run(args),
         "ca" => ca::run(args),
+        "mail-to-file" => mailfile::run(args),
         "bench" => bench::run(args),
+        "advise" => advise::run(args),
         "version" | "--version" | "-V" => {
             println!(
                 "drover {} (Slurm {SLURM_VERSION} compatible)",
@@ -136,6 +144,19 @@ pub fn main_with_args(argv: Vec<String>) -> i32 {
         .unwrap_or_default();
     if COMMANDS.contains(&prog.as_str()) {
         return run_command(&prog, &argv[1..]);
+    }
+    // `drover up`'s MailProg: DIR/bin/drover-mail writes DIR/mail.log.
+    if prog == mailfile::LINK_NAME {
+        let Some(file) = argv
+            .first()
+            .and_then(|a| mailfile::file_for_link(std::path::Path::new(a)))
+        else {
+            eprintln!(
+                "drover-mail: error: run it by its path (DIR/bin/drover-mail writes DIR/mail.log)"
+            );
+            return 1;
+        };
+        return mailfile::deliver(&file, &argv[1..]);
     }
     match argv.get(1) {
         Some(cmd) => run_command(cmd, &argv[2..]),

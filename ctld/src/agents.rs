@@ -328,6 +328,8 @@ impl Ctld {
                 drain_reason: req.drain_reason,
                 gpu_util_pct: req.gpu_util_pct,
                 gpu_mem_max_mb: req.gpu_mem_max_mb,
+                // Free text from a node: bounded (its own cap is 200 characters).
+                system_comment: req.system_comment.chars().take(1024).collect(),
             },
         );
     }

@@ -77,6 +77,8 @@ pub struct Ctld {
     /// when their command last said it is there (`inactive.rs`). In memory
     /// only: after a restart every allocation gets a whole grace period.
     pub alloc_seen: HashMap<u32, i64>,
+    /// Job mails due and not yet sent (`mail/`).
+    pub mail: crate::mail::outbox::Outbox,
     /// The time of the batch being applied (unix seconds). Set by the
     /// runtime, which reads the clock once per batch; no handler reads it.
     pub now: i64,
@@ -123,6 +125,7 @@ impl Ctld {
             sched: Default::default(),
             alloc_seen: HashMap::new(),
             lenders: BTreeSet::new(),
+            mail: Default::default(),
             now,
             effects: Vec::new(),
             power_rates: Default::default(),
@@ -250,6 +253,8 @@ impl Ctld {
             wal_generation: 0,
             usage: Some(self.usage_record()),
             resvs: self.sched.resvs.clone(),
+            mails: self.mail.due.values().cloned().collect(),
+            next_mail_id: self.mail.next_id,
         }
     }
 

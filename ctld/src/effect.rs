@@ -7,7 +7,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use drover_proto::state::WalRecord;
+use drover_proto::state::{MailRecord, WalRecord};
 use drover_proto::{LaunchRequest, SignalJobRequest, SuspendJobRequest};
 use tonic::Status;
 
@@ -58,6 +58,9 @@ pub enum Effect<S> {
     /// Accounting was switched on by a reconfigure: open the outbox, start
     /// the sender and queue a record of every job known.
     StartAccounting,
+    /// Run MailProg for this mail once what was logged before is durable
+    /// (its `mail_due` record); the runtime answers `Ctld::mail_sent`.
+    Mail(Box<MailRecord>),
     /// Run a power-saving program (`kind`: SuspendProgram, ResumeProgram,
     /// ResumeFailProgram) at `path` with the nodes' hostlist as argument,
     /// killed after `timeout`; a failure comes back as
@@ -96,6 +99,7 @@ impl<S> fmt::Debug for Effect<S> {
                 write!(f, "ReconfigureAgents({} agents)", agents.len())
             }
             Effect::StartAccounting => write!(f, "StartAccounting"),
+            Effect::Mail(m) => write!(f, "Mail({} job {}: {})", m.id, m.job_id, m.subject),
             Effect::RunProgram { kind, nodes, .. } => {
                 write!(f, "RunProgram({kind} {})", nodes.join(","))
             }
@@ -115,6 +119,8 @@ fn kind_name(k: &drover_proto::state::wal_record::Kind) -> String {
         Kind::Usage(_) => "Usage".into(),
         Kind::Resv(r) => format!("Resv {}", r.name),
         Kind::ResvDelete(n) => format!("ResvDelete {n}"),
+        Kind::MailDue(m) => format!("MailDue {}", m.id),
+        Kind::MailSent(id) => format!("MailSent {id}"),
     }
 }
 

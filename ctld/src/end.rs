@@ -29,6 +29,9 @@ pub struct EndReport {
     pub drain_reason: String,
     pub gpu_util_pct: u32,
     pub gpu_mem_max_mb: u64,
+    /// What the node found about the failure (a GPU out-of-memory error at
+    /// the end of the job's stderr): the job's SystemComment.
+    pub system_comment: String,
 }
 
 impl Ctld {
@@ -88,6 +91,8 @@ impl Ctld {
         rt.gpu_mem_max_mb = r.gpu_mem_max_mb;
         rt.terminating = false;
         if requeue {
+            self.mail_requeued(id, t);
+            let rt = self.jobs.get_mut(&id).expect("job present").rt_mut();
             crate::job::reset_for_requeue(rt);
             rt.reason_detail = if r.node_fail {
                 "requeued after node failure".into()
@@ -127,6 +132,7 @@ impl Ctld {
         rt.reason = reason.into();
         self.diag.record_end(state);
         rt.oom = r.oom;
+        rt.system_comment = r.system_comment.clone();
         if state == JobState::OutOfMemory {
             // Slurm's exit code of a job the memory limit ended: 0:125.
             rt.exit_code = 0;
@@ -137,6 +143,7 @@ impl Ctld {
         }
         self.log_runtime(id);
         self.notify_waiters(id);
+        self.mail_ended(id);
         self.sched_needed = true;
     }
 
@@ -175,6 +182,7 @@ impl Ctld {
         rt.reason = reason.into();
         self.log_runtime(id);
         self.notify_waiters(id);
+        self.mail_ended(id);
         self.sched_needed = true;
     }
 
@@ -285,10 +293,15 @@ impl Ctld {
         let mut expired = Vec::new();
         let mut warn = Vec::new();
         let mut purge = Vec::new();
+        // Running jobs that asked for mail (TIME_LIMIT_* mails).
+        let mut mail = Vec::new();
         let min_age = self.cfg.min_job_age as i64;
         let mut wake = false;
         for (id, j) in &self.jobs {
             let rt = j.rt();
+            if !j.spec().mail_type.is_empty() && j.state() == JobState::Running {
+                mail.push(*id);
+            }
             match j.state() {
                 // Time spent suspended does not count (the limit's end moves
                 // on by it); a suspended job never expires.
@@ -318,6 +331,7 @@ impl Ctld {
                 _ => {}
             }
         }
+        self.mail_time_limits(&mail, t);
         for id in expired {
             tracing::info!("job {id} reached its time limit");
             self.terminate(id, true);

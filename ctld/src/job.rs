@@ -112,6 +112,7 @@ pub fn reset_for_requeue(rt: &mut JobRuntime) {
     rt.timed_out = false;
     rt.node_fail = false;
     rt.oom = false;
+    rt.system_comment.clear();
     rt.warn_signal_sent = false;
     rt.suspend_time = 0;
     rt.pre_sus_time = 0;

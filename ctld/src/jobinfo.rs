@@ -363,6 +363,7 @@ pub fn job_info(
             gres_detail,
             batch_flag: true,
             oom: rt.oom,
+            system_comment: rt.system_comment.clone(),
             mail_type: if details {
                 spec.mail_type.clone()
             } else {

@@ -31,6 +31,7 @@ pub mod fuzz;
 pub mod inactive;
 pub mod job;
 pub mod jobinfo;
+pub mod mail;
 pub mod metrics;
 pub mod nodepower;
 pub mod power;

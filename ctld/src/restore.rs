@@ -22,6 +22,7 @@ impl Ctld {
             }
             node_records.extend(s.nodes);
             c.recover_sched(s.usage, s.resvs);
+            c.mail.load(s.mails, s.next_mail_id);
         }
         for r in records {
             match r.kind {
@@ -46,6 +47,7 @@ impl Ctld {
                 Some(k @ (Kind::Usage(_) | Kind::Resv(_) | Kind::ResvDelete(_))) => {
                     c.replay_sched(k)
                 }
+                Some(k @ (Kind::MailDue(_) | Kind::MailSent(_))) => c.mail.replay(k),
                 None => {}
             }
         }
@@ -95,5 +97,6 @@ impl Ctld {
         for id in all {
             c.sync_queue(id);
         }
+        c.resend_due_mails();
     }
 }

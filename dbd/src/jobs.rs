@@ -67,6 +67,7 @@ const JOB_COLS: &[&str] = &[
     "batch_host",
     "derived_exit_code",
     "oom",
+    "system_comment",
 ];
 
 const STEP_COLS: &[&str] = &[
@@ -144,6 +145,7 @@ fn bind_job<'q>(q: Q<'q>, j: &JobRecord) -> Q<'q> {
         .bind(j.batch_host.clone())
         .bind(i64::from(j.derived_exit_code))
         .bind(i64::from(j.oom))
+        .bind(j.system_comment.clone())
 }
 
 fn bind_step<'q>(q: Q<'q>, j: &JobRecord, s: &StepRecord) -> Q<'q> {
@@ -219,6 +221,7 @@ fn set_text(j: &mut JobRecord, col: &str, v: &str) {
         "batch_host" => j.batch_host = v.to_string(),
         "derived_exit_code" => j.derived_exit_code = u(),
         "oom" => j.oom = n() != 0,
+        "system_comment" => j.system_comment = v.to_string(),
         _ => {}
     }
 }
@@ -268,6 +271,7 @@ fn cleaned(j: &JobRecord) -> JobRecord {
         &mut c.constraints,
         &mut c.wckey,
         &mut c.batch_host,
+        &mut c.system_comment,
     ] {
         *s = clean(s);
     }
@@ -516,6 +520,7 @@ fn bind_job_update<'q>(q: Q<'q>, j: &mut JobRecord) -> Q<'q> {
         .bind(std::mem::take(&mut j.batch_host))
         .bind(i64::from(j.derived_exit_code))
         .bind(i64::from(j.oom))
+        .bind(std::mem::take(&mut j.system_comment))
         .bind(std::mem::take(&mut j.cluster))
         .bind(i64::from(j.job_id))
         .bind(j.submit_time)

@@ -21,6 +21,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "submit order index",
         include_str!("../../migrations/sqlite/0002_submit_order_index.sql"),
     ),
+    (
+        3,
+        "system comment",
+        include_str!("../../migrations/sqlite/0003_system_comment.sql"),
+    ),
 ];
 const POSTGRES: &[(i64, &str, &str)] = &[
     (
@@ -33,6 +38,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         "submit order index",
         include_str!("../../migrations/postgres/0002_submit_order_index.sql"),
     ),
+    (
+        3,
+        "system comment",
+        include_str!("../../migrations/postgres/0003_system_comment.sql"),
+    ),
 ];
 const MYSQL: &[(i64, &str, &str)] = &[
     (
@@ -44,6 +54,11 @@ const MYSQL: &[(i64, &str, &str)] = &[
         2,
         "submit order index",
         include_str!("../../migrations/mysql/0002_submit_order_index.sql"),
+    ),
+    (
+        3,
+        "system comment",
+        include_str!("../../migrations/mysql/0003_system_comment.sql"),
     ),
 ];
 

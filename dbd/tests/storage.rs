@@ -109,6 +109,7 @@ fn records_are_ordered_and_idempotent() {
     rt().block_on(each_backend("rec", |st| async move {
         let sql = JobSql::new(&st);
         let mut done = job(1, JobState::Completed, 4);
+        done.system_comment = "GPU out of memory: RuntimeError: CUDA out of memory.".into();
         done.start_time = 1_700_000_100;
         done.end_time = 1_700_000_100 + 7200;
         done.steps.push(StepRecord {
@@ -153,6 +154,11 @@ fn records_are_ordered_and_idempotent() {
         assert_eq!(all[0].steps.len(), 1);
         assert_eq!(all[0].steps[0].max_rss_kb, 2048);
         assert_eq!(all[0].alloc_tres, "cpu=2,mem=1G,node=1,gres/gpu=1");
+        assert_eq!(
+            all[0].system_comment,
+            "GPU out of memory: RuntimeError: CUDA out of memory."
+        );
+        assert_eq!(all[1].system_comment, "");
         let only = jobs::query(
             &st,
             &JobQuery {

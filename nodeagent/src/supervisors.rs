@@ -164,6 +164,24 @@ pub(crate) async fn finish_job(shared: Arc<Shared>, job_id: u32, dir: PathBuf, s
             if st.timeout { ", time limit" } else { "" }
         );
     }
+    // A failed script: did it run out of GPU memory? (its stderr says so)
+    // A file on a hung network file system must not hold the report back.
+    let system_comment = if crate::failure_scan::worth_scanning(&st) {
+        let d = dir.clone();
+        let scan = tokio::task::spawn_blocking(move || crate::failure_scan::system_comment(&d));
+        match tokio::time::timeout(crate::failure_scan::READ_TIMEOUT, scan).await {
+            Ok(found) => found.unwrap_or_default(),
+            Err(_) => {
+                warn!("job {job_id}: reading the end of its stderr timed out; not scanned");
+                String::new()
+            }
+        }
+    } else {
+        String::new()
+    };
+    if !system_comment.is_empty() {
+        info!("job {job_id}: {system_comment}");
+    }
     let req = JobEndedRequest {
         job_id,
         node,
@@ -186,6 +204,7 @@ pub(crate) async fn finish_job(shared: Arc<Shared>, job_id: u32, dir: PathBuf, s
         restart_count: run,
         gpu_util_pct: gpu.mean_util(),
         gpu_mem_max_mb: gpu.mem_max_mb,
+        system_comment,
     };
     let mut registered = shared.registered.subscribe();
     let _ = registered.wait_for(|r| *r).await;

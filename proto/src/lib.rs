@@ -38,6 +38,11 @@ pub mod verify;
 /// Minutes value meaning UNLIMITED (Slurm's INFINITE).
 pub const INFINITE: u32 = u32::MAX;
 
+/// How a job's SystemComment starts when its agent found a GPU
+/// out-of-memory error at the end of its stderr (`nodeagent/src/gpu_oom.rs`);
+/// seff's advice looks for it.
+pub const GPU_OOM_COMMENT: &str = "GPU out of memory";
+
 /// Raise tonic's 4 MiB default: a queue of 100,000 jobs is a big message.
 pub const MAX_MESSAGE_BYTES: usize = 512 * 1024 * 1024;
 

@@ -143,6 +143,7 @@ pub fn columns(name: &str) -> &'static [&'static str] {
         "AllocNodes" | "NNodes" | "ReqNodes" => &["nnodes", "start_time"],
         "AllocTRES" => &["alloc_tres"],
         "Comment" => &["job_comment"],
+        "SystemComment" => &["system_comment"],
         "Constraints" => &["constraints"],
         "CPUTime" | "CPUTimeRAW" => &["ncpus", "start_time", "end_time"],
         "DerivedExitCode" => &["derived_exit_code"],
@@ -381,6 +382,13 @@ pub fn value(name: &str, row: Row<'_>, ctx: &Ctx<'_>) -> String {
         "Comment" => {
             if step.is_none() {
                 j.comment.clone()
+            } else {
+                String::new()
+            }
+        }
+        "SystemComment" => {
+            if step.is_none() {
+                j.system_comment.clone()
             } else {
                 String::new()
             }

@@ -84,7 +84,7 @@ pub fn job(j: &JobRecord, now: i64) -> Value {
         "partition": j.partition,
         "qos": j.qos,
         "cluster": j.cluster,
-        "comment": {"job": j.comment},
+        "comment": {"job": j.comment, "system": j.system_comment},
         "working_directory": j.work_dir,
         "nodes": j.nodelist,
         "allocation_nodes": j.nnodes,

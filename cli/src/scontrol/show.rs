@@ -334,6 +334,9 @@ pub fn job(j: &JobInfo, o: &ShowOpts) -> String {
     ));
     r.line(format!("Command={}", printable(or_null(&j.command))));
     r.line(format!("WorkDir={}", printable(&j.work_dir)));
+    if !j.system_comment.is_empty() {
+        r.line(format!("SystemComment={} ", printable(&j.system_comment)));
+    }
     if !j.comment.is_empty() {
         r.line(format!("Comment={} ", printable(&j.comment)));
     }

@@ -53,6 +53,11 @@ pub fn config_text(s: &Shape) -> String {
     c.push_str("MinJobAge=300\n");
     c.push_str("MaxJobCount=200000\n");
     c.push_str("KillWait=5\n");
+    // Job mail lands in DIR/mail.log (no mail server needed).
+    c.push_str(&format!(
+        "MailProg={d}/bin/{}\n",
+        crate::mailfile::LINK_NAME
+    ));
     c.push_str("SelectType=select/cons_tres\n");
     c.push_str("SelectTypeParameters=CR_CPU_Memory\n");
     c.push_str(&format!(
@@ -243,6 +248,7 @@ SlurmdTimeout=30
 MinJobAge=300
 MaxJobCount=200000
 KillWait=5
+MailProg=/tmp/c/bin/drover-mail
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU_Memory
 DefMemPerCPU=2000

@@ -238,7 +238,10 @@ pub fn run(args: &[String]) -> i32 {
             ));
         }
     }
-    for c in crate::COMMANDS.iter().chain(std::iter::once(&"drover")) {
+    for c in crate::COMMANDS
+        .iter()
+        .chain([&"drover", &crate::mailfile::LINK_NAME])
+    {
         if let Err(e) = symlink(&exe, &dir.join("bin").join(c)) {
             return err(&e);
         }
@@ -607,6 +610,9 @@ fn run_cluster(
     }
     if let Some(s) = daemons::interrupted() {
         return halted(Halt::Signal(s), "", &ds);
+    }
+    if fs::read_to_string(conf_s).is_ok_and(|t| t.contains(crate::mailfile::LINK_NAME)) {
+        eprintln!("drover up: job mail (sbatch --mail-type) is written to {d}/mail.log");
     }
     eprintln!("drover up: ready");
     println!(

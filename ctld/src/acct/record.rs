@@ -222,6 +222,7 @@ pub fn build(cluster: &str, job: &Job, info: &JobInfo, extern_step: bool) -> Job
         batch_host: rt.batch_host.clone(),
         derived_exit_code: 0,
         oom: rt.oom,
+        system_comment: rt.system_comment.clone(),
     }
 }
 

@@ -168,6 +168,7 @@ impl Ctld {
         }
         let mut candidates: Vec<(u32, u32)> = Vec::new();
         let mut never: Vec<u32> = Vec::new();
+        let mut invalid: Vec<u32> = Vec::new();
         for id in pending {
             let Some(job) = self.jobs.get(&id) else {
                 continue;
@@ -187,11 +188,17 @@ impl Ctld {
                 Gate::Closed(r) => set_reason(job, r),
                 Gate::Never => {
                     set_reason(job, "DependencyNeverSatisfied");
+                    if !job.spec().mail_type.is_empty() {
+                        invalid.push(id);
+                    }
                     if job.spec().kill_on_invalid_dep {
                         never.push(id);
                     }
                 }
             }
+        }
+        for id in invalid {
+            self.mail_invalid_dependency(id);
         }
         for id in never {
             self.cancel_pending(id, 0, "DependencyNeverSatisfied");
@@ -692,9 +699,11 @@ impl Ctld {
             rt.batch_host.clear();
             rt.launched = true;
             self.log_runtime(id);
+            self.mail_started(id);
             return;
         }
         self.log_runtime(id);
+        self.mail_started(id);
         self.send_launch(id);
     }
 

@@ -7,6 +7,7 @@
 mod accounting;
 pub mod agent_pool;
 pub mod config_files;
+pub mod mail;
 mod programs;
 
 use std::path::PathBuf;
@@ -38,6 +39,8 @@ pub struct Runtime {
     tx: mpsc::Sender<Op>,
     /// To the accounting record builder (None without accounting).
     acct: Option<std::sync::mpsc::Sender<(Arc<Config>, Job, i64)>>,
+    /// To the thread that runs MailProg.
+    mail: mail::MailSender,
 }
 
 impl Runtime {
@@ -56,6 +59,7 @@ impl Runtime {
         let host = drover_proto::auth::hostname();
         let slurm_user_uid = crate::users::user_uid(&cfg.slurm_user).unwrap_or(0);
         let wal = Wal::start(&dir, rec.generation)?;
+        let mail = mail::MailSender::start(tx.clone())?;
         let mut core = Ctld::new(cfg, config_path, clock(), slurm_user_uid, host);
         let replayed = rec.records.len();
         core.restore(rec.snapshot, rec.records);
@@ -84,6 +88,7 @@ impl Runtime {
             agents,
             tx,
             acct: None,
+            mail,
         };
         rt.perform();
         // Start from a compact state: the snapshot replaces the replayed log.
@@ -272,6 +277,14 @@ impl Runtime {
                             }
                         });
                     }
+                }
+                Effect::Mail(m) => {
+                    // Sent once its record is durable: a mail is never sent
+                    // that a restart would not know was due.
+                    let prog = self.core.cfg.mail_prog.clone();
+                    let sender = self.mail.clone();
+                    self.wal
+                        .after_durable(Box::new(move || sender.enqueue(prog, *m)));
                 }
                 Effect::RunProgram {
                     kind,

@@ -323,3 +323,35 @@ fn a_waiting_client_is_answered_once_the_end_is_durable() {
     let got = answer.lock().unwrap().take().expect("answered");
     assert_eq!(got.unwrap(), JobState::Failed as i32);
 }
+
+#[test]
+fn gpu_oom_found_by_the_agent_is_logged_shown_and_cleared_on_requeue() {
+    use drover_proto::state::wal_record::Kind;
+    use drover_proto::JobEndedRequest;
+    let mut env = TestEnv::new(TWO_NODES);
+    let id = env.sbatch(job(10));
+    env.advance(T0 + 1);
+    env.launch_ok(id);
+    env.clear();
+    let comment = "GPU out of memory: RuntimeError: CUDA error: out of memory";
+    env.core.agent_job_ended(JobEndedRequest {
+        job_id: id,
+        node: "n1".into(),
+        exit_code: 1,
+        system_comment: comment.into(),
+        ..Default::default()
+    });
+    assert_eq!(env.state(id), JobState::Failed);
+    // Durable with the end (the runtime record carries it) and shown.
+    let logged = env.core.effects.iter().any(|e| {
+        matches!(e, Effect::Log(r) if matches!(&r.kind,
+            Some(Kind::Runtime(u)) if u.job_id == id
+                && u.runtime.as_ref().is_some_and(|rt| rt.system_comment == comment)))
+    });
+    assert!(logged, "the end's runtime record holds the SystemComment");
+    let job = env.core.jobs[&id].clone();
+    assert_eq!(env.core.job_info(&job).system_comment, comment);
+    // A new run starts without it.
+    crate::job::reset_for_requeue(env.core.jobs.get_mut(&id).unwrap().rt_mut());
+    assert!(env.core.jobs[&id].rt().system_comment.is_empty());
+}

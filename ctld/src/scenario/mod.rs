@@ -3,6 +3,7 @@
 
 mod env;
 mod life;
+mod mail;
 mod power;
 mod preempt;
 mod resources;

@@ -2,6 +2,7 @@
 //! in network namespaces), real commands.
 
 mod accounting;
+mod advice;
 mod alloc_release;
 mod arrays_deps;
 mod bad_input;
@@ -18,6 +19,7 @@ mod install;
 mod kill_finish;
 mod launch_failures;
 mod limits;
+mod mail;
 mod multihost;
 mod node_cmds;
 mod node_health;

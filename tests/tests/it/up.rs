@@ -91,6 +91,7 @@ fn drover_up_starts_runs_jobs_stops_and_resumes() {
             "--wait",
             "-o",
             "out.txt",
+            "--mail-type=END",
             "--wrap",
             "echo hello from $SLURMD_NODENAME",
         ],
@@ -99,6 +100,18 @@ fn drover_up_starts_runs_jobs_stops_and_resumes() {
     let id = String::from_utf8(o.stdout).unwrap().trim().to_string();
     let text = std::fs::read_to_string(cluster.join("out.txt")).unwrap();
     assert!(text.starts_with("hello from node"), "{text}");
+    // Its mail is in DIR/mail.log (MailProg is drover-mail).
+    let mail = cluster.join("mail.log");
+    let want = format!("\nSubject: Slurm Job_id={id} Name=wrap Ended, Run time ");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&mail).is_ok_and(|t| t.contains(&want)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no mail in {}",
+            mail.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // Ctrl-C stops everything cleanly.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let mut child = child;

@@ -1,10 +1,12 @@
-//! `seff JOBID`: how well a finished job used what it asked for (CPU,
-//! memory, GPU), with a hint for the next `--mem` after an OOM kill.
+//! seff's report of one job: Slurm's seff lines first (scripts parse
+//! them), then why it failed and the advice. Pure.
 
-use drover_proto::acct::{JobQuery, JobRecord};
+use drover_proto::acct::JobRecord;
 use drover_proto::text::printable;
 use drover_proto::JobState;
 
+use super::advice::{advise, Facts};
+use super::usage;
 use crate::sacct::fields;
 
 /// `1.50 GB` / `512.00 MB` (seff's kbytes2str).
@@ -18,36 +20,6 @@ pub fn kb_str(kb: u64) -> String {
         format!("{:.2} MB", kb / 1024.0)
     } else {
         format!("{kb:.2} KB")
-    }
-}
-
-/// Memory the job asked for in total, MiB.
-fn requested_mb(j: &JobRecord) -> u64 {
-    let from_tres = j
-        .req_tres
-        .split(',')
-        .find_map(|p| p.strip_prefix("mem="))
-        .and_then(|v| drover_conf::units::parse_mem_mb(v).ok());
-    from_tres.unwrap_or(if j.req_mem_per_cpu {
-        j.req_mem_mb * u64::from(j.ncpus.max(1))
-    } else {
-        j.req_mem_mb * u64::from(j.nnodes.max(1))
-    })
-}
-
-/// A memory request to suggest after the job used (or was killed at) `kb`.
-pub fn suggest_mem(used_kb: u64, requested_mb: u64, oom: bool) -> String {
-    let used_mb = used_kb.div_ceil(1024);
-    let want = if oom {
-        (requested_mb * 2).max(used_mb * 3 / 2)
-    } else {
-        used_mb * 5 / 4
-    }
-    .max(1);
-    if want >= 1024 {
-        format!("{}G", want.div_ceil(1024))
-    } else {
-        format!("{want}M")
     }
 }
 
@@ -74,19 +46,8 @@ pub fn report(j: &JobRecord, now: i64) -> String {
     o.push_str(&format!("Nodes: {nodes}\n"));
     let cpn = j.ncpus / nodes;
     o.push_str(&format!("Cores per node: {cpn}\n"));
-    let elapsed = if j.start_time == 0 {
-        0
-    } else if j.end_time == 0 {
-        (now - j.start_time).max(0)
-    } else {
-        (j.end_time - j.start_time).max(0)
-    };
-    let cpu_usec: u64 = j
-        .steps
-        .iter()
-        .map(|s| s.cpu_time_usec)
-        .sum::<u64>()
-        .max(j.cpu_time_usec);
+    let elapsed = usage::elapsed(j, now) as i64;
+    let cpu_usec = usage::cpu_usec(j);
     let core_wall = elapsed as u64 * u64::from(j.ncpus);
     let cpu_secs = cpu_usec / 1_000_000;
     o.push_str(&format!(
@@ -106,14 +67,8 @@ pub fn report(j: &JobRecord, now: i64) -> String {
         "Job Wall-clock time: {}\n",
         crate::timefmt::secs2time_str(elapsed)
     ));
-    let rss = j
-        .steps
-        .iter()
-        .map(|s| s.max_rss_kb)
-        .max()
-        .unwrap_or(0)
-        .max(j.max_rss_kb);
-    let req = requested_mb(j);
+    let rss = usage::peak_rss_kb(j);
+    let req = usage::requested_total_mb(j);
     o.push_str(&format!("Memory Utilized: {}\n", kb_str(rss)));
     if req > 0 {
         o.push_str(&format!(
@@ -160,83 +115,23 @@ pub fn report(j: &JobRecord, now: i64) -> String {
             kb_str(gpu_mem * 1024)
         ));
     }
-    if state == JobState::OutOfMemory || j.oom {
-        o.push_str(&format!(
-            "The job ran out of memory (limit {}). Ask for more next time, e.g. --mem={}\n",
-            kb_str(req * 1024),
-            suggest_mem(rss, req, true)
-        ));
-    } else if !state.is_final() {
+    if !state.is_final() {
         o.push_str("WARNING: Efficiency statistics may be misleading for RUNNING jobs.\n");
     }
     o
 }
 
-pub fn run(args: &[String]) -> i32 {
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("Usage: seff [Options] <JobID>\n       Options:\n       -h    Help menu\n       -v    Version");
-        return 0;
+/// Why the job failed (its SystemComment) and what to ask for next time,
+/// after the Slurm lines: `Failure: ...`, then one `Advice: ...` a line.
+pub fn advice_lines(j: &JobRecord, now: i64, facts: &Facts) -> String {
+    let mut o = String::new();
+    if !j.system_comment.is_empty() {
+        o.push_str(&format!("Failure: {}\n", printable(&j.system_comment)));
     }
-    if args
-        .iter()
-        .any(|a| a == "-v" || a == "-V" || a == "--version")
-    {
-        crate::print_version();
-        return 0;
+    for a in advise(&usage::of(j, now), facts) {
+        o.push_str(&format!("Advice: {}\n", a.text));
     }
-    let ids: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
-    let [id] = ids.as_slice() else {
-        eprintln!("Usage: seff [Options] <JobID>");
-        return 1;
-    };
-    let base = id.split('.').next().unwrap_or("");
-    if base.is_empty()
-        || !base
-            .split('_')
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-    {
-        eprintln!("seff: error: Invalid job id: {id}");
-        return 1;
-    }
-    let (cfg, rt) = match crate::conn::setup("seff") {
-        Ok(x) => x,
-        Err(rc) => return rc,
-    };
-    rt.block_on(async move {
-        let mut client = match crate::acctconn::client("seff", &cfg) {
-            Ok(c) => c,
-            Err(rc) => return rc,
-        };
-        let q = JobQuery {
-            job_ids: vec![base.to_string()],
-            cluster: cfg.cluster_name.clone(),
-            ..Default::default()
-        };
-        let jobs = match client.get_jobs(q).await {
-            Ok(r) => r.into_inner().jobs,
-            Err(e) => {
-                crate::acctconn::report("seff", &e);
-                return 1;
-            }
-        };
-        // `seff 12` on an array shows its tasks; `12_3` the one task.
-        let jobs: Vec<&JobRecord> = jobs
-            .iter()
-            .filter(|j| {
-                base.contains('_')
-                    || j.job_id.to_string() == base
-                    || j.array_job_id.to_string() == base
-            })
-            .collect();
-        if jobs.is_empty() {
-            eprintln!("Job not found.");
-            return 2;
-        }
-        let now = crate::timefmt::now();
-        let text: Vec<String> = jobs.iter().map(|j| report(j, now)).collect();
-        print!("{}", text.join("\n"));
-        0
-    })
+    o
 }
 
 #[cfg(test)]
@@ -278,13 +173,41 @@ mod tests {
         assert!(r.contains("Memory Utilized: 2.00 GB"), "{r}");
         assert!(r.contains("Memory Efficiency: 100.00% of 2.00 GB"), "{r}");
         assert!(r.contains("GPU Utilization: 80%"), "{r}");
-        assert!(r.contains("--mem=4G"), "{r}");
+        assert!(!r.contains("Advice"), "Slurm's lines only: {r}");
+        let a = advice_lines(&j, 2000, &Facts::default());
+        assert_eq!(
+            a,
+            "Advice: Out of memory: peak memory reached the 2 GiB limit; ask --mem=3G.\n"
+        );
     }
 
     #[test]
-    fn suggestions() {
-        assert_eq!(suggest_mem(100 * 1024, 100, true), "200M");
-        assert_eq!(suggest_mem(800 * 1024, 1000, false), "1000M");
+    fn gpu_oom_failure_line() {
+        let j = JobRecord {
+            job_id: 10,
+            state: JobState::Failed as i32,
+            exit_code: 1,
+            start_time: 1000,
+            end_time: 1010,
+            alloc_tres: "cpu=1,gres/gpu=1,gres/gpu:t4=1".into(),
+            system_comment: "GPU out of memory: RuntimeError: CUDA out of memory.".into(),
+            ..Default::default()
+        };
+        let f = Facts {
+            max_node_mem_mb: None,
+            gpu_types: vec![("t4".into(), Some(16384)), ("l40s".into(), Some(49152))],
+        };
+        let a = advice_lines(&j, 2000, &f);
+        let lines: Vec<&str> = a.lines().collect();
+        assert_eq!(
+            lines[0],
+            "Failure: GPU out of memory: RuntimeError: CUDA out of memory."
+        );
+        assert!(lines[1].starts_with("Advice: Out of GPU memory:"), "{a}");
+        assert!(
+            lines[1].contains("l40s (48 GiB) (e.g. --gres=gpu:l40s:1)"),
+            "{a}"
+        );
         assert_eq!(kb_str(1536), "1.50 MB");
     }
 }
