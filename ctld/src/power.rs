@@ -458,6 +458,8 @@ impl Ctld {
         }
         tracing::info!("job {id}: nodes powered up, running");
         self.log_runtime(id);
+        // BEGIN mail when it runs (not while its nodes start).
+        self.mail_started(id);
         if !interactive {
             self.send_launch(id);
         }

@@ -254,3 +254,28 @@ fn power_down_force_requeues_the_jobs_and_powers_down_now() {
         .unwrap_err()
         .contains("Invalid node state"));
 }
+
+#[test]
+fn begin_mail_goes_when_the_job_runs_not_while_its_nodes_start() {
+    let mut env = TestEnv::new(&format!(
+        "{CONF}NodeName=n1 CPUs=1 RealMemory=1000\nPartitionName=p Nodes=ALL Default=YES"
+    ));
+    env.advance(T0 + 5);
+    env.advance(T0 + 7);
+    let mut spec = job(10);
+    spec.mail_type = "BEGIN".into();
+    let id = env.sbatch(spec);
+    env.advance(T0 + 8);
+    let mails = |env: &TestEnv| {
+        env.effects
+            .iter()
+            .filter(|e| matches!(e, Effect::Mail(_)))
+            .count()
+    };
+    assert_eq!(env.state(id), JobState::Configuring);
+    assert_eq!(mails(&env), 0);
+    register(&mut env.core, "n1");
+    env.advance(T0 + 9);
+    assert_eq!(env.state(id), JobState::Running);
+    assert_eq!(mails(&env), 1);
+}
