@@ -355,6 +355,59 @@ mod tests {
     }
 
     #[test]
+    fn power_saving_suffixes_and_names() {
+        let cases = [
+            (
+                "IDLE",
+                "+CLOUD+POWERED_DOWN",
+                "idle~",
+                "idle~",
+                "IDLE+CLOUD+POWERED_DOWN",
+            ),
+            (
+                "IDLE",
+                "+POWERING_DOWN",
+                "idle%",
+                "idle%",
+                "IDLE+POWERING_DOWN",
+            ),
+            (
+                "MIXED",
+                "+CLOUD+POWERING_UP",
+                "mix#",
+                "mixed#",
+                "MIXED+CLOUD+POWERING_UP",
+            ),
+            (
+                "ALLOCATED",
+                "+POWER_DOWN",
+                "alloc!",
+                "allocated!",
+                "ALLOCATED+POWER_DOWN",
+            ),
+            (
+                "DOWN",
+                "+POWERED_DOWN",
+                "down~",
+                "down~",
+                "DOWN+POWERED_DOWN",
+            ),
+        ];
+        for (state, flags, compact, long, complete) in cases {
+            let s = NodeState::of(&node(state, flags, true, false));
+            assert_eq!(
+                (s.compact(), s.long(), s.complete()),
+                (compact.into(), long.into(), complete.into()),
+                "{state}{flags}"
+            );
+        }
+        let s = NodeState::of(&node("IDLE", "+CLOUD+POWERED_DOWN", true, false));
+        assert_eq!(state_matches("powered_down", &s), Some(true));
+        assert_eq!(state_matches("cloud", &s), Some(true));
+        assert_eq!(state_matches("powering_up", &s), Some(false));
+    }
+
+    #[test]
     fn names() {
         let s = NodeState::of(&node("IDLE", "", true, false));
         assert_eq!(
