@@ -193,6 +193,34 @@ pub(crate) fn check_names(
     Ok(())
 }
 
+/// SuspendTime set (globally or on a partition) without both programs:
+/// power saving stays off (Slurm's "power_save module disabled").
+pub(crate) fn disabled_warning(
+    pc: &PowerConf,
+    parts: &[PartitionConf],
+    file: &str,
+) -> Option<crate::ConfWarning> {
+    let any_time = pc.suspend_time.is_some()
+        || parts
+            .iter()
+            .any(|p| partition_secs(p, "SuspendTime").is_some_and(|s| s.is_some()));
+    let missing: Vec<&str> = [
+        ("SuspendProgram", pc.suspend_program.is_none()),
+        ("ResumeProgram", pc.resume_program.is_none()),
+    ]
+    .into_iter()
+    .filter_map(|(k, m)| m.then_some(k))
+    .collect();
+    (any_time && !missing.is_empty()).then(|| {
+        crate::ConfWarning::new(
+            file,
+            0,
+            "SuspendTime",
+            format!("power saving disabled: {} not set", missing.join(" and ")),
+        )
+    })
+}
+
 /// Check a partition line's `SuspendTime`, `SuspendTimeout`, `ResumeTimeout`.
 pub(crate) fn check_partition_key(key: &str, v: &str) -> Result<(), String> {
     match key {
@@ -342,6 +370,22 @@ mod tests {
         }
         let e = parse(&format!("{NODES}PartitionName=q Nodes=n1 SuspendTime=x\n")).unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (3, "SuspendTime"), "{e}");
+    }
+
+    #[test]
+    fn suspend_time_without_programs_is_a_warning() {
+        let text = format!("SuspendTime=60\nSuspendProgram=/s\n{NODES}");
+        let (_, w) =
+            parse_str(&text, "drover.conf", &mut |p: &str| Err(format!("no {p}"))).unwrap();
+        assert!(
+            w.iter()
+                .any(|w| w.key == "SuspendTime" && w.message.contains("ResumeProgram not set")),
+            "{w:?}"
+        );
+        let text = format!("SuspendProgram=/s\nResumeProgram=/r\n{NODES}");
+        let (_, w) =
+            parse_str(&text, "drover.conf", &mut |p: &str| Err(format!("no {p}"))).unwrap();
+        assert!(w.iter().all(|w| w.key != "SuspendTime"), "{w:?}");
     }
 
     #[test]

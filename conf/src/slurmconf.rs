@@ -565,6 +565,12 @@ fn build(
         |p| cfg.partition(p).is_some(),
     )?;
 
+    warnings.extend(crate::power::disabled_warning(
+        &cfg.power,
+        &cfg.partitions,
+        file,
+    ));
+
     // DownNodes
     for (_, pairs) in entities.iter().filter(|(k, _)| *k == EntityKind::DownNodes) {
         apply_down_nodes(&mut cfg, &index, pairs, &mut unknown, &mut warnings)?;
