@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use drover_conf::Config;
 use drover_proto::client::{Controller, Credential};
+use drover_proto::standby::NOT_ACTIVE;
 
 /// Where the configuration lives unless `$DROVER_CONF`/`$SLURM_CONF` say otherwise.
 pub const DEFAULT_CONF: &str = drover_conf::locate::DEFAULT_CONF;
@@ -90,7 +91,7 @@ fn controller_with(cmd: &str, cfg: &Config, probe: Result<(), String>) -> Result
         1
     })?;
     let cred = Credential::user(cfg.auth_socket().into());
-    drover_proto::client::controller(&cfg.controller_addr(), cred).map_err(|e| {
+    drover_proto::client::controller_for(cfg, cred).map_err(|e| {
         eprintln!("{cmd}: error: {e}");
         1
     })
@@ -104,11 +105,10 @@ pub fn scheduler_for(cmd: &str, cfg: &Config) -> Result<drover_proto::client::Sc
         eprintln!("{cmd}: error: {e}");
         1
     })?;
-    drover_proto::client::scheduler(&cfg.controller_addr(), Credential::user(socket.into()))
-        .map_err(|e| {
-            eprintln!("{cmd}: error: {e}");
-            1
-        })
+    drover_proto::client::scheduler_for(cfg, Credential::user(socket.into())).map_err(|e| {
+        eprintln!("{cmd}: error: {e}");
+        1
+    })
 }
 
 /// An I/O error as the C library's strerror words it (Slurm's `%m`),
@@ -170,6 +170,11 @@ pub fn classify(st: &tonic::Status) -> RpcError {
         return RpcError::Status(format!("{CONNECT_FAILURE}: {why}"));
     }
     match st.code() {
+        // A standby controller says so (it was the only one configured, or
+        // none took control within the wait).
+        Code::Unavailable if st.message() == drover_proto::standby::NOT_ACTIVE => {
+            RpcError::Status(format!("{CONNECT_FAILURE}: {NOT_ACTIVE}"))
+        }
         Code::Unavailable => RpcError::Connect,
         Code::Unknown | Code::Internal
             if st.message().contains("transport error")
@@ -232,6 +237,10 @@ mod tests {
         assert_eq!(
             classify(&tonic::Status::unknown("transport error")),
             RpcError::Connect
+        );
+        assert_eq!(
+            classify(&tonic::Status::unavailable(NOT_ACTIVE)).message(),
+            format!("{CONNECT_FAILURE}: not the active controller (standby, or taking control)")
         );
         assert_eq!(
             classify(&tonic::Status::permission_denied(

@@ -358,6 +358,19 @@ impl Config {
         join_host_port(self.control_addr(), self.slurmctld_port)
     }
 
+    /// `host:port` of every controller, primary first, comma-separated
+    /// (what clients try in turn).
+    pub fn controller_addrs(&self) -> String {
+        if self.slurmctld_host.is_empty() {
+            return self.controller_addr();
+        }
+        self.slurmctld_host
+            .iter()
+            .map(|h| join_host_port(h.address(), self.slurmctld_port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     /// `host:port` of the accounting daemon: AccountingStorageHost (default:
     /// the controller's host) and AccountingStoragePort (default 6819).
     pub fn dbd_addr(&self) -> String {

@@ -9,7 +9,10 @@ use tokio::sync::mpsc;
 
 use crate::ctld::Ctld;
 use crate::rpc::controller::Svc;
+use crate::runtime::fence::Fence;
+use crate::runtime::ha::Ha;
 use crate::runtime::{AgentPool, Runtime};
+use std::sync::Arc;
 
 const USAGE: &str = "usage: droverctld [-f CONFIG] [-D] [-v...] [-V]\n\
   -f CONFIG  configuration file (default: $DROVER_CONF, $SLURM_CONF, /etc/drover/drover.conf)\n\
@@ -100,9 +103,19 @@ pub fn main_entry() -> i32 {
 }
 
 async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterKey) -> i32 {
+    let host = drover_proto::auth::hostname();
+    let slurm_user_uid = crate::users::user_uid(&cfg.slurm_user).unwrap_or(0);
+    let ha = match Ha::new(&cfg, &host, slurm_user_uid, crate::runtime::clock()) {
+        Ok(h) => Arc::new(h),
+        Err(e) => {
+            eprintln!("droverctld: error: {e}");
+            return 1;
+        }
+    };
+    // Each controller listens on its own SlurmctldHost address.
     let addr_text = cfg
         .slurmctld_host
-        .first()
+        .get(ha.index)
         .map(|h| h.address().to_string())
         .unwrap_or_else(|| "0.0.0.0".into());
     let bind_ip: std::net::IpAddr = addr_text
@@ -110,13 +123,18 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
     let bind = SocketAddr::new(bind_ip, cfg.slurmctld_port);
     tracing::info!(
-        "droverctld {} starting: config {}, cluster {}, state {}, {} nodes, {} partitions",
+        "droverctld {} starting: config {}, cluster {}, state {}, {} nodes, {} partitions{}",
         env!("CARGO_PKG_VERSION"),
         path.display(),
         cfg.cluster_name,
         cfg.state_save_location,
         cfg.nodes.len(),
-        cfg.partitions.len()
+        cfg.partitions.len(),
+        if ha.names.len() > 1 {
+            format!(", {} controller", Ha::mode(ha.index, ha.names.len()))
+        } else {
+            String::new()
+        }
     );
     let (tx, rx) = mpsc::channel(65536);
     let auth_path = PathBuf::from(cfg.auth_socket());
@@ -146,10 +164,85 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
             return 1;
         }
     };
-    let cred =
-        drover_proto::client::Credential::daemon(key.clone(), drover_proto::auth::hostname());
+    let cred = drover_proto::client::Credential::daemon(key.clone(), host);
     let agents = AgentPool::new(cred.clone());
-    let mut runtime = match Runtime::recover(cfg, path, agents.clone(), tx.clone()) {
+    // Listen first: in standby and while recovering, calls are refused at
+    // once with "not the active controller" (clients try the next).
+    let listener = match tokio::net::TcpListener::bind(bind).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("droverctld: error: cannot listen on {bind}: {e}");
+            return 1;
+        }
+    };
+    tracing::info!("listening on {bind}");
+    {
+        let key = key.clone();
+        let auth_path = auth_path.clone();
+        tokio::spawn(async move {
+            if let Err(e) = drover_proto::auth::serve_auth_socket(&auth_path, key, ttl).await {
+                tracing::error!("auth socket {}: {e}", auth_path.display());
+            }
+        });
+    }
+    tracing::info!("auth socket {}", auth_path.display());
+    let svc = ControllerServer::new(Svc {
+        tx: tx.clone(),
+        key: key.clone(),
+        agents: agents.clone(),
+        ha: ha.clone(),
+    })
+    .max_decoding_message_size(max_request)
+    .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
+    let sched = drover_proto::scheduler_server::SchedulerServer::new(
+        crate::rpc::scheduler::SchedSvc(Svc {
+            tx: tx.clone(),
+            key,
+            agents: agents.clone(),
+            ha: ha.clone(),
+        }),
+    )
+    .max_decoding_message_size(max_request)
+    .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
+    // Small RPCs must not wait for delayed ACKs (Nagle).
+    let incoming = drover_proto::tlsaccept::incoming(listener, tls);
+    let server = tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .initial_stream_window_size(Some(8 * 1024 * 1024))
+        .initial_connection_window_size(Some(16 * 1024 * 1024))
+        .layer(auth)
+        .layer(drover_proto::standby::StandbyLayer {
+            active: ha.active.clone(),
+        })
+        .add_service(svc)
+        .add_service(sched)
+        .serve_with_incoming(incoming);
+    let mut server = tokio::spawn(server);
+    tokio::spawn(signals(tx.clone(), ha.clone()));
+    if ha.is_backup() {
+        drover_proto::sdnotify::ready("standby");
+        let why = tokio::select! {
+            why = crate::runtime::ha::standby(&ha, &cred, std::path::Path::new(&cfg.state_save_location)) => why,
+            r = &mut server => return server_ended(r),
+        };
+        tracing::info!("taking control: {why}");
+    }
+    let started = std::time::Instant::now();
+    crate::runtime::ha::claim(&ha, &cred).await;
+    let dir = PathBuf::from(&cfg.state_save_location);
+    let fence = match tokio::task::spawn_blocking(move || Fence::take(&dir)).await {
+        Ok(Ok(f)) => f,
+        Ok(Err(e)) => {
+            eprintln!("droverctld: error: {e}");
+            return 1;
+        }
+        Err(e) => {
+            eprintln!("droverctld: error: {e}");
+            return 1;
+        }
+    };
+    let epoch = fence.epoch;
+    let mut runtime = match Runtime::recover(cfg, path, agents.clone(), tx.clone(), Some(fence)) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("droverctld: error: {e}");
@@ -177,99 +270,83 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         eprintln!("droverctld: error: {e}");
         return 1;
     }
-    let listener = match tokio::net::TcpListener::bind(bind).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("droverctld: error: cannot listen on {bind}: {e}");
-            return 1;
-        }
-    };
-    tracing::info!("listening on {bind}");
-    {
-        let key = key.clone();
-        let auth_path = auth_path.clone();
-        tokio::spawn(async move {
-            if let Err(e) = drover_proto::auth::serve_auth_socket(&auth_path, key, ttl).await {
-                tracing::error!("auth socket {}: {e}", auth_path.display());
-            }
-        });
-    }
-    tracing::info!("auth socket {}", auth_path.display());
-    drover_proto::sdnotify::ready(&format!("listening on {bind}"));
     let owner = tokio::spawn(runtime.run(rx));
-    let key2 = key.clone();
-    let svc = ControllerServer::new(Svc {
-        tx: tx.clone(),
-        key,
-        agents: agents.clone(),
-    })
-    .max_decoding_message_size(max_request)
-    .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
-    // Small RPCs must not wait for delayed ACKs (Nagle).
-    let incoming = drover_proto::tlsaccept::incoming(listener, tls);
-    let stop_tx = tx.clone();
-    let signals = async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut hup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) else {
-            return;
-        };
-        loop {
-            tokio::select! {
-                _ = term.recv() => break,
-                _ = tokio::signal::ctrl_c() => break,
-                // slurmctld's SIGHUP: scontrol reconfigure.
-                _ = hup.recv() => {
-                    tracing::info!("SIGHUP received: reconfiguring");
-                    let op = Box::new(|c: &mut Ctld| {
-                        let loaded = crate::runtime::config_files::reload(&c.config_path);
-                        if let Err(e) = c.reconfigure(loaded) {
-                            tracing::error!("reconfigure refused: {}", e.message());
-                        }
-                    });
-                    if stop_tx.send(op).await.is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-        tracing::info!("signal received, shutting down");
-        let _ = stop_tx
-            .send(Box::new(|c: &mut Ctld| c.shutdown = true))
-            .await;
-    };
-    tokio::spawn(signals);
-    let server = tonic::transport::Server::builder()
-        .tcp_nodelay(true)
-        .initial_stream_window_size(Some(8 * 1024 * 1024))
-        .initial_connection_window_size(Some(16 * 1024 * 1024))
-        .layer(auth)
-        .add_service(svc)
-        .add_service(
-            drover_proto::scheduler_server::SchedulerServer::new(crate::rpc::scheduler::SchedSvc(
-                Svc {
-                    tx: tx.clone(),
-                    key: key2,
-                    agents,
-                },
-            ))
-            .max_decoding_message_size(max_request)
-            .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES),
-        )
-        .serve_with_incoming(incoming);
+    ha.epoch.store(epoch, std::sync::atomic::Ordering::Release);
+    ha.active.store(true, std::sync::atomic::Ordering::Release);
+    tracing::info!(
+        "in control (state epoch {epoch}), {} ms after deciding to take it",
+        started.elapsed().as_millis()
+    );
+    drover_proto::sdnotify::ready(&format!("listening on {bind}"));
     tokio::select! {
-        r = server => {
-            if let Err(e) = r {
-                tracing::error!("server: {e}");
-                return 1;
-            }
-        }
+        r = &mut server => return server_ended(r),
         _ = owner => {}
+    }
+    if ha.stepping_down.load(std::sync::atomic::Ordering::Acquire) {
+        crate::runtime::ha::stepped_down(&ha);
+        // Let the answer to the request reach the new controller.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        if ha.is_backup() {
+            return crate::runtime::ha::restart_in_standby();
+        }
+        tracing::info!("control handed over: the primary controller exits");
+        return 0;
     }
     // Let the last acknowledgements reach their clients.
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     tracing::info!("droverctld stopped");
     0
+}
+
+fn server_ended(r: Result<Result<(), tonic::transport::Error>, tokio::task::JoinError>) -> i32 {
+    match r {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            tracing::error!("server: {e}");
+            1
+        }
+        Err(e) => {
+            tracing::error!("server: {e}");
+            1
+        }
+    }
+}
+
+/// SIGTERM/SIGINT: stop (in standby at once, else after the log is
+/// written); SIGHUP: reconfigure, as slurmctld's.
+async fn signals(stop_tx: mpsc::Sender<crate::ctld::Op>, ha: Arc<Ha>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = term.recv() => break,
+            _ = tokio::signal::ctrl_c() => break,
+            // slurmctld's SIGHUP: scontrol reconfigure.
+            _ = hup.recv() => {
+                tracing::info!("SIGHUP received: reconfiguring");
+                let op = Box::new(|c: &mut Ctld| {
+                    let loaded = crate::runtime::config_files::reload(&c.config_path);
+                    if let Err(e) = c.reconfigure(loaded) {
+                        tracing::error!("reconfigure refused: {}", e.message());
+                    }
+                });
+                if stop_tx.send(op).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    tracing::info!("signal received, shutting down");
+    if !ha.active.load(std::sync::atomic::Ordering::Acquire) {
+        // Standby (or taking control): nothing of ours to write yet.
+        std::process::exit(0);
+    }
+    let _ = stop_tx
+        .send(Box::new(|c: &mut Ctld| c.shutdown = true))
+        .await;
 }

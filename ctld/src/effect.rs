@@ -121,6 +121,7 @@ fn kind_name(k: &drover_proto::state::wal_record::Kind) -> String {
         Kind::ResvDelete(n) => format!("ResvDelete {n}"),
         Kind::MailDue(m) => format!("MailDue {}", m.id),
         Kind::MailSent(id) => format!("MailSent {id}"),
+        Kind::Epoch(e) => format!("Epoch {e}"),
     }
 }
 

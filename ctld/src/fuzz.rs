@@ -223,7 +223,7 @@ pub fn wal_recovery(data: &[u8]) {
         key,
         "fuzz".into(),
     ));
-    match crate::runtime::Runtime::recover(cfg, dir.0.join("fuzz.conf"), agents, tx) {
+    match crate::runtime::Runtime::recover(cfg, dir.0.join("fuzz.conf"), agents, tx, None) {
         Ok(mut rt) => {
             // Let the writer finish the snapshot before the directory goes.
             rt.sync();

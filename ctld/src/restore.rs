@@ -48,7 +48,7 @@ impl Ctld {
                     c.replay_sched(k)
                 }
                 Some(k @ (Kind::MailDue(_) | Kind::MailSent(_))) => c.mail.replay(k),
-                None => {}
+                Some(Kind::Epoch(_)) | None => {}
             }
         }
         for n in node_records {

@@ -11,6 +11,12 @@
 //! to the writer thread. The writer writes, `fdatasync`s once for everything it
 //! has, then runs the acknowledgements: many submissions share one fsync, and
 //! nobody hears "ok" before their record is on disk.
+//!
+//! With a [`Fence`] (a backup controller is configured, or always in the
+//! daemon) each batch is written under the state directory's lock after
+//! checking the epoch, and starts with an `epoch` record: a controller
+//! deposed by another writes nothing, and recovery skips any batch whose
+//! epoch is lower than one already seen.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -18,8 +24,10 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use drover_proto::private;
-use drover_proto::state::{Snapshot, WalRecord};
+use drover_proto::state::{wal_record::Kind, Snapshot, WalRecord};
 use prost::Message;
+
+use crate::runtime::fence::Fence;
 
 pub type Ack = Box<dyn FnOnce() + Send>;
 
@@ -45,6 +53,9 @@ pub struct Recovered {
     pub generation: u64,
     /// A torn frame at the end of the last log (crash mid-write) was dropped.
     pub torn_tail: bool,
+    /// Records skipped as written by a deposed controller (a batch whose
+    /// epoch is lower than one before it).
+    pub stale: usize,
 }
 
 fn wal_path(dir: &Path, generation: u64) -> PathBuf {
@@ -88,6 +99,9 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
     let mut records = Vec::new();
     let mut torn_tail = false;
     let mut last_gen = first_gen;
+    let mut max_epoch = 0u64;
+    let mut skipping = false;
+    let mut stale = 0usize;
     for g in gens {
         let path = wal_path(dir, g);
         if g < first_gen {
@@ -116,6 +130,13 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
                 break;
             }
             match WalRecord::decode(body) {
+                Ok(WalRecord {
+                    kind: Some(Kind::Epoch(e)),
+                }) => {
+                    skipping = e < max_epoch;
+                    max_epoch = max_epoch.max(e);
+                }
+                Ok(_) if skipping => stale += 1,
                 Ok(r) => records.push(r),
                 Err(_) => {
                     torn_tail = true;
@@ -137,12 +158,14 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
         records,
         generation: last_gen,
         torn_tail,
+        stale,
     })
 }
 
 impl Wal {
-    /// Start the writer thread appending to `wal.<generation>`.
-    pub fn start(dir: &Path, generation: u64) -> Result<Wal, String> {
+    /// Start the writer thread appending to `wal.<generation>`, fenced by
+    /// `fence` when given.
+    pub fn start(dir: &Path, generation: u64, fence: Option<Fence>) -> Result<Wal, String> {
         let dir = dir.to_path_buf();
         let open = |g: u64| -> Result<File, String> {
             let p = wal_path(&dir, g);
@@ -157,6 +180,28 @@ impl Wal {
             .spawn(move || {
                 let mut acks: Vec<Ack> = Vec::new();
                 while let Ok(first) = rx.recv() {
+                    let held = fence.as_ref().map(|f| match f.hold() {
+                        Ok(h) => h,
+                        Err(e) => {
+                            // Deposed (or the lock is gone): stop here, acks
+                            // unsent, so no client hears of an unlogged change.
+                            tracing::error!("{e}; exiting");
+                            std::process::exit(1);
+                        }
+                    });
+                    if let Some(f) = &fence {
+                        let mut mark = Vec::with_capacity(16);
+                        frame(
+                            &WalRecord {
+                                kind: Some(Kind::Epoch(f.epoch)),
+                            },
+                            &mut mark,
+                        );
+                        if let Err(e) = file.write_all(&mark) {
+                            tracing::error!("state log write failed: {e}; exiting");
+                            std::process::exit(1);
+                        }
+                    }
                     let mut next = Some(first);
                     let mut dirty = false;
                     while let Some(msg) = next.take() {
@@ -179,7 +224,25 @@ impl Wal {
                                     dirty = false;
                                 }
                                 match rotate(&dir, generation, &snapshot) {
-                                    Ok(f) => file = f,
+                                    Ok(mut f) => {
+                                        // The new log starts with the epoch too.
+                                        if let Some(fe) = &fence {
+                                            let mut mark = Vec::with_capacity(16);
+                                            frame(
+                                                &WalRecord {
+                                                    kind: Some(Kind::Epoch(fe.epoch)),
+                                                },
+                                                &mut mark,
+                                            );
+                                            if let Err(e) = f.write_all(&mark) {
+                                                tracing::error!(
+                                                    "state log write failed: {e}; exiting"
+                                                );
+                                                std::process::exit(1);
+                                            }
+                                        }
+                                        file = f
+                                    }
                                     Err(e) => {
                                         tracing::error!("snapshot failed: {e}; exiting");
                                         std::process::exit(1);
@@ -189,9 +252,10 @@ impl Wal {
                         }
                         next = rx.try_recv().ok();
                     }
-                    if dirty {
+                    if dirty || held.is_some() {
                         sync_or_die(&file);
                     }
+                    drop(held);
                     for a in acks.drain(..) {
                         a();
                     }
@@ -209,16 +273,7 @@ impl Wal {
 
     /// Queue a record (not yet durable).
     pub fn append(&mut self, rec: &WalRecord) {
-        // len | crc32 | body, the body encoded in place.
-        let len = rec.encoded_len();
-        self.buf.reserve(8 + len);
-        self.buf.extend_from_slice(&(len as u32).to_le_bytes());
-        let crc_at = self.buf.len();
-        self.buf.extend_from_slice(&[0; 4]);
-        let body = self.buf.len();
-        rec.encode_raw(&mut self.buf);
-        let crc = crc32fast::hash(&self.buf[body..]);
-        self.buf[crc_at..body].copy_from_slice(&crc.to_le_bytes());
+        frame(rec, &mut self.buf);
     }
 
     /// Run `ack` once everything appended so far is on disk.
@@ -262,6 +317,19 @@ impl Wal {
     pub fn generation(&self) -> u64 {
         self.generation
     }
+}
+
+/// One frame: len | crc32 | body, the body encoded in place.
+fn frame(rec: &WalRecord, buf: &mut Vec<u8>) {
+    let len = rec.encoded_len();
+    buf.reserve(8 + len);
+    buf.extend_from_slice(&(len as u32).to_le_bytes());
+    let crc_at = buf.len();
+    buf.extend_from_slice(&[0; 4]);
+    let body = buf.len();
+    rec.encode_raw(buf);
+    let crc = crc32fast::hash(&buf[body..]);
+    buf[crc_at..body].copy_from_slice(&crc.to_le_bytes());
 }
 
 fn sync_or_die(f: &File) {
@@ -321,7 +389,7 @@ mod tests {
     #[test]
     fn records_survive_and_torn_tail_is_cut() {
         let dir = tempfile::tempdir().unwrap();
-        let mut w = Wal::start(dir.path(), 0).unwrap();
+        let mut w = Wal::start(dir.path(), 0, None).unwrap();
         for i in 1..=100u32 {
             w.append(&WalRecord {
                 kind: Some(Kind::NextJobId(i)),
@@ -341,7 +409,7 @@ mod tests {
         let r2 = recover(dir.path()).unwrap();
         assert!(!r2.torn_tail, "torn tail was truncated");
 
-        let mut w = Wal::start(dir.path(), r.generation).unwrap();
+        let mut w = Wal::start(dir.path(), r.generation, None).unwrap();
         w.snapshot(Snapshot {
             next_job_id: 101,
             ..Default::default()
@@ -354,5 +422,44 @@ mod tests {
         assert_eq!(r.snapshot.unwrap().next_job_id, 101);
         assert_eq!(r.records.len(), 1);
         assert!(!dir.path().join("wal.0").exists());
+    }
+
+    /// A deposed controller's batch (lower epoch after a higher one) is
+    /// skipped at recovery; the fenced writer marks each batch.
+    #[test]
+    fn batches_of_a_deposed_epoch_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = Fence::take(dir.path()).unwrap();
+        let mut w = Wal::start(dir.path(), 0, Some(old)).unwrap();
+        w.append(&WalRecord {
+            kind: Some(Kind::NextJobId(10)),
+        });
+        wait_durable(&mut w);
+        drop(w);
+        let r = recover(dir.path()).unwrap();
+        assert_eq!(r.records.len(), 1);
+        assert_eq!(r.stale, 0);
+        // Frames as a deposed writer racing an epoch-2 writer would leave.
+        let mut bytes = Vec::new();
+        for k in [
+            Kind::Epoch(2),
+            Kind::NextJobId(20),
+            Kind::Epoch(1),
+            Kind::NextJobId(99),
+        ] {
+            frame(&WalRecord { kind: Some(k) }, &mut bytes);
+        }
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(dir.path().join("wal.0"))
+            .unwrap();
+        f.write_all(&bytes).unwrap();
+        let r = recover(dir.path()).unwrap();
+        assert_eq!(r.stale, 1);
+        let ids: Vec<_> = r.records.iter().map(|r| r.kind.clone()).collect();
+        assert_eq!(
+            ids,
+            vec![Some(Kind::NextJobId(10)), Some(Kind::NextJobId(20))]
+        );
     }
 }

@@ -34,6 +34,7 @@ fn recover(state: &Path, def_mem_per_cpu: u32) -> Runtime {
         state.join("drover.conf"),
         agents,
         tx,
+        None,
     )
     .unwrap()
 }
@@ -43,7 +44,7 @@ fn an_older_record_gets_its_request_at_recovery_and_keeps_it() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     std::fs::create_dir(&state).unwrap();
-    let mut wal = Wal::start(&state, 0).unwrap();
+    let mut wal = Wal::start(&state, 0, None).unwrap();
     wal.append(&WalRecord {
         kind: Some(Kind::Job(JobRecord {
             job_id: 7,

@@ -17,8 +17,9 @@ use drover_proto::node_agent_server::NodeAgent;
 use drover_proto::{
     AgentPingRequest, AgentPingResponse, AgentReconfigureRequest, AgentReconfigureResponse,
     AttachInput, BcastChunk, BcastResponse, JobStatsRequest, JobStatsResponse, LaunchRequest,
-    LaunchResponse, ListPidsRequest, ListPidsResponse, SignalJobRequest, SignalJobResponse,
-    StepLaunchRequest, StepLaunchResponse, SuspendJobRequest, SuspendJobResponse,
+    LaunchResponse, ListPidsRequest, ListPidsResponse, ReadOutputRequest, ReadOutputResponse,
+    SignalJobRequest, SignalJobResponse, StepLaunchRequest, StepLaunchResponse, SuspendJobRequest,
+    SuspendJobResponse,
 };
 
 use crate::jobdir;
@@ -218,6 +219,14 @@ impl NodeAgent for AgentService {
         }
         crate::steps::launch(self.shared.clone(), req).await?;
         Ok(Response::new(StepLaunchResponse {}))
+    }
+
+    async fn read_output(
+        &self,
+        request: Request<ReadOutputRequest>,
+    ) -> Result<Response<ReadOutputResponse>, Status> {
+        let r = crate::usercalls::read_output(&self.shared, request).await?;
+        Ok(Response::new(r))
     }
 
     async fn reconfigure(

@@ -24,8 +24,18 @@ const STAGING: &str = ".staging";
 /// The cluster key's place when no config names one yet.
 pub const DEFAULT_KEY: &str = "/etc/drover/drover.key";
 
-/// `HOST[:PORT]` as an address to dial (SlurmctldPort's default 6817).
+/// `HOST[:PORT]` as an address to dial (SlurmctldPort's default 6817);
+/// a comma-separated list (a primary and its backups, as slurmd's
+/// `--conf-server` takes) gives the list of addresses, tried in order.
 pub fn server_addr(s: &str) -> String {
+    s.split(',')
+        .filter(|h| !h.trim().is_empty())
+        .map(one_addr)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn one_addr(s: &str) -> String {
     let s = s.trim();
     if s.parse::<std::net::SocketAddr>().is_ok() {
         return s.to_string();
@@ -221,6 +231,7 @@ mod tests {
         assert_eq!(server_addr("10.0.0.1:1"), "10.0.0.1:1");
         assert_eq!(server_addr("fe80::1"), "[fe80::1]:6817");
         assert_eq!(server_addr("[fe80::1]:7"), "[fe80::1]:7");
+        assert_eq!(server_addr("ctl,ctl2:7000"), "ctl:6817,ctl2:7000");
     }
 
     fn file(name: &str, text: &str) -> ConfigFile {

@@ -27,6 +27,7 @@ pub mod jobdir;
 pub mod jobs;
 pub mod listpids;
 pub mod login;
+pub mod output_tail;
 pub mod proctree;
 pub mod reconfigure;
 pub mod registration;

@@ -328,7 +328,7 @@ pub fn from_config(
         .parse()
         .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
     let spool_dir = PathBuf::from(expand_spool(&cfg.slurmd_spool_dir, &first.name, &host));
-    let controller = cfg.controller_addr();
+    let controller = cfg.controller_addrs();
 
     let settings = Settings {
         conf_server: args.conf_server.clone(),

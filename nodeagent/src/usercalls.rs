@@ -1,14 +1,18 @@
 //! The agent calls that take a *user's* token (`scontrol listpids`,
-//! `sbcast`, `sattach`): who is calling and whether as an administrator,
-//! then the call itself ([`crate::listpids`], [`crate::bcast`],
-//! [`crate::attach`]). Every other agent call needs a daemon's token.
+//! `sbcast`, `sattach`, the dashboard's output tail): who is calling and
+//! whether as an administrator, then the call itself ([`crate::listpids`],
+//! [`crate::bcast`], [`crate::attach`], [`crate::output_tail`]). Every
+//! other agent call needs a daemon's token.
 
 use std::sync::Arc;
 
 use tonic::{Request, Status, Streaming};
 
 use drover_proto::auth::Identity;
-use drover_proto::{AttachInput, BcastChunk, BcastResponse, ListPidsRequest, ListPidsResponse};
+use drover_proto::{
+    AttachInput, BcastChunk, BcastResponse, ListPidsRequest, ListPidsResponse, ReadOutputRequest,
+    ReadOutputResponse,
+};
 
 use crate::agent::Shared;
 
@@ -53,4 +57,18 @@ pub async fn attach_step(
 ) -> Result<crate::attach::OutputStream, Status> {
     let (id, admin) = caller(shared, &request)?;
     crate::attach::attach(id.uid, admin, request.into_inner()).await
+}
+
+/// `ReadOutput`: the end of a file, read with the caller's own rights.
+pub async fn read_output(
+    shared: &Arc<Shared>,
+    request: Request<ReadOutputRequest>,
+) -> Result<ReadOutputResponse, Status> {
+    let (id, _) = caller(shared, &request)?;
+    let r = request.into_inner();
+    let (data, size) =
+        tokio::task::spawn_blocking(move || crate::output_tail::read_as(&id, &r.path, r.max_bytes))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))??;
+    Ok(ReadOutputResponse { data, size })
 }

@@ -81,6 +81,18 @@ impl Controller for FakeCtl {
     async fn ping(&self, _: Request<PingRequest>) -> Result<Response<PingResponse>, Status> {
         unimpl()
     }
+    async fn takeover(
+        &self,
+        _: Request<TakeoverRequest>,
+    ) -> Result<Response<TakeoverResponse>, Status> {
+        unimpl()
+    }
+    async fn relinquish(
+        &self,
+        _: Request<RelinquishRequest>,
+    ) -> Result<Response<RelinquishResponse>, Status> {
+        unimpl()
+    }
     async fn get_config(
         &self,
         _: Request<ConfigRequest>,

@@ -6,7 +6,7 @@ use tonic::transport::{Channel, Endpoint};
 
 use crate::controller_client::ControllerClient;
 use crate::node_agent_client::NodeAgentClient;
-pub use crate::signing::{Credential, Signed, UserIds};
+pub use crate::signing::{Credential, Signed, Targets, UserIds};
 
 pub type Controller = ControllerClient<Signed>;
 pub type Agent = NodeAgentClient<Signed>;
@@ -61,8 +61,42 @@ pub fn channel(addr: &str, connect_timeout: Duration) -> Result<Channel, String>
     Ok(ep.connect_with_connector_lazy(Connector))
 }
 
+/// The controllers at `addrs` (`host:port`, comma-separated, in
+/// `SlurmctldHost` order), each call going to the active one; a failover
+/// in progress is waited for up to `patience`.
+pub fn targets(addrs: &str, patience: Duration) -> Result<Targets, String> {
+    let chans = addrs
+        .split(',')
+        .filter(|a| !a.is_empty())
+        .map(|a| channel(a, Duration::from_secs(5)))
+        .collect::<Result<Vec<_>, _>>()?;
+    if chans.is_empty() {
+        return Err(format!("bad address {addrs:?}: no controller"));
+    }
+    Ok(Targets::new(chans, patience))
+}
+
+/// The controllers a configuration names, waiting out a failover (the
+/// backup takes over within `SlurmctldTimeout`) with a backup configured.
+pub fn targets_for(cfg: &drover_conf::Config) -> Result<Targets, String> {
+    let patience = if cfg.slurmctld_host.len() > 1 {
+        Duration::from_secs(cfg.slurmctld_timeout + cfg.message_timeout)
+    } else {
+        Duration::ZERO
+    };
+    targets(&cfg.controller_addrs(), patience)
+}
+
+/// The controllers of a configuration ([`targets_for`]).
+pub fn controller_for(cfg: &drover_conf::Config, cred: Credential) -> Result<Controller, String> {
+    Ok(ControllerClient::new(Signed::new(targets_for(cfg)?, cred))
+        .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(crate::MAX_MESSAGE_BYTES))
+}
+
+/// The controller(s) at `addr` (comma-separated for several; see [`targets`]).
 pub fn controller(addr: &str, cred: Credential) -> Result<Controller, String> {
-    let ch = channel(addr, Duration::from_secs(5))?;
+    let ch = targets(addr, Duration::ZERO)?;
     Ok(ControllerClient::new(Signed::new(ch, cred))
         .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(crate::MAX_MESSAGE_BYTES))
@@ -94,7 +128,15 @@ pub fn identity<T>(
 pub type Scheduler = crate::scheduler_client::SchedulerClient<Signed>;
 
 pub fn scheduler(addr: &str, cred: Credential) -> Result<Scheduler, String> {
-    let ch = channel(addr, Duration::from_secs(5))?;
+    scheduler_over(targets(addr, Duration::ZERO)?, cred)
+}
+
+/// The Scheduler service of the controllers a configuration names.
+pub fn scheduler_for(cfg: &drover_conf::Config, cred: Credential) -> Result<Scheduler, String> {
+    scheduler_over(targets_for(cfg)?, cred)
+}
+
+fn scheduler_over(ch: Targets, cred: Credential) -> Result<Scheduler, String> {
     Ok(
         crate::scheduler_client::SchedulerClient::new(Signed::new(ch, cred))
             .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)

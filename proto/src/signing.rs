@@ -9,8 +9,10 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -84,16 +86,50 @@ impl Credential {
     }
 }
 
+/// The controllers a client may reach, in order (`SlurmctldHost` lines):
+/// a call goes to the one that answered last; when it cannot be reached or
+/// answers that it is in standby, the next is tried, round and round for
+/// up to `patience` (a failover in progress). One channel: no retries.
+#[derive(Clone)]
+pub struct Targets {
+    chans: Arc<Vec<Channel>>,
+    preferred: Arc<AtomicUsize>,
+    patience: Duration,
+}
+
+impl Targets {
+    pub fn new(chans: Vec<Channel>, patience: Duration) -> Targets {
+        Targets {
+            chans: Arc::new(chans),
+            preferred: Arc::new(AtomicUsize::new(0)),
+            patience,
+        }
+    }
+}
+
+impl From<Channel> for Targets {
+    fn from(ch: Channel) -> Targets {
+        Targets::new(vec![ch], Duration::ZERO)
+    }
+}
+
 /// A channel that signs every request.
 #[derive(Clone)]
 pub struct Signed {
+    targets: Targets,
     inner: Channel,
     cred: Credential,
 }
 
 impl Signed {
-    pub fn new(inner: Channel, cred: Credential) -> Signed {
-        Signed { inner, cred }
+    pub fn new(targets: impl Into<Targets>, cred: Credential) -> Signed {
+        let targets = targets.into();
+        let inner = targets.chans[0].clone();
+        Signed {
+            targets,
+            inner,
+            cred,
+        }
     }
 }
 
@@ -118,6 +154,12 @@ impl tower::Service<http::Request<Body>> for Signed {
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let cred = self.cred.clone();
+        let targets = self.targets.clone();
+        if targets.chans.len() > 1 {
+            // Streaming calls go to the controller that answered last.
+            let i = targets.preferred.load(Ordering::Relaxed) % targets.chans.len();
+            inner = targets.chans[i].clone();
+        }
         Box::pin(async move {
             let (parts, body) = req.into_parts();
             if crate::auth::is_streaming(parts.uri.path()) {
@@ -137,24 +179,77 @@ impl tower::Service<http::Request<Body>> for Signed {
             }
             let bytes: Bytes = body.collect().await?.to_bytes();
             let bind = Binding::new(parts.uri.path(), &bytes);
-            let again = (
-                parts.method.clone(),
-                parts.uri.clone(),
-                parts.version,
-                parts.headers.clone(),
-            );
-            let first = attempt(&mut inner, &cred, &bind, &bytes, parts).await?;
-            if !refused_as_before_start(&first) {
-                return Ok(first);
+            if targets.chans.len() == 1 {
+                return send(&mut inner, &cred, &bind, &bytes, parts).await;
             }
-            tracing::debug!("{}: the daemon restarted, fresh credential", bind.method);
-            let mut r = http::Request::new(());
-            *r.method_mut() = again.0;
-            *r.uri_mut() = again.1;
-            *r.version_mut() = again.2;
-            *r.headers_mut() = again.3;
-            attempt(&mut inner, &cred, &bind, &bytes, r.into_parts().0).await
+            failover(&targets, &cred, &bind, &bytes, parts).await
         })
+    }
+}
+
+/// A copy of a request's head (the body is sent again from `bytes`).
+fn head(parts: &http::request::Parts) -> http::request::Parts {
+    let mut r = http::Request::new(());
+    *r.method_mut() = parts.method.clone();
+    *r.uri_mut() = parts.uri.clone();
+    *r.version_mut() = parts.version;
+    *r.headers_mut() = parts.headers.clone();
+    r.into_parts().0
+}
+
+/// Send to one daemon, again with a fresh credential if it restarted.
+async fn send(
+    inner: &mut Channel,
+    cred: &Credential,
+    bind: &Binding,
+    bytes: &Bytes,
+    parts: http::request::Parts,
+) -> Result<http::Response<Body>, BoxError> {
+    let again = head(&parts);
+    let first = attempt(inner, cred, bind, bytes, parts).await?;
+    if !refused_as_before_start(&first) {
+        return Ok(first);
+    }
+    tracing::debug!("{}: the daemon restarted, fresh credential", bind.method);
+    attempt(inner, cred, bind, bytes, again).await
+}
+
+/// Try the controllers in turn from the one that answered last, skipping
+/// one that cannot be reached or is in standby; once round, then again
+/// every half second until `patience` has passed (a backup taking over).
+async fn failover(
+    targets: &Targets,
+    cred: &Credential,
+    bind: &Binding,
+    bytes: &Bytes,
+    parts: http::request::Parts,
+) -> Result<http::Response<Body>, BoxError> {
+    let deadline = Instant::now() + targets.patience;
+    let n = targets.chans.len();
+    loop {
+        let start = targets.preferred.load(Ordering::Relaxed);
+        let mut last = None;
+        for k in 0..n {
+            let i = (start + k) % n;
+            let mut ch = targets.chans[i].clone();
+            match send(&mut ch, cred, bind, bytes, head(&parts)).await {
+                Ok(resp) if !crate::standby::is_not_active(&resp) => {
+                    targets.preferred.store(i, Ordering::Relaxed);
+                    return Ok(resp);
+                }
+                other => {
+                    tracing::debug!(
+                        "{}: controller {i} not active, trying the next",
+                        bind.method
+                    );
+                    last = Some(other);
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            return last.unwrap_or_else(|| Err("no controller".into()));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 

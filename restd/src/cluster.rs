@@ -26,15 +26,16 @@ pub async fn ping(State(app): State<Arc<App>>, Extension(caller): Extension<Call
     let t = Instant::now();
     let r = c.ping(PingRequest {}).await;
     let latency = t.elapsed().as_micros() as i64;
-    let (host, up) = match &r {
-        Ok(p) => (p.get_ref().host.clone(), true),
+    // The controller that answered (a backup in control says so).
+    let (host, up, index) = match &r {
+        Ok(p) => (p.get_ref().host.clone(), true, p.get_ref().index),
         Err(st)
             if st.code() == tonic::Code::PermissionDenied
                 || st.code() == tonic::Code::Unauthenticated =>
         {
             return Err(Failure::from_status(st))
         }
-        Err(_) => (app.ctld_host.clone(), false),
+        Err(_) => (app.ctld_host.clone(), false, 0),
     };
     Ok(reply::ok(
         vec![(
@@ -43,7 +44,7 @@ pub async fn ping(State(app): State<Arc<App>>, Extension(caller): Extension<Call
                 "hostname": host,
                 "pinged": if up { "UP" } else { "DOWN" },
                 "latency": latency,
-                "mode": "primary",
+                "mode": if index == 0 { "primary" } else { "backup" },
             }]),
         )],
         Vec::new(),

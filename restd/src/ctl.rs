@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use drover_proto::auth::ClusterKey;
-use drover_proto::client::{Accounting, Controller, Credential, Scheduler, Signed};
+use drover_proto::client::{Accounting, Agent, Controller, Credential, Scheduler, Signed, Targets};
 use tonic::transport::Channel;
 
 use crate::auth::Caller;
@@ -15,13 +15,18 @@ use crate::auth::Caller;
 pub struct Ctl {
     key: ClusterKey,
     host: String,
-    ctld: Channel,
+    /// The controllers in order (the active one followed).
+    ctld: Targets,
     dbd: Option<Channel>,
 }
 
 impl Ctl {
-    pub fn new(key: ClusterKey, ctld_addr: &str, dbd_addr: Option<&str>) -> Result<Ctl, String> {
-        let ctld = drover_proto::client::channel(ctld_addr, Duration::from_secs(5))?;
+    pub fn new(
+        key: ClusterKey,
+        cfg: &drover_conf::Config,
+        dbd_addr: Option<&str>,
+    ) -> Result<Ctl, String> {
+        let ctld = drover_proto::client::targets_for(cfg)?;
         let dbd = match dbd_addr {
             Some(a) => Some(drover_proto::client::channel(a, Duration::from_secs(5))?),
             None => None,
@@ -56,6 +61,11 @@ impl Ctl {
         let cred = Credential::daemon(self.key.clone(), self.host.clone());
         Controller::new(Signed::new(self.ctld.clone(), cred))
             .max_decoding_message_size(drover_proto::MAX_MESSAGE_BYTES)
+    }
+
+    /// The node agent at `addr` (`host:port`), as `caller`.
+    pub fn agent(&self, caller: &Caller, addr: &str) -> Result<Agent, String> {
+        drover_proto::client::agent(addr, self.cred(caller))
     }
 
     /// The accounting daemon as `caller`; None when accounting is off.

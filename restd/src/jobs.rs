@@ -10,7 +10,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::Extension;
 use drover_cli::squeue;
 use drover_proto::{
-    CancelRequest, GetJobsRequest, JobFilter, JobInfo, SubmitRequest, UpdateJobRequest,
+    CancelRequest, GetJobsRequest, JobFilter, JobInfo, JobState, SubmitRequest, UpdateJobRequest,
 };
 use serde_json::{json, Value};
 
@@ -35,22 +35,74 @@ fn params(caller: &Caller, job: Option<&str>) -> Result<squeue::Params, Failure>
     }
 }
 
-/// When a job last changed, as far as its times tell.
-fn changed_at(j: &JobInfo) -> i64 {
-    j.submit_time
-        .max(j.start_time * i64::from(j.start_time <= j.end_time || j.end_time == 0))
-        .max(j.end_time)
-        .max(j.suspend_time)
+/// When a job last changed, as far as its times tell: submitted, started,
+/// ended, suspended. Times still to come (a pending job's expected start,
+/// a running job's expected end) are no change.
+pub fn changed_at(j: &JobInfo, now: i64) -> i64 {
+    let pending = j.state == JobState::Pending as i32;
+    let running = j.state == JobState::Running as i32 || j.state == JobState::Suspended as i32;
+    [
+        j.submit_time,
+        if pending { 0 } else { j.start_time },
+        if pending || running { 0 } else { j.end_time },
+        j.suspend_time,
+    ]
+    .into_iter()
+    .filter(|t| *t <= now)
+    .max()
+    .unwrap_or(0)
 }
 
-async fn fetch(app: &App, caller: &Caller, p: &squeue::Params) -> Result<Vec<JobInfo>, Failure> {
+async fn fetch_req(
+    app: &App,
+    caller: &Caller,
+    req: GetJobsRequest,
+) -> Result<(Vec<JobInfo>, i64), Failure> {
     let mut client = app.ctl.controller(caller);
-    let req: GetJobsRequest = squeue::request(p);
     client
         .get_jobs(req)
         .await
-        .map(|r| r.into_inner().jobs)
+        .map(|r| {
+            let r = r.into_inner();
+            (r.jobs, r.now)
+        })
         .map_err(|st| Failure::from_status(&st))
+}
+
+async fn fetch(app: &App, caller: &Caller, p: &squeue::Params) -> Result<Vec<JobInfo>, Failure> {
+    fetch_req(app, caller, squeue::request(p))
+        .await
+        .map(|(jobs, _)| jobs)
+}
+
+/// The jobs changed since `since`: first every job without details (cheap:
+/// the times are there), then the changed ones with details; a poll that
+/// finds nothing changed costs one light listing.
+async fn fetch_changed(
+    app: &App,
+    caller: &Caller,
+    p: &squeue::Params,
+    since: i64,
+) -> Result<Vec<JobInfo>, Failure> {
+    let mut req = squeue::request(p);
+    req.details = false;
+    let (light, now) = fetch_req(app, caller, req).await?;
+    let ids: Vec<String> = light
+        .iter()
+        .filter(|j| changed_at(j, now) >= since)
+        .map(|j| j.job_id.to_string())
+        .collect();
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut req = squeue::request(p);
+    if let Some(f) = req.filter.as_mut() {
+        f.job_ids = ids;
+        f.all_states = true;
+    }
+    let (mut jobs, now) = fetch_req(app, caller, req).await?;
+    jobs.retain(|j| changed_at(j, now) >= since);
+    Ok(jobs)
 }
 
 /// The answer: squeue --json's job objects, written compactly.
@@ -86,10 +138,10 @@ pub async fn list(
     let q = query::pairs(q.as_deref(), &["update_time", "flags"])?;
     let since = query::epoch(&q, "update_time")?;
     let p = params(&caller, None)?;
-    let mut jobs = fetch(&app, &caller, &p).await?;
-    if let Some(t) = since {
-        jobs.retain(|j| changed_at(j) >= t);
-    }
+    let jobs = match since {
+        Some(t) => fetch_changed(&app, &caller, &p, t).await?,
+        None => fetch(&app, &caller, &p).await?,
+    };
     Ok(reply::json_response(
         axum::http::StatusCode::OK,
         render(&app, &jobs, &p),
@@ -121,7 +173,8 @@ pub async fn show(
         return Err(Failure::invalid_job(&id));
     }
     if let Some(t) = since {
-        jobs.retain(|j| changed_at(j) >= t);
+        let now = drover_proto::auth::now_secs();
+        jobs.retain(|j| changed_at(j, now) >= t);
     }
     Ok(reply::json_response(
         axum::http::StatusCode::OK,
@@ -259,7 +312,7 @@ fn check_results(id: &str, results: &[drover_proto::JobResult]) -> Result<(), Fa
     }
 }
 
-async fn run_update(
+pub(crate) async fn run_update(
     mut client: drover_proto::client::Controller,
     id: &str,
     fields: Vec<(String, String)>,
@@ -361,6 +414,26 @@ pub async fn cancel(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changes_are_past_times() {
+        let now = 1000;
+        let j = |state: JobState, submit, start, end| JobInfo {
+            state: state as i32,
+            submit_time: submit,
+            start_time: start,
+            end_time: end,
+            ..Default::default()
+        };
+        // A pending job's expected start and end are no change.
+        assert_eq!(changed_at(&j(JobState::Pending, 10, 2000, 3000), now), 10);
+        assert_eq!(changed_at(&j(JobState::Pending, 10, 500, 900), now), 10);
+        // A running job: its start; its expected end is not one.
+        assert_eq!(changed_at(&j(JobState::Running, 10, 500, 5000), now), 500);
+        // A finished job: its end.
+        assert_eq!(changed_at(&j(JobState::Completed, 10, 500, 900), now), 900);
+        assert_eq!(changed_at(&j(JobState::Cancelled, 10, 0, 700), now), 700);
+    }
 
     #[test]
     fn updates_from_descriptions() {

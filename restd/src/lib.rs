@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod cluster;
 pub mod ctl;
+pub mod dash;
 pub mod jobdesc;
 pub mod jobs;
 pub mod metrics;
@@ -15,6 +16,7 @@ pub mod query;
 pub mod reply;
 pub mod routes;
 pub mod slurmdb;
+pub mod web;
 
 use std::sync::Arc;
 
@@ -44,15 +46,20 @@ pub struct App {
     /// PrivateData is set: `/metrics` is off (as Slurm's).
     pub private_data: bool,
     pub callers: auth::CallerCache,
+    /// The config read at start: what seff's advice may suggest (the
+    /// largest node of a partition, the GPU types).
+    pub conf: drover_conf::slurmconf::Config,
 }
 
 async fn not_found(uri: Uri) -> Response {
     reply::Failure::not_found_url(uri.path()).into_response()
 }
 
-/// Every route of [`routes::ENDPOINTS`]; anything else is Slurm's 404.
+/// Every route of [`routes::ENDPOINTS`] and the dashboard ([`web`]);
+/// anything else is Slurm's 404.
 pub fn router(app: Arc<App>) -> Router {
     routes::routes(&app)
+        .merge(web::routes())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(app.max_body))
         .with_state(app)

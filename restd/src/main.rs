@@ -110,10 +110,10 @@ async fn run(args: Args) -> Result<(), String> {
         .accounting_storage_type
         .contains("slurmdbd")
         .then(|| cfg.dbd_addr());
-    let ctl = drover_restd::ctl::Ctl::new(key, &cfg.controller_addr(), dbd.as_deref())?;
+    let ctl = drover_restd::ctl::Ctl::new(key, &cfg, dbd.as_deref())?;
     tracing::info!(
         "controller {}, accounting {}",
-        cfg.controller_addr(),
+        cfg.controller_addrs(),
         dbd.as_deref().unwrap_or("off")
     );
     let app = Arc::new(App {
@@ -126,6 +126,7 @@ async fn run(args: Args) -> Result<(), String> {
         max_body: args.max_body,
         private_data: !cfg.private_data.is_empty(),
         callers: Default::default(),
+        conf: cfg.clone(),
     });
     let mut tasks = tokio::task::JoinSet::new();
     for l in &args.listen {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::routing::{delete, get, post, MethodRouter};
 use axum::Router;
 
-use crate::{auth, cluster, jobs, metrics, openapi, slurmdb, App};
+use crate::{auth, cluster, dash, jobs, metrics, openapi, slurmdb, App};
 
 /// Which handler serves an endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +29,10 @@ pub enum Op {
     Qos,
     Metrics,
     OpenApi,
+    WhoAmI,
+    JobDetail,
+    JobRequeue,
+    Gpus,
 }
 
 /// What the request body is.
@@ -256,6 +260,42 @@ pub const ENDPOINTS: &[Endpoint] = &[
             "",
         )
     },
+    ep(
+        Op::WhoAmI,
+        "get",
+        "/drover/v0.0.40/whoami",
+        "Drover: the user the request acts for",
+        &[],
+        Body::None,
+        "user",
+    ),
+    ep(
+        Op::JobDetail,
+        "get",
+        "/drover/v0.0.40/job/{job_id}/detail",
+        "Drover: scontrol show job -d, show step and seff texts of a job, and its output tail",
+        &[],
+        Body::None,
+        "detail",
+    ),
+    ep(
+        Op::JobRequeue,
+        "post",
+        "/drover/v0.0.40/job/{job_id}/requeue",
+        "Drover: requeue a job (scontrol requeue)",
+        &[],
+        Body::None,
+        "",
+    ),
+    ep(
+        Op::Gpus,
+        "get",
+        "/drover/v0.0.40/gpus",
+        "Drover: the devices (GPUs) running jobs hold, per node and index",
+        &[],
+        Body::None,
+        "gpus",
+    ),
 ];
 
 fn handler(op: Op) -> MethodRouter<Arc<App>> {
@@ -278,6 +318,10 @@ fn handler(op: Op) -> MethodRouter<Arc<App>> {
         Op::Qos => get(slurmdb::qos),
         Op::Metrics => get(metrics::serve),
         Op::OpenApi => get(openapi::serve),
+        Op::WhoAmI => get(dash::whoami),
+        Op::JobDetail => get(dash::detail),
+        Op::JobRequeue => post(dash::requeue),
+        Op::Gpus => get(dash::gpus),
     }
 }
 

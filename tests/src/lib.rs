@@ -10,9 +10,11 @@
 pub mod acct;
 pub mod configless;
 pub mod gpu;
+pub mod ha;
 pub mod hosts;
 pub mod procs;
 pub mod rest;
+pub mod webdriver;
 
 pub use gpu::{can_bind_devices, fake_gpus, gpu_cluster, gpu_cluster_with};
 pub use procs::{cpu_seconds, pids_mentioning};
@@ -97,6 +99,10 @@ pub struct Spec {
     pub configless: bool,
     /// Multi-host mode: hosts that are not nodes (login hosts), after the nodes.
     pub other_hosts: Vec<String>,
+    /// Multi-host mode: a backup controller on host `ctl2` (second
+    /// `SlurmctldHost`, same StateSaveLocation), started by
+    /// [`Cluster::start_backup_ctld`].
+    pub backup_ctld: bool,
 }
 
 impl Default for Spec {
@@ -115,6 +121,7 @@ impl Default for Spec {
             hosts: false,
             configless: false,
             other_hosts: Vec::new(),
+            backup_ctld: false,
         }
     }
 }
@@ -137,6 +144,8 @@ pub struct Cluster {
     host_agents: Vec<(String, Child)>,
     /// Multi-host mode: the hosts (dropped last, after the daemons).
     pub net: Option<hosts::Net>,
+    /// The backup controller on `ctl2` ([`Spec::backup_ctld`]).
+    backup: Option<Child>,
 }
 
 impl Cluster {
@@ -215,6 +224,9 @@ impl Cluster {
         let d = dir.path().display().to_string();
         let net = if spec.hosts {
             let mut names = vec!["ctl".to_string()];
+            if spec.backup_ctld {
+                names.push("ctl2".to_string());
+            }
             names.extend((1..=spec.nodes).map(|i| format!("node{i}")));
             names.extend(spec.other_hosts.iter().cloned());
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -223,6 +235,15 @@ impl Cluster {
             None
         };
         let (ctld_host, spool, auth) = match &net {
+            Some(n) if spec.backup_ctld => (
+                format!(
+                    "ctl({})\nSlurmctldHost=ctl2({})",
+                    n.host("ctl").addr,
+                    n.host("ctl2").addr
+                ),
+                format!("{d}/spool-%n"),
+                format!("{d}/run/auth.sock"),
+            ),
             Some(n) => (
                 format!("ctl({})", n.host("ctl").addr),
                 format!("{d}/spool-%n"),
@@ -315,6 +336,7 @@ impl Cluster {
             proxy: acct.and_then(|a| a.proxy),
             host_agents: Vec::new(),
             net,
+            backup: None,
         };
         if c.dbd_conf.is_some() {
             c.start_dbd()?;
@@ -792,7 +814,7 @@ impl Drop for Cluster {
             // The test failed: its daemons' last words go with the report
             // (the cluster directory is removed below).
             let hosts = self.host_agents.iter().map(|(h, _)| format!("droverd-{h}"));
-            let names: Vec<String> = ["droverctld", "droverd", "droverdbd"]
+            let names: Vec<String> = ["droverctld", "droverctld-ctl2", "droverd", "droverdbd"]
                 .iter()
                 .map(|s| s.to_string())
                 .chain(hosts)
@@ -828,6 +850,7 @@ impl Drop for Cluster {
             let _ = c.wait();
         }
         Cluster::kill(&mut self.ctld, libc::SIGTERM);
+        Cluster::kill(&mut self.backup, libc::SIGTERM);
         Cluster::kill(&mut self.dbd, libc::SIGTERM);
         self.drop_accounting_db();
         let me = self.path().display().to_string();

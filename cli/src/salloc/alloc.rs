@@ -127,11 +127,8 @@ pub async fn recv(sig: &mut Option<Signal>) {
 pub(crate) fn fresh_client(cfg: &Config) -> Option<Controller> {
     let socket = cfg.auth_socket();
     drover_proto::auth::probe_socket(std::path::Path::new(&socket)).ok()?;
-    drover_proto::client::controller(
-        &cfg.controller_addr(),
-        drover_proto::client::Credential::user(socket.into()),
-    )
-    .ok()
+    drover_proto::client::controller_for(cfg, drover_proto::client::Credential::user(socket.into()))
+        .ok()
 }
 
 /// Is this answer the controller saying the allocation is over (rather

@@ -2,6 +2,7 @@
 
 mod configkeys;
 mod daemons;
+mod ha;
 pub mod listpids;
 pub mod resv;
 pub mod show;
@@ -13,7 +14,7 @@ use std::io::Write;
 
 use drover_proto::client::Controller;
 use drover_proto::{
-    ConfigRequest, GetJobsRequest, GetNodesRequest, GetPartitionsRequest, JobFilter, PingRequest,
+    ConfigRequest, GetJobsRequest, GetNodesRequest, GetPartitionsRequest, JobFilter,
     ReconfigureRequest, ShutdownRequest, UpdateJobRequest,
 };
 
@@ -94,6 +95,8 @@ pub enum Command {
     /// `listpids [JOBID[.STEPID]] [NODENAME]`
     ListPids(Option<String>, Option<String>),
     Ping,
+    /// `takeover [INDEX]`: backup INDEX (1 by default) takes control.
+    Takeover(usize),
     /// `token [lifespan=S] [username=U]`
     Token(drover_proto::MintTokenRequest),
     Reconfigure,
@@ -169,6 +172,17 @@ pub fn parse_command(words: &[String]) -> Result<Command, Vec<String>> {
         "resume" => action("resume"),
         "top" => action("top"),
         "ping" => Ok(Command::Ping),
+        "takeover" => match rest {
+            [] => Ok(Command::Takeover(1)),
+            [i] => i.parse().map(Command::Takeover).map_err(|_| {
+                vec![format!(
+                    "scontrol: error: Invalid backup controller index: {i}"
+                )]
+            }),
+            _ => Err(vec![
+                "scontrol: error: too many arguments for keyword:takeover".to_string(),
+            ]),
+        },
         "token" => token::parse(rest).map(Command::Token),
         "listpids" => match rest {
             [] | [_] | [_, _] => Ok(Command::ListPids(one(rest), rest.get(1).cloned())),
@@ -412,16 +426,10 @@ pub fn run(args: &[String]) -> i32 {
             return resv::run(&cfg, op, flags.one_liner, flags.quiet).await;
         }
         if cmd == Command::Ping {
-            let host = conn::controller_name(&cfg);
-            let up = match conn::client_for("scontrol", &cfg).ok() {
-                Some(mut c) => c.ping(PingRequest {}).await.is_ok(),
-                None => false,
-            };
-            println!(
-                "Slurmctld(primary) at {host} is {}",
-                if up { "UP" } else { "DOWN" }
-            );
-            return if up { 0 } else { 1 };
+            return ha::ping(&cfg).await;
+        }
+        if let Command::Takeover(i) = cmd {
+            return ha::takeover(&cfg, i).await;
         }
         let mut client = match conn::client_for("scontrol", &cfg) {
             Ok(c) => c,
@@ -707,6 +715,7 @@ async fn execute(
         },
         Command::Token(req) => token::run(client, req).await,
         Command::Ping
+        | Command::Takeover(_)
         | Command::Version
         | Command::Help
         | Command::Hostnames(_)
@@ -789,6 +798,9 @@ mod tests {
             Command::Action("release", vec!["12".into(), "13".into()])
         );
         assert_eq!(parse(&["ping"]).unwrap().1, Command::Ping);
+        assert_eq!(parse(&["takeover"]).unwrap().1, Command::Takeover(1));
+        assert_eq!(parse(&["takeover", "2"]).unwrap().1, Command::Takeover(2));
+        assert!(parse(&["takeover", "x"]).is_err());
         assert_eq!(
             parse(&["update", "JobId=1", "TimeLimit=5"]).unwrap().1,
             Command::Update(vec!["JobId=1".into(), "TimeLimit=5".into()])

@@ -2,6 +2,7 @@
 //! them), then why it failed and the advice. Pure.
 
 use drover_proto::acct::JobRecord;
+use drover_proto::seff;
 use drover_proto::text::printable;
 use drover_proto::JobState;
 
@@ -11,74 +12,13 @@ use crate::sacct::fields;
 
 /// `1.50 GB` / `512.00 MB` (seff's kbytes2str).
 pub fn kb_str(kb: u64) -> String {
-    let kb = kb as f64;
-    if kb >= 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.2} TB", kb / (1024.0 * 1024.0 * 1024.0))
-    } else if kb >= 1024.0 * 1024.0 {
-        format!("{:.2} GB", kb / (1024.0 * 1024.0))
-    } else if kb >= 1024.0 {
-        format!("{:.2} MB", kb / 1024.0)
-    } else {
-        format!("{kb:.2} KB")
-    }
+    seff::kb_text(kb)
 }
 
-/// The report for one job record. Pure.
+/// The report for one job record: Slurm's seff lines. Pure.
 pub fn report(j: &JobRecord, now: i64) -> String {
-    let mut o = String::new();
-    let id = fields::job_id_text(j);
-    if j.array_job_id != 0 {
-        o.push_str(&format!("Job ID: {}\nArray Job ID: {id}\n", j.job_id));
-    } else {
-        o.push_str(&format!("Job ID: {id}\n"));
-    }
-    o.push_str(&format!("Cluster: {}\n", printable(&j.cluster)));
-    let group = crate::users::group_name(j.gid);
-    o.push_str(&format!("User/Group: {}/{group}\n", printable(&j.user)));
     let state = JobState::try_from(j.state).unwrap_or(JobState::Pending);
-    let st = fields::job_state_text(j);
-    if state.is_final() {
-        o.push_str(&format!("State: {st} (exit code {})\n", j.exit_code));
-    } else {
-        o.push_str(&format!("State: {st}\n"));
-    }
     let nodes = j.nnodes.max(1);
-    o.push_str(&format!("Nodes: {nodes}\n"));
-    let cpn = j.ncpus / nodes;
-    o.push_str(&format!("Cores per node: {cpn}\n"));
-    let elapsed = usage::elapsed(j, now) as i64;
-    let cpu_usec = usage::cpu_usec(j);
-    let core_wall = elapsed as u64 * u64::from(j.ncpus);
-    let cpu_secs = cpu_usec / 1_000_000;
-    o.push_str(&format!(
-        "CPU Utilized: {}\n",
-        crate::timefmt::secs2time_str(cpu_secs as i64)
-    ));
-    if core_wall > 0 {
-        o.push_str(&format!(
-            "CPU Efficiency: {:.2}% of {} core-walltime\n",
-            cpu_secs as f64 * 100.0 / core_wall as f64,
-            crate::timefmt::secs2time_str(core_wall as i64)
-        ));
-    } else {
-        o.push_str("CPU Efficiency: 0.00% of 00:00:00 core-walltime\n");
-    }
-    o.push_str(&format!(
-        "Job Wall-clock time: {}\n",
-        crate::timefmt::secs2time_str(elapsed)
-    ));
-    let rss = usage::peak_rss_kb(j);
-    let req = usage::requested_total_mb(j);
-    o.push_str(&format!("Memory Utilized: {}\n", kb_str(rss)));
-    if req > 0 {
-        o.push_str(&format!(
-            "Memory Efficiency: {:.2}% of {}\n",
-            rss as f64 * 100.0 / (req as f64 * 1024.0),
-            kb_str(req * 1024)
-        ));
-    } else {
-        o.push_str("Memory Efficiency: 0.00% of 0.00 MB\n");
-    }
     let gpu_util = j
         .steps
         .iter()
@@ -93,7 +33,7 @@ pub fn report(j: &JobRecord, now: i64) -> String {
         .max()
         .unwrap_or(0)
         .max(j.gpu_mem_max_mb);
-    let gpus = crate::sacct::fields::value(
+    let gpus = fields::value(
         "AllocTRES",
         fields::Row::Job(j),
         &fields::Ctx {
@@ -107,18 +47,25 @@ pub fn report(j: &JobRecord, now: i64) -> String {
             .and_then(|v| v.parse::<u32>().ok())
     })
     .unwrap_or(0);
-    if gpus > 0 {
-        o.push_str(&format!("GPUs: {gpus}\n"));
-        o.push_str(&format!("GPU Utilization: {gpu_util}%\n"));
-        o.push_str(&format!(
-            "GPU Memory Utilized: {}\n",
-            kb_str(gpu_mem * 1024)
-        ));
-    }
-    if !state.is_final() {
-        o.push_str("WARNING: Efficiency statistics may be misleading for RUNNING jobs.\n");
-    }
-    o
+    seff::efficiency_summary(&seff::Usage {
+        job_id: j.job_id,
+        array_id: (j.array_job_id != 0).then(|| fields::job_id_text(j)),
+        cluster: printable(&j.cluster).into_owned(),
+        user: printable(&j.user).into_owned(),
+        group: crate::users::group_name(j.gid),
+        state: fields::job_state_text(j),
+        finished: state.is_final(),
+        exit_code: j.exit_code,
+        nodes,
+        cpus: j.ncpus,
+        elapsed_secs: usage::elapsed(j, now),
+        cpu_secs: usage::cpu_usec(j) / 1_000_000,
+        max_rss_kb: usage::peak_rss_kb(j),
+        mem_mb: usage::requested_total_mb(j),
+        gpus,
+        gpu_util_pct: gpu_util,
+        gpu_mem_mb: gpu_mem,
+    })
 }
 
 /// Why the job failed (its SystemComment) and what to ask for next time,

@@ -606,6 +606,9 @@ fn run_cluster(
             return halted(h, "droverrestd did not listen", &ds);
         }
         eprintln!("drover up: droverrestd listening on http://{listen} and {sock}");
+        eprintln!(
+            "drover up: dashboard at http://{listen}/ (log in with the output of `scontrol token`)"
+        );
         rest_env = format!(" SLURM_RESTD_URL=http://{listen}");
     }
     if let Some(s) = daemons::interrupted() {

@@ -2,8 +2,8 @@
 //! the core as Slurm 23.11 decides them (`node_scheduler.c` at a start,
 //! `job_mgr.c`'s `job_completion_logger` at an end, `job_time_limit` for the
 //! TIME_LIMIT_* mails, `handle_invalid_dependency`), and what they say
-//! (`compose.rs`: subject and MailProg's environment; `body.rs`: the
-//! efficiency summary of END and FAIL mails).
+//! (`compose.rs`: subject and MailProg's environment; END and FAIL mails
+//! carry seff's summary, `drover_proto::seff`, and why the job failed).
 //!
 //! A due mail is a [`MailRecord`] logged (`WalRecord.mail_due`) and then
 //! handed to the runtime (`Effect::Mail`), which runs `MailProg` once the
@@ -12,7 +12,6 @@
 //! and are sent again after a restart: at least once, and once unless the
 //! controller dies between MailProg's end and that record reaching disk.
 
-pub mod body;
 pub mod compose;
 pub mod outbox;
 pub mod types;
@@ -148,12 +147,12 @@ impl Ctld {
     }
 
     /// The efficiency figures of a job (for END and FAIL mails).
-    fn mail_usage(&mut self, job: &Job) -> body::Usage {
+    fn mail_usage(&mut self, job: &Job) -> drover_proto::seff::Usage {
         let rt = job.rt();
         let state = job.state();
         let steps_cpu: u64 = rt.steps.iter().map(|s| s.cpu_time_usec).sum();
         let steps_rss = rt.steps.iter().map(|s| s.max_rss_kb).max().unwrap_or(0);
-        body::Usage {
+        drover_proto::seff::Usage {
             job_id: job.id(),
             array_id: is_task(job).then(|| format!("{}_{}", rt.array_job_id, rt.array_task_id)),
             cluster: self.cfg.cluster_name.clone(),
@@ -207,7 +206,16 @@ impl Ctld {
             .take(SUMMARY_TASKS)
             .map(|j| {
                 let u = self.mail_usage(j);
-                body::efficiency_summary(&u)
+                let mut text = drover_proto::seff::efficiency_summary(&u);
+                let why = &j.rt().system_comment;
+                if !why.is_empty() {
+                    // seff's `Failure:` line (the agent's GPU OOM finding).
+                    text.push_str(&format!(
+                        "Failure: {}\n",
+                        drover_proto::text::printable(why)
+                    ));
+                }
+                text
             })
             .collect();
         if more > 0 {

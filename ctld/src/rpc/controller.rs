@@ -16,6 +16,8 @@ pub struct Svc {
     pub key: ClusterKey,
     /// Agent connections (step launches and sstat fan out from here).
     pub agents: AgentPool,
+    /// Backup controllers: standby or active, the epoch.
+    pub ha: std::sync::Arc<crate::runtime::ha::Ha>,
 }
 
 impl Svc {
@@ -24,15 +26,26 @@ impl Svc {
         f: impl FnOnce(&mut Ctld, Reply<T>) + Send + 'static,
     ) -> Result<Response<T>, Status> {
         let (tx, rx) = oneshot::channel();
+        // An operation the owner never ran (it stopped first): when control
+        // passes to another controller, the client may send it there.
+        let gone = || {
+            if self
+                .ha
+                .stepping_down
+                .load(std::sync::atomic::Ordering::Acquire)
+            {
+                Status::unavailable(drover_proto::standby::NOT_ACTIVE)
+            } else {
+                Status::unavailable("controller is shutting down")
+            }
+        };
         self.tx
             .send(Box::new(move |c: &mut Ctld| {
                 f(c, Reply::new(move |v| tx.send(v).is_ok()))
             }))
             .await
-            .map_err(|_| Status::unavailable("controller is shutting down"))?;
-        rx.await
-            .map_err(|_| Status::unavailable("controller is shutting down"))?
-            .map(Response::new)
+            .map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())?.map(Response::new)
     }
 
     pub(crate) fn who<T>(&self, req: &Request<T>) -> Result<Identity, Status> {
@@ -398,19 +411,35 @@ impl Controller for Svc {
         .await
     }
 
+    async fn takeover(
+        &self,
+        req: Request<TakeoverRequest>,
+    ) -> Result<Response<TakeoverResponse>, Status> {
+        self.takeover_now(req).await
+    }
+
+    async fn relinquish(
+        &self,
+        req: Request<RelinquishRequest>,
+    ) -> Result<Response<RelinquishResponse>, Status> {
+        self.relinquish_now(req).await
+    }
+
     async fn ping(&self, req: Request<PingRequest>) -> Result<Response<PingResponse>, Status> {
         self.who(&req)?;
-        self.call(|c, r| {
+        if let Some(standby) = self.standby_ping() {
+            return Ok(Response::new(standby));
+        }
+        let (index, epoch, name) = self.ha_place();
+        self.call(move |c, r| {
             let _ = r.send(Ok(PingResponse {
-                host: c
-                    .cfg
-                    .slurmctld_host
-                    .first()
-                    .map(|h| h.name.clone())
-                    .unwrap_or_else(|| c.host.clone()),
+                host: name.unwrap_or_else(|| c.host.clone()),
                 version: env!("CARGO_PKG_VERSION").into(),
                 start_time: c.start_time,
                 cluster: c.cfg.cluster_name.clone(),
+                standby: false,
+                index,
+                epoch,
             }));
         })
         .await

@@ -3,4 +3,5 @@
 //! [`scheduler`]: sprio, sshare, reservations.
 
 pub mod controller;
+mod failover;
 pub mod scheduler;

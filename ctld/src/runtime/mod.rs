@@ -7,6 +7,8 @@
 mod accounting;
 pub mod agent_pool;
 pub mod config_files;
+pub mod fence;
+pub mod ha;
 pub mod mail;
 mod programs;
 
@@ -41,6 +43,8 @@ pub struct Runtime {
     acct: Option<std::sync::mpsc::Sender<(Arc<Config>, Job, i64)>>,
     /// To the thread that runs MailProg.
     mail: mail::MailSender,
+    /// The state directory and the epoch this controller holds (fencing).
+    epoch: Option<(PathBuf, u64)>,
 }
 
 impl Runtime {
@@ -50,15 +54,23 @@ impl Runtime {
         config_path: PathBuf,
         agents: AgentPool,
         tx: mpsc::Sender<Op>,
+        fence: Option<fence::Fence>,
     ) -> Result<Runtime, String> {
         let dir = PathBuf::from(&cfg.state_save_location);
         let rec = wal::recover(&dir)?;
         if rec.torn_tail {
             tracing::warn!("state log ended in a torn record (crash mid-write); it was dropped");
         }
+        if rec.stale > 0 {
+            tracing::warn!(
+                "{} state log records of a deposed controller were skipped",
+                rec.stale
+            );
+        }
+        let epoch = fence.as_ref().map(|f| (dir.clone(), f.epoch));
         let host = drover_proto::auth::hostname();
         let slurm_user_uid = crate::users::user_uid(&cfg.slurm_user).unwrap_or(0);
-        let wal = Wal::start(&dir, rec.generation)?;
+        let wal = Wal::start(&dir, rec.generation, fence)?;
         let mail = mail::MailSender::start(tx.clone())?;
         let mut core = Ctld::new(cfg, config_path, clock(), slurm_user_uid, host);
         let replayed = rec.records.len();
@@ -89,6 +101,7 @@ impl Runtime {
             tx,
             acct: None,
             mail,
+            epoch,
         };
         rt.perform();
         // Start from a compact state: the snapshot replaces the replayed log.
@@ -125,6 +138,14 @@ impl Runtime {
                     if t - last_full >= 1 {
                         self.core.full_pass_needed = true;
                         last_full = t;
+                        // An idle controller learns it was deposed too.
+                        if let Some((dir, epoch)) = &self.epoch {
+                            if let Err(e) = fence::Fence::check(dir, *epoch) {
+                                tracing::error!("{e}; exiting");
+                                std::process::exit(1);
+                            }
+                            fence::beat(dir, *epoch, t);
+                        }
                         // Give memory freed after a burst (big replies, many
                         // requests in flight) back to the system.
                         // SAFETY: malloc_trim only releases free heap pages.

@@ -114,7 +114,7 @@ impl TestEnv {
 
     /// Take the core's effects; run planning done off-thread in the live
     /// controller (and apply its decisions) at once.
-    fn collect(&mut self) {
+    pub fn collect(&mut self) {
         loop {
             let batch = self.core.take_effects();
             if batch.is_empty() {

@@ -349,3 +349,31 @@ fn a_due_mail_survives_a_restart_until_it_is_sent() {
     assert!(env.core.snapshot().mails.is_empty());
     let _ = id;
 }
+
+#[test]
+fn a_fail_mail_says_why_the_job_failed() {
+    use drover_proto::JobEndedRequest;
+    let mut env = TestEnv::new(NODES);
+    let id = env.sbatch(mailing("FAIL", 10));
+    env.advance(T0 + 1);
+    env.launch_ok(id);
+    env.advance(T0 + 11);
+    let why = "GPU out of memory: torch.OutOfMemoryError: CUDA out of memory.";
+    let rt = env.core.jobs[&id].rt().clone();
+    env.core.agent_job_ended(JobEndedRequest {
+        job_id: id,
+        node: rt.batch_host,
+        exit_code: 1,
+        end_time: env.core.now,
+        restart_count: rt.restart_count,
+        system_comment: why.into(),
+        ..Default::default()
+    });
+    env.collect();
+    let sent = mails(&env);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let body = &sent[0].body;
+    assert!(body.starts_with(&format!("Job ID: {id}\n")), "{body}");
+    assert!(body.contains("State: FAILED (exit code 1)\n"), "{body}");
+    assert!(body.contains(&format!("Failure: {why}\n")), "{body}");
+}

@@ -84,6 +84,14 @@ fn drover_up_starts_runs_jobs_stops_and_resumes() {
         b"",
     );
     assert_eq!(r.status, 200, "{}", r.body);
+    // The dashboard at the same address.
+    let r = drover_tests::rest::connect_tcp(&url).request("GET", "/", &[], b"");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body.contains("<title>Drover dashboard</title>"),
+        "{}",
+        r.body
+    );
     let o = run(
         "sbatch",
         &[

@@ -1,8 +1,8 @@
-//! The body of END and FAIL mails: the job's efficiency summary in `seff`'s
-//! layout (Slurm's contributed `smail` mails what `seff` prints), computed
-//! from what the controller knows when the job ends. Pure and
-//! self-contained: `cli/src/seff.rs` prints the same lines from the
-//! accounting record.
+//! seff's report layout, line for line, from plain figures: `seff` prints
+//! it from the accounting record (cli/src/seff/report.rs) and END/FAIL
+//! mails carry it from what the controller knows when the job ends
+//! (ctld/src/mail/), as Slurm's contributed `smail` mails what `seff`
+//! prints. Pure.
 
 /// What the summary is made of.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -32,7 +32,7 @@ pub struct Usage {
 }
 
 /// `1.50 GB`, `512.00 MB` (seff's `kbytes2str`).
-fn kb_text(kb: u64) -> String {
+pub fn kb_text(kb: u64) -> String {
     let kb = kb as f64;
     let k = 1024.0;
     if kb >= k * k * k {
