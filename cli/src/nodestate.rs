@@ -23,6 +23,11 @@ pub struct NodeState {
     pub no_respond: bool,
     pub powered_down: bool,
     pub powering_up: bool,
+    /// POWERING_DOWN: SuspendProgram ran, SuspendTimeout not yet passed.
+    pub powering_down: bool,
+    /// POWER_DOWN: to be powered down once idle.
+    pub power_down: bool,
+    pub cloud: bool,
     pub reboot: bool,
     pub maint: bool,
     pub reserved: bool,
@@ -60,6 +65,9 @@ impl NodeState {
             no_respond: !n.responding || state.ends_with('*'),
             powered_down: false,
             powering_up: false,
+            powering_down: false,
+            power_down: false,
+            cloud: false,
             reboot: false,
             maint: false,
             reserved: false,
@@ -77,8 +85,11 @@ impl NodeState {
                 "DRAIN" | "DRAINED" | "DRAINING" => s.drain = true,
                 "COMPLETING" => s.completing = true,
                 "NOT_RESPONDING" | "NO_RESPOND" => s.no_respond = true,
-                "POWERED_DOWN" | "POWER_DOWN" | "POWERING_DOWN" => s.powered_down = true,
+                "POWERED_DOWN" => s.powered_down = true,
+                "POWERING_DOWN" => s.powering_down = true,
+                "POWER_DOWN" => s.power_down = true,
                 "POWERING_UP" | "POWER_UP" => s.powering_up = true,
+                "CLOUD" => s.cloud = true,
                 "REBOOT" | "REBOOT_REQUESTED" | "REBOOT_ISSUED" => s.reboot = true,
                 "MAINT" | "MAINTENANCE" => s.maint = true,
                 "RESERVED" => s.reserved = true,
@@ -92,9 +103,16 @@ impl NodeState {
         s
     }
 
+    /// Slurm's order: `*` not responding, `!` to be powered down, `%`
+    /// powering down, `~` powered down, `#` powering up, `@` reboot, `$`
+    /// maintenance.
     fn suffix(&self) -> &'static str {
         if self.no_respond {
             "*"
+        } else if self.power_down {
+            "!"
+        } else if self.powering_down {
+            "%"
         } else if self.powered_down {
             "~"
         } else if self.powering_up {
@@ -187,6 +205,9 @@ impl NodeState {
     /// Base plus flags, as in scontrol's `State=IDLE+DRAIN` and JSON lists.
     pub fn parts(&self) -> Vec<&'static str> {
         let mut v = vec![self.base_upper()];
+        if self.cloud {
+            v.push("CLOUD");
+        }
         if self.completing {
             v.push("COMPLETING");
         }
@@ -207,6 +228,12 @@ impl NodeState {
         }
         if self.powering_up {
             v.push("POWERING_UP");
+        }
+        if self.powering_down {
+            v.push("POWERING_DOWN");
+        }
+        if self.power_down {
+            v.push("POWER_DOWN");
         }
         if self.reboot {
             v.push("REBOOT_REQUESTED");
@@ -285,8 +312,20 @@ pub fn state_matches(word: &str, s: &NodeState) -> Option<bool> {
     if pre("resv") || pre("reserved") {
         return Some(s.reserved);
     }
-    if pre("powered_down") || pre("power_down") {
+    if pre("powered_down") {
         return Some(s.powered_down);
+    }
+    if pre("powering_down") {
+        return Some(s.powering_down);
+    }
+    if pre("power_down") {
+        return Some(s.power_down);
+    }
+    if pre("powering_up") || pre("power_up") {
+        return Some(s.powering_up);
+    }
+    if pre("cloud") {
+        return Some(s.cloud);
     }
     if pre("maint") {
         return Some(s.maint);
@@ -313,6 +352,59 @@ mod tests {
             drain,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn power_saving_suffixes_and_names() {
+        let cases = [
+            (
+                "IDLE",
+                "+CLOUD+POWERED_DOWN",
+                "idle~",
+                "idle~",
+                "IDLE+CLOUD+POWERED_DOWN",
+            ),
+            (
+                "IDLE",
+                "+POWERING_DOWN",
+                "idle%",
+                "idle%",
+                "IDLE+POWERING_DOWN",
+            ),
+            (
+                "MIXED",
+                "+CLOUD+POWERING_UP",
+                "mix#",
+                "mixed#",
+                "MIXED+CLOUD+POWERING_UP",
+            ),
+            (
+                "ALLOCATED",
+                "+POWER_DOWN",
+                "alloc!",
+                "allocated!",
+                "ALLOCATED+POWER_DOWN",
+            ),
+            (
+                "DOWN",
+                "+POWERED_DOWN",
+                "down~",
+                "down~",
+                "DOWN+POWERED_DOWN",
+            ),
+        ];
+        for (state, flags, compact, long, complete) in cases {
+            let s = NodeState::of(&node(state, flags, true, false));
+            assert_eq!(
+                (s.compact(), s.long(), s.complete()),
+                (compact.into(), long.into(), complete.into()),
+                "{state}{flags}"
+            );
+        }
+        let s = NodeState::of(&node("IDLE", "+CLOUD+POWERED_DOWN", true, false));
+        assert_eq!(state_matches("powered_down", &s), Some(true));
+        assert_eq!(state_matches("cloud", &s), Some(true));
+        assert_eq!(state_matches("powering_up", &s), Some(false));
     }
 
     #[test]

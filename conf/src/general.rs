@@ -182,10 +182,6 @@ pub(crate) const RAW_ONLY_KEYS: &[&str] = &[
     "ReconfigFlags",
     "RequeueExit",
     "RequeueExitHold",
-    "ResumeFailProgram",
-    "ResumeProgram",
-    "ResumeRate",
-    "ResumeTimeout",
     "ResvEpilog",
     "ResvOverRun",
     "ResvProlog",
@@ -206,13 +202,6 @@ pub(crate) const RAW_ONLY_KEYS: &[&str] = &[
     "SrunEpilog",
     "SrunPortRange",
     "SrunProlog",
-    "SuspendExcNodes",
-    "SuspendExcParts",
-    "SuspendExcStates",
-    "SuspendProgram",
-    "SuspendRate",
-    "SuspendTime",
-    "SuspendTimeout",
     "SwitchParameters",
     "TaskPluginParam",
     "TCPTimeout",
@@ -239,6 +228,8 @@ pub(crate) struct General {
     backup_addr: Option<String>,
     last_def_mem: Option<&'static str>,
     last_max_mem: Option<&'static str>,
+    /// Power keys naming nodes or partitions, checked once those are known.
+    pub(crate) power_refs: Vec<(&'static str, Pair)>,
 }
 
 fn parse_ctld_host(v: &str) -> Result<CtldHost, String> {
@@ -283,6 +274,15 @@ pub(crate) fn apply_general(
     unknown: &mut UnknownKeys,
     warnings: &mut Vec<ConfWarning>,
 ) -> Result<(), ConfError> {
+    if let Some(key) = canonical(crate::power::KEYS, &p.key) {
+        cfg.raw.push((key.to_string(), p.value.clone()));
+        crate::power::apply(&mut cfg.power, key, p)?;
+        if matches!(key, "SuspendExcNodes" | "SuspendExcParts") {
+            g.power_refs.retain(|(k, _)| *k != key);
+            g.power_refs.push((key, p.clone()));
+        }
+        return Ok(());
+    }
     let Some(key) = canonical(TYPED_KEYS, &p.key) else {
         match canonical(RAW_ONLY_KEYS, &p.key) {
             Some(k) => cfg.raw.push((k.to_string(), p.value.clone())),

@@ -22,6 +22,7 @@ pub mod locate;
 pub mod nodes;
 pub mod parsetime;
 pub mod partitions;
+pub mod power;
 pub mod private;
 pub mod sched;
 pub mod slurmconf;

@@ -314,6 +314,7 @@ pub(crate) fn parse_partition_spec(
         let Some(key) = canonical(PARTITION_KEYS, &p.key) else {
             match canonical(PARTITION_EXTRA_KEYS, &p.key) {
                 Some(k) => {
+                    crate::power::check_partition_key(k, &p.value).map_err(|m| err(p, k, m))?;
                     s.extra.retain(|(ek, _)| ek != k);
                     s.extra.push((k.to_string(), p.value.clone()));
                 }

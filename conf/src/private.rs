@@ -11,6 +11,8 @@ pub struct Private {
     pub usage: bool,
     pub users: bool,
     pub accounts: bool,
+    /// `cloud`: powered-down CLOUD nodes are listed (hidden otherwise).
+    pub cloud: bool,
 }
 
 /// Every value Slurm documents for `PrivateData`.
@@ -43,7 +45,7 @@ pub fn check(words: &[String]) -> Result<Vec<String>, String> {
 
 impl Private {
     /// From the configured words (case-insensitive). Slurm's other values
-    /// (`cloud`, `events`, `partitions`) are accepted and hide nothing here.
+    /// (`events`, `partitions`) are accepted and hide nothing here.
     pub fn parse(words: &[String]) -> Private {
         let mut p = Private::default();
         for w in words {
@@ -54,6 +56,7 @@ impl Private {
                 "usage" => p.usage = true,
                 "users" => p.users = true,
                 "accounts" => p.accounts = true,
+                "cloud" => p.cloud = true,
                 _ => {}
             }
         }

@@ -125,6 +125,8 @@ pub struct Config {
     pub max_tasks_per_node: u32,
     pub max_step_count: u32,
     pub job_requeue: u32,
+    /// Power saving and cloud nodes (SuspendTime, ResumeProgram, ...).
+    pub power: crate::power::PowerConf,
 
     /// One entry per expanded node name, in configuration order.
     pub nodes: Vec<NodeConf>,
@@ -220,6 +222,7 @@ impl Default for Config {
             max_tasks_per_node: 512,
             max_step_count: 40000,
             job_requeue: 1,
+            power: Default::default(),
             nodes: Vec::new(),
             partitions: Vec::new(),
             nodesets: Vec::new(),
@@ -484,6 +487,7 @@ fn build(
         }
         entities.extend(current);
     }
+    let power_refs = std::mem::take(&mut g.power_refs);
     finish_general(&mut cfg, g, file, &mut warnings);
 
     // Nodes
@@ -566,6 +570,19 @@ fn build(
         }
         cfg.partitions.push(part);
     }
+
+    crate::power::check_names(
+        &cfg.power,
+        &power_refs,
+        |n| index.contains_key(n),
+        |p| cfg.partition(p).is_some(),
+    )?;
+
+    warnings.extend(crate::power::disabled_warning(
+        &cfg.power,
+        &cfg.partitions,
+        file,
+    ));
 
     // DownNodes
     for (_, pairs) in entities.iter().filter(|(k, _)| *k == EntityKind::DownNodes) {

@@ -34,6 +34,16 @@ impl Ctld {
     }
 
     pub fn register(&mut self, req: RegisterRequest) -> RegisterResponse {
+        self.register_from(req, None)
+    }
+
+    /// [`Ctld::register`] from the agent at `peer` (its IP address): a
+    /// CLOUD node may be reached there from now on (`power.rs`).
+    pub fn register_from(
+        &mut self,
+        req: RegisterRequest,
+        peer: Option<String>,
+    ) -> RegisterResponse {
         let t = self.now;
         let mut errors = Vec::new();
         let mut kill = Vec::new();
@@ -41,6 +51,8 @@ impl Ctld {
         let mut lost = Vec::new();
         // Nodes whose durable state (drain, down) changed here.
         let mut changed = Vec::new();
+        // Nodes registered here (a powered-down one is up now).
+        let mut powered = Vec::new();
         let conf_differs = req.conf_hash != 0
             && req.conf_hash != self.cfg.conf_hash
             && !self.cfg.debug_flag("NO_CONF_HASH");
@@ -159,11 +171,17 @@ impl Ctld {
                 }
                 if j.rt().launched {
                     lost.push((id, reg.name.clone()));
-                } else {
+                } else if j.state() != JobState::Configuring {
                     relaunch.push(id);
                 }
             }
             tracing::info!("node {} registered", reg.name);
+            if let Some(ip) = &peer {
+                if self.learn_addr(i, ip) {
+                    changed.push(i);
+                }
+            }
+            powered.push(i);
         }
         changed.dedup();
         for i in changed {
@@ -182,6 +200,9 @@ impl Ctld {
         }
         for id in relaunch {
             self.send_launch(id);
+        }
+        for i in powered {
+            self.power_registered(i);
         }
         // Kills are re-sent: an agent that stopped before it passed a
         // terminate on to the job's supervisor re-attaches the job when it

@@ -68,6 +68,17 @@ pub struct Node {
     pub free_mem: u64,
     pub os: String,
     pub version: String,
+    /// `State=CLOUD` in the configuration.
+    pub cloud: bool,
+    /// Power saving (`power.rs`): on, powering down, off, powering up.
+    pub power: crate::nodepower::Power,
+    /// When `power` was entered.
+    pub power_since: i64,
+    /// Power down once idle (scontrol POWER_DOWN / POWER_DOWN_ASAP).
+    pub power_down_asap: bool,
+    /// A CLOUD node's address as learned from its registration (its
+    /// NodeAddr not configured, or `SlurmctldParameters=cloud_reg_addrs`).
+    pub learned_addr: Option<String>,
 }
 
 impl Node {
@@ -85,10 +96,13 @@ impl Node {
             }
         }
         let state = conf.state.to_ascii_uppercase();
+        let words: Vec<&str> = state.split('+').collect();
         let (drain, down) = (
             state.starts_with("DRAIN"),
             state == "DOWN" || state == "FAIL",
         );
+        let cloud = words.contains(&"CLOUD");
+        let off = cloud || words.contains(&"POWERED_DOWN") || words.contains(&"POWER_DOWN");
         Node {
             cpu_use: vec![CpuUse::default(); conf.cpus as usize],
             reason: conf.reason.clone().unwrap_or_default(),
@@ -112,6 +126,15 @@ impl Node {
             free_mem: 0,
             os: String::new(),
             version: String::new(),
+            cloud,
+            power: if off {
+                crate::nodepower::Power::Off
+            } else {
+                crate::nodepower::Power::On
+            },
+            power_since: now,
+            power_down_asap: false,
+            learned_addr: None,
         }
     }
 
@@ -123,9 +146,16 @@ impl Node {
         self.conf.state.eq_ignore_ascii_case("FUTURE")
     }
 
-    /// May new work start here?
+    /// May new work start here? A powered-down node (or one powering up)
+    /// may: the job waits in CONFIGURING while it comes up.
     pub fn usable(&self) -> bool {
-        self.registered && self.responding && !self.drain && !self.down && !self.future()
+        use crate::nodepower::Power;
+        let up = match self.power {
+            Power::On => self.registered && self.responding,
+            Power::Off | Power::PoweringUp => true,
+            Power::PoweringDown => false,
+        };
+        up && !self.power_down_asap && !self.drain && !self.down && !self.future()
     }
 
     pub fn cpus_alloc(&self) -> u32 {
@@ -145,7 +175,7 @@ impl Node {
             } else {
                 "DRAINING"
             }
-        } else if !self.registered {
+        } else if !self.registered && self.power == crate::nodepower::Power::On {
             "UNKNOWN"
         } else if used == 0 && self.jobs.is_empty() {
             "IDLE"
@@ -174,6 +204,7 @@ impl Node {
             weight: self.conf.weight,
             jobs: self.jobs.len() as u32,
             threads: self.conf.threads_per_core.max(1),
+            ready: 0,
             shared: self
                 .cpu_use
                 .iter()

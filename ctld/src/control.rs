@@ -332,7 +332,7 @@ impl Ctld {
                 self.cancel_pending(id, who.uid, "None");
                 Ok(())
             }
-            JobState::Running | JobState::Suspended => {
+            JobState::Running | JobState::Suspended | JobState::Configuring => {
                 let nodes: Vec<String> = job.rt().alloc.iter().map(|a| a.node.clone()).collect();
                 let batch = job.rt().batch_host.clone();
                 if req.signal != 0 || req.batch_only {

@@ -84,6 +84,8 @@ pub struct Ctld {
     pub now: i64,
     /// What the operations applied so far asked the world to do.
     pub effects: Vec<Effect>,
+    /// Nodes resumed/suspended this minute (ResumeRate, SuspendRate).
+    pub power_rates: crate::nodepower::Rates,
 }
 
 impl Ctld {
@@ -126,6 +128,7 @@ impl Ctld {
             mail: Default::default(),
             now,
             effects: Vec::new(),
+            power_rates: Default::default(),
         }
     }
 
@@ -297,13 +300,15 @@ impl Ctld {
     /// Where the agent serving `node` listens (`NodeAddr:Port`).
     pub fn agent_addr(&self, node: &str) -> Option<String> {
         let i = self.cluster.node_idx(node)?;
-        let n = &self.cluster.nodes[i].conf;
+        let node = &self.cluster.nodes[i];
+        let n = &node.conf;
         let port = if n.port == 0 {
             self.cfg.slurmd_port
         } else {
             n.port
         };
-        Some(format!("{}:{}", n.node_addr, port))
+        let addr = node.learned_addr.as_deref().unwrap_or(&n.node_addr);
+        Some(drover_conf::slurmconf::join_host_port(addr, port))
     }
 
     /// Apply `op` after `delay`.
@@ -322,5 +327,9 @@ fn node_record(n: &crate::cluster::Node) -> NodeStateRecord {
         reason_uid: n.reason_uid,
         reason_time: n.reason_time,
         not_responding: n.down_not_responding,
+        power: n.power as u32,
+        power_since: n.power_since,
+        power_down_asap: n.power_down_asap,
+        addr: n.learned_addr.clone().unwrap_or_default(),
     }
 }

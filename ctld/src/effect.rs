@@ -61,6 +61,16 @@ pub enum Effect<S> {
     /// Run MailProg for this mail once what was logged before is durable
     /// (its `mail_due` record); the runtime answers `Ctld::mail_sent`.
     Mail(Box<MailRecord>),
+    /// Run a power-saving program (`kind`: SuspendProgram, ResumeProgram,
+    /// ResumeFailProgram) at `path` with the nodes' hostlist as argument,
+    /// killed after `timeout`; a failure comes back as
+    /// `Ctld::program_failed(kind, nodes, why)`.
+    RunProgram {
+        kind: &'static str,
+        path: String,
+        nodes: Vec<String>,
+        timeout: Duration,
+    },
 }
 
 impl<S> fmt::Debug for Effect<S> {
@@ -90,6 +100,9 @@ impl<S> fmt::Debug for Effect<S> {
             }
             Effect::StartAccounting => write!(f, "StartAccounting"),
             Effect::Mail(m) => write!(f, "Mail({} job {}: {})", m.id, m.job_id, m.subject),
+            Effect::RunProgram { kind, nodes, .. } => {
+                write!(f, "RunProgram({kind} {})", nodes.join(","))
+            }
         }
     }
 }

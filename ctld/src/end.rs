@@ -42,7 +42,7 @@ impl Ctld {
         };
         if !matches!(
             job.state(),
-            JobState::Running | JobState::Completing | JobState::Suspended
+            JobState::Running | JobState::Completing | JobState::Suspended | JobState::Configuring
         ) {
             return;
         }
@@ -211,6 +211,8 @@ impl Ctld {
             return;
         };
         let nodes: Vec<String> = job.rt().alloc.iter().map(|a| a.node.clone()).collect();
+        // Still waiting for its nodes to power up: nothing runs anywhere.
+        let configuring = job.state() == JobState::Configuring;
         let rt = job.rt_mut();
         rt.terminating = true;
         rt.state = JobState::Completing as i32;
@@ -223,7 +225,7 @@ impl Ctld {
         }
         // An allocation without a batch script (salloc) has no agent to
         // report its end: it ends now (its steps are being killed).
-        if self.jobs.get(&id).is_some_and(|j| j.spec().interactive) {
+        if configuring || self.jobs.get(&id).is_some_and(|j| j.spec().interactive) {
             self.job_ended(
                 id,
                 "",
@@ -274,10 +276,15 @@ impl Ctld {
         let timeout = self.cfg.slurmd_timeout.max(1) as i64;
         for i in 0..self.cluster.nodes.len() {
             let n = &self.cluster.nodes[i];
-            if !n.down && !n.future() && t - n.last_seen > timeout {
+            if !n.down
+                && !n.future()
+                && n.power == crate::nodepower::Power::On
+                && t - n.last_seen > timeout
+            {
                 self.node_failed(i, "Not responding");
             }
         }
+        self.power_tick(t);
         let over = i64::from(if self.cfg.over_time_limit_min == u32::MAX {
             0
         } else {

@@ -392,8 +392,16 @@ impl Ctld {
         if n.drain && !matches!(state, "DRAINED" | "DRAINING") {
             flags.push_str("+DRAIN");
         }
-        if !n.responding && n.registered || (!n.registered && n.down) {
+        let powered = n.power == crate::nodepower::Power::On;
+        if powered && (!n.responding && n.registered || (!n.registered && n.down)) {
             flags.push_str("+NOT_RESPONDING");
+        }
+        if n.cloud {
+            flags.push_str("+CLOUD");
+        }
+        flags.push_str(n.power.flag());
+        if n.power_down_asap {
+            flags.push_str("+POWER_DOWN");
         }
         if let Some(r) = self.node_reservation(n.name(), self.now) {
             flags.push_str(if crate::reservation::is_maint(r) {
@@ -425,7 +433,7 @@ impl Ctld {
             name: c.name.clone(),
             state: state.to_string(),
             state_flags: flags,
-            responding: n.responding,
+            responding: n.responding || !powered,
             drain: n.drain,
             reason: n.reason.clone(),
             reason_uid: n.reason_uid,
@@ -446,7 +454,10 @@ impl Ctld {
             gres_used: n.gres_used_text(),
             partitions: n.partitions.clone(),
             weight: c.weight,
-            node_addr: c.node_addr.clone(),
+            node_addr: n
+                .learned_addr
+                .clone()
+                .unwrap_or_else(|| c.node_addr.clone()),
             node_hostname: c.node_hostname.clone(),
             port: u32::from(if c.port == 0 {
                 self.cfg.slurmd_port

@@ -33,6 +33,8 @@ pub mod job;
 pub mod jobinfo;
 pub mod mail;
 pub mod metrics;
+pub mod nodepower;
+pub mod power;
 pub mod priority;
 pub mod privacy;
 pub mod reconfig;

@@ -145,6 +145,10 @@ impl Ctld {
                 n.reason = old.reason.clone();
                 n.reason_uid = old.reason_uid;
                 n.reason_time = old.reason_time;
+                n.power = old.power;
+                n.power_since = old.power_since;
+                n.power_down_asap = old.power_down_asap;
+                n.learned_addr = old.learned_addr.clone();
                 n.agent_start_time = old.agent_start_time;
                 n.boot_time = old.boot_time;
                 n.os = old.os.clone();
@@ -154,7 +158,10 @@ impl Ctld {
         for (id, j) in &self.jobs {
             if matches!(
                 j.state(),
-                JobState::Running | JobState::Completing | JobState::Suspended
+                JobState::Running
+                    | JobState::Completing
+                    | JobState::Suspended
+                    | JobState::Configuring
             ) {
                 cluster.allocate(*id, &crate::suspend::held_allocs(j.rt()), j.rt().share);
             }

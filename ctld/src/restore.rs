@@ -60,6 +60,10 @@ impl Ctld {
                 node.reason = n.reason;
                 node.reason_uid = n.reason_uid;
                 node.reason_time = n.reason_time;
+                node.power = crate::nodepower::Power::from_record(n.power);
+                node.power_since = n.power_since;
+                node.power_down_asap = n.power_down_asap;
+                node.learned_addr = (!n.addr.is_empty()).then_some(n.addr);
             }
         }
         // Rebuild derived state: blob references, allocations, array index.
@@ -75,7 +79,10 @@ impl Ctld {
             }
             if matches!(
                 job.state(),
-                JobState::Running | JobState::Completing | JobState::Suspended
+                JobState::Running
+                    | JobState::Completing
+                    | JobState::Suspended
+                    | JobState::Configuring
             ) {
                 c.cluster
                     .allocate(id, &crate::suspend::held_allocs(&rt), rt.share);

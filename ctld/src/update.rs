@@ -409,6 +409,12 @@ impl Ctld {
                     n.reason_uid = 0;
                     n.reason_time = 0;
                 }
+                "POWER_DOWN" | "POWER_DOWN_ASAP" | "POWER_DOWN_FORCE" | "POWER_UP" => {
+                    if let Err(e) = self.power_update(i, &state) {
+                        errors.push(e);
+                        continue;
+                    }
+                }
                 "" => {}
                 other => {
                     errors.push(format!("Invalid node state specified: {other}"));

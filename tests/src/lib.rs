@@ -58,7 +58,7 @@ pub fn bin_dir() -> PathBuf {
     dir
 }
 
-pub(crate) fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

@@ -117,6 +117,8 @@ pub fn parse_update(words: &[String]) -> Result<Update, Vec<String>> {
                         | "FAIL"
                         | "FUTURE"
                         | "POWER_DOWN"
+                        | "POWER_DOWN_ASAP"
+                        | "POWER_DOWN_FORCE"
                         | "POWER_UP"
                         | "NORESP"
                         | "CANCEL_REBOOT"

@@ -183,6 +183,9 @@ pub fn parse_args(
             no_respond: false,
             powered_down: false,
             powering_up: false,
+            powering_down: false,
+            power_down: false,
+            cloud: false,
             reboot: false,
             maint: false,
             reserved: false,
@@ -191,7 +194,7 @@ pub fn parse_args(
             if !s.eq_ignore_ascii_case("all") && state_matches(s, &probe).is_none() {
                 return Err(vec![
                     format!("sinfo: error: Bad state string: \"{s}\""),
-                    "sinfo: error: valid states: unknown,down,idle,allocated,error,mixed,future,drain,drained,draining,no_respond,reserved,completing,power_down,power_up,fail,maint,reboot"
+                    "sinfo: error: valid states: unknown,down,idle,allocated,error,mixed,future,drain,drained,draining,no_respond,reserved,completing,cloud,powered_down,powering_down,power_down,powering_up,power_up,fail,maint,reboot"
                         .into(),
                 ]);
             }

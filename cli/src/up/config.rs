@@ -14,6 +14,8 @@ pub struct Shape {
     pub ctld_port: u16,
     pub agent_port: u16,
     pub dbd_port: u16,
+    /// `--cloud-nodes`: one port per emulated cloud node (`up/cloud.rs`).
+    pub cloud_ports: Vec<u16>,
 }
 
 /// `node[1-N]` (or `node1`).
@@ -36,7 +38,12 @@ pub fn config_text(s: &Shape) -> String {
     c.push_str(&format!("SlurmdPort={}\n", s.agent_port));
     c.push_str(&format!("SlurmUser={}\n", s.user));
     c.push_str(&format!("StateSaveLocation={d}/state\n"));
-    c.push_str(&format!("SlurmdSpoolDir={d}/spool\n"));
+    if s.cloud_ports.is_empty() {
+        c.push_str(&format!("SlurmdSpoolDir={d}/spool\n"));
+    } else {
+        // An agent per cloud node: a spool directory each.
+        c.push_str(&format!("SlurmdSpoolDir={d}/spool/%n\n"));
+    }
     c.push_str(&format!("AuthInfo=socket={d}/run/auth.sock\n"));
     c.push_str(&format!("AuthKeyFile={d}/drover.key\n"));
     // The REST API's tokens (scontrol token, droverrestd).
@@ -78,10 +85,23 @@ pub fn config_text(s: &Shape) -> String {
             String::new()
         }
     ));
+    let part_nodes = if s.cloud_ports.is_empty() {
+        "ALL".to_string()
+    } else {
+        node_expr(s.nodes)
+    };
     c.push_str(&format!(
-        "PartitionName={} Nodes=ALL Default=YES MaxTime=UNLIMITED State=UP\n",
+        "PartitionName={} Nodes={part_nodes} Default=YES MaxTime=UNLIMITED State=UP\n",
         s.partition
     ));
+    if !s.cloud_ports.is_empty() {
+        c.push_str(&super::cloud::config_lines(
+            d,
+            &s.cloud_ports,
+            s.cpus,
+            s.mem_mb,
+        ));
+    }
     c
 }
 
@@ -132,6 +152,8 @@ pub struct Existing {
     pub ctld_port: u16,
     pub auth_socket: String,
     pub nodes: u32,
+    /// `State=CLOUD` nodes (not in `nodes`: agents of their own).
+    pub cloud: u32,
     pub cpus: u32,
     /// AccountingStoragePort when accounting is on (slurmdbd type).
     pub dbd_port: Option<u16>,
@@ -147,6 +169,9 @@ pub fn read_existing(text: &str) -> Existing {
     let mut acct_port = 6819;
     for line in text.lines() {
         let line = line.split('#').next().unwrap_or("").trim();
+        let cloud = line
+            .split_whitespace()
+            .any(|t| t.eq_ignore_ascii_case("state=cloud"));
         for tok in line.split_whitespace() {
             let Some((k, v)) = tok.split_once('=') else {
                 continue;
@@ -163,7 +188,11 @@ pub fn read_existing(text: &str) -> Existing {
                 }
                 "nodename" => {
                     if let Ok(h) = drover_conf::hostlist::expand(v) {
-                        e.nodes += h.len() as u32;
+                        if cloud {
+                            e.cloud += h.len() as u32;
+                        } else {
+                            e.nodes += h.len() as u32;
+                        }
                     }
                 }
                 "cpus" if e.cpus == 0 => e.cpus = v.parse().unwrap_or(0),
@@ -196,6 +225,7 @@ mod tests {
             ctld_port: 7000,
             agent_port: 7001,
             dbd_port: 7002,
+            cloud_ports: Vec::new(),
         }
     }
 
@@ -251,10 +281,28 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=UNLIMITED State=UP
                 ctld_port: 7000,
                 auth_socket: "/tmp/c/run/auth.sock".into(),
                 nodes: 2,
+                cloud: 0,
                 cpus: 4,
                 dbd_port: Some(7002),
             }
         );
+    }
+
+    #[test]
+    fn cloud_nodes_get_a_partition_and_agents_of_their_own() {
+        let mut s = shape(0);
+        s.cloud_ports = vec![7100, 7101, 7102];
+        let t = config_text(&s);
+        assert!(t.contains("SlurmdSpoolDir=/tmp/c/spool/%n\n"));
+        assert!(t.contains("PartitionName=debug Nodes=node[1-2] Default=YES"));
+        assert!(t.contains("PartitionName=cloud Nodes=cloud[1-3] "));
+        let (cfg, _) = drover_conf::slurmconf::parse_str(&t, "drover.conf", &mut |p| {
+            Err(format!("no include {p}"))
+        })
+        .expect("valid config");
+        assert_eq!(cfg.nodes.len(), 5);
+        let e = read_existing(&t);
+        assert_eq!((e.nodes, e.cloud), (2, 3));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use drover_proto::{GetNodesRequest, PingRequest};
 
 use crate::opts::{self, opt, Arg, OptDef};
 
+pub mod cloud;
 pub mod config;
 pub mod daemons;
 
@@ -27,15 +28,20 @@ pub const TABLE: &[OptDef] = &[
     opt("mem-per-node", None, Arg::Required, "mem"),
     opt("gpus-per-node", None, Arg::Required, "gpus"),
     opt("partition", Some('p'), Arg::Required, "partition"),
+    opt("cloud-nodes", None, Arg::Required, "cloud"),
     opt("help", Some('h'), Arg::No, "help"),
 ];
 
 const USAGE: &str = "Usage: drover up --dir DIR [--nodes N] [--cpus-per-node C] [--mem-per-node MB]
-                 [--gpus-per-node G] [--partition NAME]
+                 [--gpus-per-node G] [--partition NAME] [--cloud-nodes N]
 
 Starts a controller, a node agent serving N emulated nodes and the
 accounting daemon (SQLite) on loopback, with everything (configuration, key, state, logs) under DIR. Stays in the
 foreground; Ctrl-C stops the cluster. Running it again reuses DIR.
+
+--cloud-nodes N adds N emulated cloud nodes (partition cloud, State=CLOUD):
+powered down until a job needs them, started by their ResumeProgram (an
+agent each) and stopped by their SuspendProgram after 30 idle seconds.
 ";
 
 fn err(msg: &str) -> i32 {
@@ -195,6 +201,10 @@ pub fn run(args: &[String]) -> i32 {
         Err(e) => return err(&e),
     };
     let partition = p.value("partition").unwrap_or("debug").to_string();
+    let cloud: u32 = match num(p.value("cloud"), "--cloud-nodes", 0) {
+        Ok(n) => n,
+        Err(e) => return err(&e),
+    };
     for sub in ["bin", "spool", "run"] {
         if let Err(e) = fs::create_dir_all(dir.join(sub)) {
             return err(&format!("cannot create {d}/{sub}: {e}"));
@@ -282,6 +292,7 @@ pub fn run(args: &[String]) -> i32 {
                     || p.has("mem")
                     || p.has("gpus")
                     || p.has("partition")
+                    || p.has("cloud")
                 {
                     eprintln!(
                         "drover up: note: {} exists and is used as is; remove it to change the cluster's shape",
@@ -314,7 +325,18 @@ pub fn run(args: &[String]) -> i32 {
             Ok(x) => x,
             Err(e) => return err(&e),
         };
-        drop((l1, l2, l3));
+        let mut held = Vec::new();
+        let mut cloud_ports = Vec::new();
+        for _ in 0..cloud {
+            match free_port() {
+                Ok((l, p)) => {
+                    held.push(l);
+                    cloud_ports.push(p);
+                }
+                Err(e) => return err(&e),
+            }
+        }
+        drop((l1, l2, l3, held));
         let shape = Shape {
             dir: d.clone(),
             name,
@@ -327,6 +349,7 @@ pub fn run(args: &[String]) -> i32 {
             ctld_port,
             agent_port,
             dbd_port,
+            cloud_ports,
         };
         if let Err(e) = fs::write(dir.join("droverdbd.conf"), dbd_config_text(&shape)) {
             return err(&format!("{d}/droverdbd.conf: {e}"));
@@ -343,6 +366,11 @@ pub fn run(args: &[String]) -> i32 {
         if !dir.join("cgroup.conf").exists() {
             if let Err(e) = fs::write(dir.join("cgroup.conf"), CGROUP_CONF) {
                 return err(&format!("{d}/cgroup.conf: {e}"));
+            }
+        }
+        if cloud > 0 {
+            if let Err(e) = write_power_scripts(&dir, &conf) {
+                return err(&e);
             }
         }
         let text = config_text(&shape);
@@ -373,6 +401,25 @@ pub fn run(args: &[String]) -> i32 {
         restd,
     };
     run_cluster(&dir, &conf_s, &existing, nodes, cpus_each, &bins)
+}
+
+/// The cloud nodes' ResumeProgram and SuspendProgram (DIR/power, 0755).
+fn write_power_scripts(dir: &Path, conf: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let d = dir.display().to_string();
+    let c = conf.display().to_string();
+    let power = dir.join("power");
+    fs::create_dir_all(&power).map_err(|e| format!("{}: {e}", power.display()))?;
+    for (name, text) in [
+        ("resume.sh", cloud::resume_script(&d, &c)),
+        ("suspend.sh", cloud::suspend_script(&d, &c)),
+    ] {
+        let p = power.join(name);
+        fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(())
 }
 
 struct Bins<'a> {
@@ -575,6 +622,13 @@ fn run_cluster(
         "Drover cluster \"{}\" is up: {nodes} nodes, {cpus_each} CPUs each.",
         existing.name
     );
+    if existing.cloud > 0 {
+        println!(
+            "{} cloud nodes ({}, partition cloud) are powered down until a job needs them.",
+            existing.cloud,
+            cloud::cloud_expr(existing.cloud)
+        );
+    }
     println!("export DROVER_CONF={conf_s} SLURM_CONF={conf_s} PATH={d}/bin:$PATH{rest_env}");
     let _ = std::io::stdout().flush();
 
@@ -583,9 +637,13 @@ fn run_cluster(
         Err(Halt::Signal(_)) | Err(Halt::Timeout) | Ok(()) => {
             eprintln!("drover up: stopping");
             ds.stop_all(Duration::from_secs(15));
+            cloud::stop_instances(dir);
             0
         }
-        Err(Halt::Died(msg)) => err(&msg),
+        Err(Halt::Died(msg)) => {
+            cloud::stop_instances(dir);
+            err(&msg)
+        }
     }
 }
 

@@ -212,6 +212,7 @@ impl Ctld {
         }
         let queue_len = self.queue.len();
         let (mut nodes, parts) = self.cluster.snapshot();
+        self.power_ready(&mut nodes);
         let params = crate::dispatch::state::params(&self.cfg);
         let running = self.running_snaps(&nodes);
         self.share_untils(&mut nodes, t);
@@ -491,7 +492,7 @@ impl Ctld {
             // Suspending a job frees its CPUs and GPUs but not its memory:
             // the core must not count on that memory when it picks victims.
             let mem_stays = preempt_mode == crate::assoc::PreemptMode::Suspend;
-            let allocs = crate::suspend::held_allocs(rt)
+            let allocs: Vec<sched::RunAlloc> = crate::suspend::held_allocs(rt)
                 .iter()
                 .filter_map(|a| {
                     let node = self.cluster.node_idx(&a.node)?;
@@ -516,10 +517,19 @@ impl Ctld {
                 })
                 .collect();
             // A suspended job's end is unknown (it may stay suspended).
-            let end = match crate::suspend::limit_end(rt) {
+            let mut end = match crate::suspend::limit_end(rt) {
                 Some(e) if st != JobState::Suspended => e,
                 _ => i64::MAX,
             };
+            // Waiting for its nodes to power up: it runs (and its limit
+            // counts) from when they are up.
+            if st == JobState::Configuring && end != i64::MAX {
+                let ready = allocs
+                    .iter()
+                    .map(|a| nodes[a.node].ready)
+                    .fold(rt.start_time, i64::max);
+                end = end.saturating_add(ready - rt.start_time);
+            }
             out.push(sched::RunSnap {
                 id: job.id(),
                 partition: part,
@@ -679,6 +689,10 @@ impl Ctld {
         rt.exit_code = 0;
         rt.exit_signal = 0;
         self.cluster.allocate(id, &node_allocs, share);
+        // Powered-down nodes: the job waits (CONFIGURING) while they come up.
+        if self.power_wait(id) {
+            return;
+        }
         if let Some(j) = self.jobs.get_mut(&id).filter(|j| j.spec().interactive) {
             // salloc/srun allocation: nothing to launch; steps come by srun.
             let rt = j.rt_mut();

@@ -357,7 +357,9 @@ impl Controller for Svc {
                 return;
             }
             let idx: Vec<usize> = if names.is_empty() {
-                (0..c.cluster.nodes.len()).collect()
+                (0..c.cluster.nodes.len())
+                    .filter(|&i| !c.node_hidden(i))
+                    .collect()
             } else {
                 names.iter().filter_map(|n| c.cluster.node_idx(n)).collect()
             };
@@ -508,9 +510,10 @@ impl Controller for Svc {
         req: Request<RegisterRequest>,
     ) -> Result<Response<RegisterResponse>, Status> {
         self.daemon(&req)?;
+        let peer = req.remote_addr().map(|a| a.ip().to_string());
         let req = req.into_inner();
         self.call(move |c, r| {
-            let v = c.register(req);
+            let v = c.register_from(req, peer);
             c.reply_durable(r, Ok(v));
         })
         .await

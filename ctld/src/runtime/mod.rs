@@ -10,6 +10,7 @@ pub mod config_files;
 pub mod fence;
 pub mod ha;
 pub mod mail;
+mod programs;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -305,6 +306,24 @@ impl Runtime {
                     let sender = self.mail.clone();
                     self.wal
                         .after_durable(Box::new(move || sender.enqueue(prog, *m)));
+                }
+                Effect::RunProgram {
+                    kind,
+                    path,
+                    nodes,
+                    timeout,
+                } => {
+                    let tx = self.tx.clone();
+                    tokio::spawn(async move {
+                        let Err(why) = programs::run(kind, &path, &nodes, timeout).await else {
+                            return;
+                        };
+                        let _ = tx
+                            .send(Box::new(move |c: &mut Ctld| {
+                                c.program_failed(kind, &nodes, &why)
+                            }))
+                            .await;
+                    });
                 }
                 Effect::StartAccounting => {
                     if let Err(e) = self.start_accounting(self.agents.cred()) {

@@ -4,5 +4,6 @@
 mod env;
 mod life;
 mod mail;
+mod power;
 mod preempt;
 mod resources;

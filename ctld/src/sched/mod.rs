@@ -157,6 +157,10 @@ pub struct NodeSnap {
     /// by id; not in `free_cpus`. A CPU held by a job that shares with
     /// nobody is in neither list.
     pub shared: Vec<SharedCpu>,
+    /// When the node can run work (0: now). A powered-down node is
+    /// `ResumeTimeout` away: a job given it runs from then, and no start
+    /// on it is planned sooner.
+    pub ready: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -368,6 +372,7 @@ impl NodeSnap {
             weight: self.weight,
             jobs: 0,
             threads: self.threads,
+            ready: self.ready,
             shared: Vec::new(),
         }
     }

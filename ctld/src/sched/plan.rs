@@ -280,6 +280,11 @@ impl<'a> Pass<'a> {
         own: Option<usize>,
         fits: &dyn Fn(&Avail) -> bool,
     ) -> Option<i64> {
+        // A powered-down node runs nothing before it is up.
+        let from = from.max(self.inp.nodes[i].ready);
+        if from > lim {
+            return None;
+        }
         let m = memo[i];
         let start = if m.ver != self.ver[i] {
             from
@@ -509,7 +514,12 @@ impl<'a> Pass<'a> {
 
     fn start(&mut self, job: &JobSnap, part: usize, allocs: Vec<Alloc>) {
         let now = self.inp.now;
-        let end = now.saturating_add(job.time_limit.max(1));
+        // It runs once its slowest node is up (powered-down nodes resume).
+        let ready = allocs
+            .iter()
+            .map(|a| self.inp.nodes[a.node].ready)
+            .fold(now, i64::max);
+        let end = ready.saturating_add(job.time_limit.max(1));
         let share = self.inp.parts[part].share.limit(&job.req);
         for a in &allocs {
             apply_share(&mut self.work[a.node], a, share, end);

@@ -60,6 +60,7 @@ pub fn cluster(n: usize, rng: &mut Rng) -> (Vec<NodeSnap>, Vec<PartSnap>) {
             weight: 1,
             jobs: 0,
             threads: 1,
+            ready: 0,
             shared: Vec::new(),
         });
     }

@@ -22,6 +22,7 @@ fn node(cpus: u32, mem: u64, gpus: u32) -> NodeSnap {
         weight: 1,
         jobs: 0,
         threads: 1,
+        ready: 0,
         shared: Vec::new(),
     }
 }

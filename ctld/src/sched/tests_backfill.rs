@@ -42,6 +42,7 @@ impl Sim {
             jobs: 0,
             threads: 1,
             shared: Vec::new(),
+            ready: 0,
         };
         Sim {
             nodes: vec![node; n],
@@ -616,4 +617,28 @@ proptest! {
     fn plans_are_deterministic(s in arb_sim()) {
         prop_assert_eq!(s.plan(), s.plan());
     }
+}
+
+#[test]
+fn a_powered_down_node_is_planned_from_its_resume() {
+    // One powered-down node, up ResumeTimeout (600 s) from now.
+    let mut s = Sim::new(1, 4, 0);
+    s.nodes[0].ready = NOW + 600;
+    s.job(1, 10, 4, 100);
+    s.job(2, 5, 4, 100);
+    let d = s.plan();
+    // The first takes it now (and waits for it to come up); it runs from
+    // the resume on, so the second is not promised the node before then.
+    assert_eq!(started(&d), vec![1]);
+    assert_eq!(start_of(&d, 2), Some(NOW + 700));
+    // A second node, busy for 200 s, and a powered-down one: a job
+    // wanting both is planned no sooner than the resume.
+    let mut s = Sim::new(2, 4, 0);
+    s.nodes[1].ready = NOW + 600;
+    s.run(9, 0, 4, 0, NOW + 200);
+    s.job(3, 10, 8, 100).req.min_nodes = 2;
+    s.jobs[0].req.max_nodes = 2;
+    let d = s.plan();
+    assert!(started(&d).is_empty());
+    assert_eq!(start_of(&d, 3), Some(NOW + 600));
 }

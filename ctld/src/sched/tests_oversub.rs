@@ -27,6 +27,7 @@ fn node(cpus: u32, mem: u64, gpus: u32) -> NodeSnap {
         jobs: 0,
         threads: 1,
         shared: Vec::new(),
+        ready: 0,
     }
 }
 

@@ -29,6 +29,7 @@ mod output_safety;
 mod oversubscribe;
 mod parsers;
 mod placement;
+mod power;
 mod privacy;
 mod raw_frames;
 mod reconfigure;
