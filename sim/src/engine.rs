@@ -62,7 +62,13 @@ enum Event {
         trace: usize,
     },
     Later(Op),
+    /// Nodes a ResumeProgram started register (power saving).
+    Resumed(Vec<String>),
 }
+
+/// How long a node takes to boot and register after its ResumeProgram
+/// runs, in the simulation (within Slurm's default ResumeTimeout of 60 s).
+pub const RESUME_SECS: i64 = 30;
 
 struct Run {
     trace: usize,
@@ -347,6 +353,22 @@ impl Sim {
                 }
             }
             Event::Later(op) => op(&mut self.core),
+            Event::Resumed(names) => {
+                let nodes = names
+                    .iter()
+                    .filter_map(|name| self.core.cfg.nodes.iter().find(|n| &n.name == name))
+                    .map(|n| NodeRegistration {
+                        name: n.name.clone(),
+                        cpus: n.cpus,
+                        real_memory: n.real_memory,
+                        ..Default::default()
+                    })
+                    .collect();
+                self.core.register(RegisterRequest {
+                    nodes,
+                    ..Default::default()
+                });
+            }
         }
     }
 
@@ -443,6 +465,13 @@ impl Sim {
                 self.push(now + secs, Event::Later(op));
             }
             Effect::Plan { work, .. } => work()(&mut self.core),
+            // Power saving: a resumed node registers RESUME_SECS later; a
+            // suspended one just stays down.
+            Effect::RunProgram { kind, nodes, .. } => {
+                if kind == "ResumeProgram" {
+                    self.push(now + RESUME_SECS, Event::Resumed(nodes));
+                }
+            }
             // Job mail: nothing to send in a simulation.
             Effect::Account { .. }
             | Effect::Mail(_)

@@ -300,3 +300,29 @@ fn preemption_requeues_and_the_job_runs_again() {
     assert_eq!(num(&low[6]), num(&high[7]), "{out}");
     assert_eq!((low[9].as_str(), low[11].as_str()), ("3600", "COMPLETED"));
 }
+
+/// Power saving: idle nodes power down after SuspendTime; a job needing
+/// them waits for their resume (RESUME_SECS in the simulation) and runs.
+#[test]
+fn powered_down_nodes_resume_for_jobs() {
+    let run = |conf: &str| {
+        let (_d, csv) = tmp("jobs.csv");
+        ok(&[
+            "-c",
+            &data(conf),
+            "--swf",
+            &data("small.swf"),
+            "--csv",
+            csv.to_str().unwrap(),
+        ]);
+        rows(&std::fs::read_to_string(&csv).expect("csv written"))
+    };
+    let (with, without) = (run("power.conf"), run("slurm.conf"));
+    assert_eq!(with.len(), without.len());
+    for r in &with {
+        assert!(r[11] != "PENDING" && num(&r[7]) > 0, "never ran: {r:?}");
+    }
+    // Jobs submitted after the cluster sat idle past SuspendTime wait for a resume.
+    let waited = |rs: &[Vec<String>]| rs.iter().map(|r| num(&r[8])).sum::<i64>();
+    assert!(waited(&with) > waited(&without), "{with:?}\n{without:?}");
+}
