@@ -24,6 +24,7 @@ pub mod refusal {
     pub const GRES: &str = "Invalid generic resource (gres) specification";
     pub const FEATURE: &str = "Invalid feature specification";
     pub const MEMORY: &str = "Memory required by task is not available";
+    pub const NODE_CONFIG: &str = "Requested node configuration is not available";
 }
 
 /// Where the memory defaults and maxima come from: the partition's own,
@@ -91,6 +92,42 @@ pub fn gres_requests(s: &str) -> Result<Vec<GresReq>, &'static str> {
         .collect())
 }
 
+/// The fewest nodes of `part` (the cluster's, without one) whose CPUs hold
+/// `ntasks` tasks of `cpus_per_task` (at most `per_node` a node when set);
+/// all of them when even that is too few (placement then refuses it).
+fn fewest_nodes(
+    cfg: &Config,
+    part: Option<&PartitionConf>,
+    ntasks: u32,
+    cpus_per_task: u32,
+    per_node: u32,
+) -> u32 {
+    let nodes: Vec<&drover_conf::slurmconf::NodeConf> = match part {
+        Some(p) => cfg.nodes.iter().filter(|n| p.has_node(&n.name)).collect(),
+        None => cfg.nodes.iter().collect(),
+    };
+    let mut caps: Vec<u32> = nodes
+        .iter()
+        .map(|n| {
+            let c = n.cpus / cpus_per_task.max(1);
+            if per_node > 0 {
+                c.min(per_node)
+            } else {
+                c
+            }
+        })
+        .collect();
+    caps.sort_unstable_by(|a, b| b.cmp(a));
+    let mut held = 0u32;
+    for (i, c) in caps.iter().enumerate() {
+        held = held.saturating_add(*c);
+        if held >= ntasks {
+            return i as u32 + 1;
+        }
+    }
+    (caps.len() as u32).max(1)
+}
+
 fn expand_nodes(s: &str) -> Result<Vec<String>, &'static str> {
     if s.trim().is_empty() {
         return Ok(Vec::new());
@@ -107,15 +144,8 @@ pub fn resolve(
 ) -> Result<ResolvedRequest, &'static str> {
     let required_nodes = expand_nodes(&spec.nodelist)?;
     let excluded_nodes = expand_nodes(&spec.exclude)?;
-    let min_nodes = spec.min_nodes.max(1).max(required_nodes.len() as u32);
-    // Without -N, as many nodes as the tasks need (Slurm: one task a node
-    // at most, within the partition's MaxNodes); with it, the range given.
-    let max_nodes = if spec.min_nodes == 0 && spec.max_nodes == 0 && spec.ntasks > 1 {
-        let cap = part.and_then(|p| p.max_nodes).unwrap_or(u32::MAX);
-        spec.ntasks.min(cap).max(min_nodes)
-    } else {
-        spec.max_nodes.max(min_nodes)
-    };
+    let mut min_nodes = spec.min_nodes.max(1).max(required_nodes.len() as u32);
+    let mut max_nodes = spec.max_nodes.max(min_nodes);
     let ntasks_given = spec.ntasks > 0;
     let ntasks = if spec.ntasks > 0 {
         spec.ntasks
@@ -151,6 +181,17 @@ pub fn resolve(
             cpus_per_task = u32::try_from(cpt).map_err(|_| refusal::MEMORY)?;
             mem_per_cpu_mb = per_task.div_ceil(cpt);
         }
+    }
+
+    // Without -N (or -w), a task count spans the fewest nodes of the
+    // partition that hold its tasks, as Slurm allocates it.
+    if spec.min_nodes == 0 && spec.max_nodes == 0 && spec.ntasks > 1 && required_nodes.is_empty() {
+        let n = fewest_nodes(cfg, part, ntasks, cpus_per_task, spec.ntasks_per_node);
+        if part.and_then(|p| p.max_nodes).is_some_and(|max| n > max) {
+            return Err(refusal::NODE_CONFIG);
+        }
+        min_nodes = n.max(min_nodes);
+        max_nodes = min_nodes;
     }
 
     let gres_per_node = {
@@ -433,13 +474,6 @@ mod tests {
         let r = resolve(&range, None, &cfg()).unwrap();
         assert_eq!((r.min_nodes, r.max_nodes, r.ntasks), (2, 4, 2));
         assert!(!r.ntasks_given);
-        // -n without -N: up to a node a task.
-        let spread = JobSpec {
-            ntasks: 20,
-            ..Default::default()
-        };
-        let r = resolve(&spread, None, &cfg()).unwrap();
-        assert_eq!((r.min_nodes, r.max_nodes, r.ntasks), (1, 20, 20));
     }
 
     #[test]

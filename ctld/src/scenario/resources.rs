@@ -154,3 +154,32 @@ fn tasks_without_a_node_count_span_nodes() {
     spec.partition = "small".into();
     assert!(env.submit(spec).is_err(), "refused at submit");
 }
+
+/// A task count without `-N` that fits one node is a one-node job: it is
+/// backfilled when it ends before the blocked job's planned start.
+#[test]
+fn a_task_count_job_is_backfilled() {
+    let mut env = TestEnv::new(
+        "SchedulerParameters=bf_resolution=1,bf_window=120\n\
+         NodeName=n1 CPUs=4 RealMemory=8000\n\
+         PartitionName=p Nodes=n1 Default=YES MaxTime=UNLIMITED",
+    );
+    let tasks = |n: u32, minutes: u32| {
+        let mut s = job(minutes);
+        s.ntasks = n;
+        s
+    };
+    let a = env.sbatch(tasks(2, 10));
+    env.advance(T0 + 1);
+    assert_eq!(env.launched(), vec![a]);
+    env.launch_ok(a);
+    let b = env.sbatch(tasks(4, 10));
+    let cc = env.sbatch(tasks(2, 60));
+    let d = env.sbatch(tasks(2, 5));
+    env.advance(T0 + 2);
+    assert_eq!(
+        env.launched(),
+        vec![a, d],
+        "b {b} waits for a, cc {cc} would delay b"
+    );
+}
