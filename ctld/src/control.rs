@@ -102,11 +102,7 @@ impl Ctld {
             return false;
         }
         let spec = j.spec();
-        let part = if j.rt().partition.is_empty() {
-            spec.partition.as_str()
-        } else {
-            j.rt().partition.as_str()
-        };
+        let part = crate::jobindex::job_partition(j);
         if !f.partitions.is_empty() && !f.partitions.iter().any(|p| part.split(',').any(|x| x == p))
         {
             return false;
@@ -129,12 +125,20 @@ impl Ctld {
     /// Jobs matching a filter, by id; errors for ids that name nothing.
     fn matching(&self, f: &JobFilter) -> Result<Vec<(String, Vec<u32>)>, Status> {
         if f.job_ids.is_empty() {
-            let ids: Vec<u32> = self
-                .jobs
-                .keys()
-                .copied()
-                .filter(|id| self.filter_matches(f, *id))
-                .collect();
+            // The most selective index (state, user, partition) proposes;
+            // every candidate is checked against the whole filter.
+            let ids: Vec<u32> = match self.index.candidates(f) {
+                Some(c) => c
+                    .into_iter()
+                    .filter(|id| self.filter_matches(f, *id))
+                    .collect(),
+                None => self
+                    .jobs
+                    .keys()
+                    .copied()
+                    .filter(|id| self.filter_matches(f, *id))
+                    .collect(),
+            };
             return Ok(vec![(String::new(), ids)]);
         }
         let mut out = Vec::new();

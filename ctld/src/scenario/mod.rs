@@ -4,4 +4,5 @@
 mod env;
 mod life;
 mod preempt;
+mod queries;
 mod resources;
