@@ -129,12 +129,23 @@ impl JobIndex {
                     .collect(),
             );
         }
-        let best = sets
+        let (best, n) = sets
             .into_iter()
-            .min_by_key(|s| s.iter().map(|v| v.len()).sum::<usize>())?;
-        let mut ids: Vec<u32> = best.into_iter().flatten().copied().collect();
-        ids.sort_unstable();
-        ids.dedup();
+            .map(|s| {
+                let n = s.iter().map(|v| v.len()).sum::<usize>();
+                (s, n)
+            })
+            .min_by_key(|(_, n)| *n)?;
+        // Most of the table: a plain walk of it is as cheap.
+        if n * 2 > self.keys.len() {
+            return None;
+        }
+        let mut ids: Vec<u32> = Vec::with_capacity(n);
+        ids.extend(best.iter().flat_map(|s| s.iter().copied()));
+        if best.len() > 1 {
+            ids.sort_unstable();
+            ids.dedup();
+        }
         Some(ids)
     }
 

@@ -78,8 +78,15 @@ pub fn job_info(
         let running = !rt.alloc.is_empty();
         // Counts come from the resolved request (partition defaults
         // applied at submit), the allocation once running.
-        let req = job.request().cloned().unwrap_or_default();
-        let want = crate::request::tres(&req);
+        let no_request;
+        let req = match job.request() {
+            Some(r) => r,
+            None => {
+                no_request = Default::default();
+                &no_request
+            }
+        };
+        let want = crate::request::tres(req);
         let cpt = req.cpus_per_task.max(1);
         let ntasks = req.ntasks.max(1);
         let num_cpus = if running {
@@ -92,7 +99,7 @@ pub fn job_info(
         } else {
             req.min_nodes.max(1)
         };
-        let (min_mem, per_cpu) = match crate::request::min_memory(&req) {
+        let (min_mem, per_cpu) = match crate::request::min_memory(req) {
             // --exclusive without --mem: the node's memory, once known.
             (0, _) => (rt.alloc.first().map_or(0, |a| a.mem_mb), false),
             m => m,

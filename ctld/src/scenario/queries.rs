@@ -124,6 +124,13 @@ fn filtered_queries_match_the_filtered_full_list_through_a_jobs_life() {
     let _o2 = env.submit_as(other(), in_part("a,b")).unwrap();
     check(&mut env, &root());
     check(&mut env, &user());
+    // A selective filter is answered from the index, a broad one by a walk.
+    let few = JobFilter {
+        user_ids: vec![USER + 1],
+        ..Default::default()
+    };
+    assert_eq!(env.core.index.candidates(&few).map(|v| v.len()), Some(2));
+    assert_eq!(env.core.index.candidates(&JobFilter::default()), None);
 
     // Jobs start (array tasks split off), one ends, one is cancelled.
     env.advance(T0 + 1);
