@@ -86,13 +86,13 @@ pub fn job_info(
                 &no_request
             }
         };
-        let want = crate::request::tres(req);
+        let want = crate::request::totals(req);
         let cpt = req.cpus_per_task.max(1);
         let ntasks = req.ntasks.max(1);
         let num_cpus = if running {
             rt.alloc.iter().map(|a| a.cpus).sum()
         } else {
-            want.get("cpu").copied().unwrap_or(1) as u32
+            want.cpus as u32
         };
         let num_nodes = if running {
             rt.alloc.len() as u32
@@ -107,7 +107,7 @@ pub fn job_info(
         let total_mem: u64 = if running {
             rt.alloc.iter().map(|a| a.mem_mb).sum()
         } else {
-            want.get("mem").copied().unwrap_or(0)
+            want.mem
         };
         let gpus: u64 = if running {
             rt.alloc
@@ -117,7 +117,7 @@ pub fn job_info(
                 .map(|g| g.indices.len() as u64 + g.count)
                 .sum()
         } else {
-            want.get("gres/gpu").copied().unwrap_or(0)
+            want.gpus
         };
         let mut tres = String::new();
         if details {

@@ -242,6 +242,11 @@ pub fn tres(r: &ResolvedRequest) -> Tres {
     request_tres(&counts(r))
 }
 
+/// The totals of [`tres`] (CPUs, nodes, MiB, GPUs) without its map (squeue).
+pub fn totals(r: &ResolvedRequest) -> crate::sched::Totals {
+    crate::sched::request_totals(&counts(r))
+}
+
 /// Slurm's `MinMemoryCPU`/`MinMemoryNode`: (MiB, per CPU). 0 = none asked.
 pub fn min_memory(r: &ResolvedRequest) -> (u64, bool) {
     if r.mem_per_cpu_mb > 0 {
