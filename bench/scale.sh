@@ -67,8 +67,9 @@ echo "squeue -u nobody (no rows): median $(timed 11 squeue -u nobody) ms"
 echo "squeue -t R (no rows): median $(timed 11 squeue -t R) ms"
 echo "squeue -u $(id -un) -t R (no rows): median $(timed 11 squeue -u "$(id -un)" -t R) ms"
 echo "squeue (all $TOTAL rows): median $(timed 5 squeue) ms"
-echo "squeue --json (all $TOTAL rows): median $(timed 3 squeue --json) ms, $(squeue --json | wc -c) bytes"
-echo "controller CPU for these 52 queries: $(echo "$(ctld_cpu) - $cpu0" | bc) s"
+t0=$(now_ns); bytes=$(squeue --json | wc -c); t1=$(now_ns)
+echo "squeue --json (all $TOTAL rows): $(ms "$t0" "$t1") ms, $bytes bytes"
+echo "controller CPU for these 50 queries: $(echo "$(ctld_cpu) - $cpu0" | bc) s"
 echo "controller RSS with $TOTAL pending after the queries: $(rss_mib) MiB"
 
 # 3. Restart: stop the cluster, start it again on the same state; time

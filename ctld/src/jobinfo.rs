@@ -36,7 +36,7 @@ impl Ctld {
 
     /// A pending job's start time is the one backfill planned (Slurm's
     /// expected start), its end that plus the time limit.
-    fn add_expected_start(&self, i: &mut JobInfo) {
+    pub(crate) fn add_expected_start(&self, i: &mut JobInfo) {
         if i.state != JobState::Pending as i32 {
             return;
         }
