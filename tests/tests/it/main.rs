@@ -34,6 +34,7 @@ mod resolved_request;
 mod rest;
 mod scheduler;
 mod script_cmds;
+mod squeue_index;
 mod step_limits;
 mod steps;
 mod suspend;
