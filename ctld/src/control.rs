@@ -9,7 +9,7 @@ use tonic::Status;
 
 use crate::ctld::{Ctld, Reply};
 use crate::job::Job;
-use crate::jobinfo::state_selected;
+use crate::jobindex::state_selected;
 use crate::submit::msg;
 
 /// A job id as a user typed it.
@@ -182,7 +182,10 @@ impl Ctld {
             }
         };
         match candidates {
-            Some(ids) => ids.iter().filter_map(|id| jobs.get(id)).for_each(|j| add(j)),
+            Some(ids) => ids
+                .iter()
+                .filter_map(|id| jobs.get(id))
+                .for_each(|j| add(j)),
             None => jobs.values().for_each(|j| add(j)),
         }
         for i in &mut out {
@@ -422,8 +425,7 @@ fn job_matches(f: &JobFilter, j: &Job) -> bool {
     }
     let spec = j.spec();
     let part = crate::jobindex::job_partition(j);
-    if !f.partitions.is_empty() && !f.partitions.iter().any(|p| part.split(',').any(|x| x == p))
-    {
+    if !f.partitions.is_empty() && !f.partitions.iter().any(|p| part.split(',').any(|x| x == p)) {
         return false;
     }
     if !f.names.is_empty() && !f.names.contains(&spec.name) {

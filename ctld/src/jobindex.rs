@@ -42,6 +42,18 @@ pub fn job_partition(job: &Job) -> &str {
     }
 }
 
+/// Is a job in `state` listed for `states` (empty: the active ones, as
+/// squeue's default; `all`: every one)?
+pub fn state_selected(state: JobState, states: &[JobState], all: bool) -> bool {
+    if all {
+        return true;
+    }
+    if states.is_empty() {
+        return !state.is_final() || state == JobState::Completing;
+    }
+    states.contains(&state)
+}
+
 fn remove_from<K: std::hash::Hash + Eq>(m: &mut HashMap<K, BTreeSet<u32>>, k: K, id: u32) {
     if let Some(set) = m.get_mut(&k) {
         set.remove(&id);
@@ -98,7 +110,7 @@ impl JobIndex {
             let wanted = |s: i32| {
                 let st = JobState::try_from(s).unwrap_or(JobState::Pending);
                 if f.states.is_empty() {
-                    crate::jobinfo::state_selected(st, &[], false)
+                    state_selected(st, &[], false)
                 } else {
                     f.states.contains(&(st as i32))
                 }
@@ -124,7 +136,9 @@ impl JobIndex {
                 self.part_names
                     .iter()
                     .zip(&self.by_part)
-                    .filter(|(name, _)| name.split(',').any(|x| f.partitions.iter().any(|p| p == x)))
+                    .filter(|(name, _)| {
+                        name.split(',').any(|x| f.partitions.iter().any(|p| p == x))
+                    })
                     .map(|(_, v)| v)
                     .collect(),
             );
@@ -169,8 +183,14 @@ impl JobIndex {
             let ok = k.state == j.rt().state
                 && k.uid == j.rec.uid
                 && self.part_names[k.part as usize] == job_partition(j)
-                && self.by_state.get(&k.state).is_some_and(|s| s.contains(&j.id()))
-                && self.by_user.get(&k.uid).is_some_and(|s| s.contains(&j.id()))
+                && self
+                    .by_state
+                    .get(&k.state)
+                    .is_some_and(|s| s.contains(&j.id()))
+                && self
+                    .by_user
+                    .get(&k.uid)
+                    .is_some_and(|s| s.contains(&j.id()))
                 && self.by_part[k.part as usize].contains(&j.id());
             if !ok {
                 return false;

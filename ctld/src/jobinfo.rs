@@ -526,7 +526,6 @@ impl Ctld {
     }
 }
 
-/// Does a job match a squeue/scancel filter? (job ids handled by the caller)
 /// Whether a pending job would share its CPUs in its (first) partition.
 fn may_share(cfg: &Config, spec: &drover_proto::JobSpec) -> bool {
     let first = spec.partition.split(',').next().unwrap_or("").trim();
@@ -549,14 +548,4 @@ fn may_share(cfg: &Config, spec: &drover_proto::JobSpec) -> bool {
                 ..Default::default()
             }) > 1
     })
-}
-
-pub fn state_selected(state: JobState, states: &[JobState], all: bool) -> bool {
-    if all {
-        return true;
-    }
-    if states.is_empty() {
-        return !state.is_final() || state == JobState::Completing;
-    }
-    states.contains(&state)
 }

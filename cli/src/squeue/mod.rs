@@ -423,7 +423,9 @@ mod tests {
         let p = params(&["-u", "alice"]);
         assert_eq!(request(&p).filter.unwrap().user_ids, vec![1000]);
         // -t and -p go to the controller (its indexes answer them).
-        let f = request(&params(&["-t", "R,PD", "-p", "a,b"])).filter.unwrap();
+        let f = request(&params(&["-t", "R,PD", "-p", "a,b"]))
+            .filter
+            .unwrap();
         assert!(!f.all_states);
         assert_eq!(
             f.states,

@@ -6,7 +6,7 @@ use drover_proto::auth::Identity;
 use drover_proto::{GetJobsRequest, JobFilter, JobInfo, JobState};
 
 use super::env::{job, root, user, TestEnv, T0, USER};
-use crate::jobinfo::state_selected;
+use crate::jobindex::state_selected;
 
 const CONF: &str = "NodeName=n[1-2] CPUs=2 RealMemory=1000\n\
                     PartitionName=a Nodes=n1 Default=YES MaxTime=UNLIMITED\n\
@@ -51,7 +51,9 @@ fn keeps(f: &JobFilter, j: &JobInfo) -> bool {
     state_ok
         && (f.user_ids.is_empty() || f.user_ids.contains(&j.user_id))
         && (f.partitions.is_empty()
-            || j.partition.split(',').any(|p| f.partitions.contains(&p.to_string())))
+            || j.partition
+                .split(',')
+                .any(|p| f.partitions.contains(&p.to_string())))
 }
 
 fn filters() -> Vec<JobFilter> {
@@ -64,7 +66,12 @@ fn filters() -> Vec<JobFilter> {
         st(&[JobState::Pending, JobState::Running]),
         st(&[JobState::Completed, JobState::Cancelled]),
     ];
-    let user_sets = [vec![], vec![USER], vec![USER + 1], vec![USER, USER + 1, 4242]];
+    let user_sets = [
+        vec![],
+        vec![USER],
+        vec![USER + 1],
+        vec![USER, USER + 1, 4242],
+    ];
     let part_sets = [vec![], vec!["a"], vec!["b"], vec!["a", "b"], vec!["zzz"]];
     for s in &state_sets {
         for u in &user_sets {
@@ -84,7 +91,10 @@ fn filters() -> Vec<JobFilter> {
 /// Every filter, for `who`, against the full list filtered here; and the
 /// index against the job table.
 fn check(env: &mut TestEnv, who: &Identity) {
-    assert!(env.core.index.agrees_with(env.core.jobs.values().map(|j| &**j)));
+    assert!(env
+        .core
+        .index
+        .agrees_with(env.core.jobs.values().map(|j| &**j)));
     assert_eq!(env.core.index.len(), env.core.jobs.len());
     let all = query(
         env,

@@ -9,6 +9,9 @@ use drover_tests::{Cluster, Spec};
 const NOBODY: u32 = 65534;
 const FMT: &str = "%i %t %P %U";
 
+/// squeue's arguments and which rows of the full listing they keep.
+type Case<'a> = (Vec<&'static str>, Box<dyn Fn(&String) -> bool + 'a>);
+
 fn cluster(extra: &[&str]) -> Cluster {
     Cluster::start(Spec {
         nodes: 2,
@@ -45,19 +48,42 @@ fn check(c: &Cluster, uid: u32) {
     let all = rows(c, uid, &["-t", "all"]);
     let active = ["PD", "R", "CG", "S", "CF"];
     let field = |r: &String, i: usize| r.split(' ').nth(i).unwrap_or("").to_string();
-    let cases: Vec<(Vec<&str>, Box<dyn Fn(&String) -> bool>)> = vec![
+    let cases: Vec<Case> = vec![
         (vec![], Box::new(|r| active.contains(&field(r, 1).as_str()))),
         (vec!["-t", "R"], Box::new(|r| field(r, 1) == "R")),
         (vec!["-t", "PD"], Box::new(|r| field(r, 1) == "PD")),
-        (vec!["-t", "CD,CA"], Box::new(|r| ["CD", "CA"].contains(&field(r, 1).as_str()))),
-        (vec!["-p", "b"], Box::new(|r| active.contains(&field(r, 1).as_str()) && field(r, 2).split(',').any(|p| p == "b"))),
-        (vec!["-t", "all", "-p", "a"], Box::new(|r| field(r, 2).split(',').any(|p| p == "a"))),
-        (vec!["-u", "nobody"], Box::new(|r| active.contains(&field(r, 1).as_str()) && field(r, 3) == NOBODY.to_string())),
-        (vec!["-u", "root", "-t", "PD,R"], Box::new(|r| ["PD", "R"].contains(&field(r, 1).as_str()) && field(r, 3) == "0")),
+        (
+            vec!["-t", "CD,CA"],
+            Box::new(|r| ["CD", "CA"].contains(&field(r, 1).as_str())),
+        ),
+        (
+            vec!["-p", "b"],
+            Box::new(|r| {
+                active.contains(&field(r, 1).as_str()) && field(r, 2).split(',').any(|p| p == "b")
+            }),
+        ),
+        (
+            vec!["-t", "all", "-p", "a"],
+            Box::new(|r| field(r, 2).split(',').any(|p| p == "a")),
+        ),
+        (
+            vec!["-u", "nobody"],
+            Box::new(|r| {
+                active.contains(&field(r, 1).as_str()) && field(r, 3) == NOBODY.to_string()
+            }),
+        ),
+        (
+            vec!["-u", "root", "-t", "PD,R"],
+            Box::new(|r| ["PD", "R"].contains(&field(r, 1).as_str()) && field(r, 3) == "0"),
+        ),
     ];
     for (args, keep) in cases {
         let want: Vec<String> = all.iter().filter(|r| keep(r)).cloned().collect();
-        assert_eq!(rows(c, uid, &args), want, "squeue {args:?} as {uid}; all: {all:#?}");
+        assert_eq!(
+            rows(c, uid, &args),
+            want,
+            "squeue {args:?} as {uid}; all: {all:#?}"
+        );
     }
 }
 
@@ -77,7 +103,10 @@ fn filtered_squeue_equals_the_filtered_full_listing() {
     // user's jobs, a job that may run in either partition.
     let r1 = c.sbatch(&["-p", "a", "-o", "/dev/null"], "#!/bin/sh\nsleep 60\n");
     let short = c.sbatch(&["-p", "b", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
-    let arr = c.sbatch(&["-p", "a", "-a", "0-5", "-o", "/dev/null"], "#!/bin/sh\nsleep 60\n");
+    let arr = c.sbatch(
+        &["-p", "a", "-a", "0-5", "-o", "/dev/null"],
+        "#!/bin/sh\nsleep 60\n",
+    );
     let _held = c.sbatch(&["-p", "b", "-H", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
     let theirs = submit_as(&c, NOBODY, &["-p", "a,b", "--wrap", "sleep 60"]);
     let _their_held = submit_as(&c, NOBODY, &["-p", "b", "-H", "--wrap", "true"]);
@@ -112,7 +141,10 @@ fn private_data_filtered_squeue_shows_only_ones_own_jobs() {
     assert_eq!(ids(NOBODY, &["-t", "PD"]), vec![theirs.clone()]);
     assert_eq!(ids(NOBODY, &["-p", "b"]), vec![theirs.clone()]);
     assert!(ids(NOBODY, &["-u", "root"]).is_empty());
-    assert_eq!(ids(0, &["-t", "PD", "-p", "b"]), vec![mine.to_string(), theirs]);
+    assert_eq!(
+        ids(0, &["-t", "PD", "-p", "b"]),
+        vec![mine.to_string(), theirs]
+    );
     check(&c, NOBODY);
     check(&c, 0);
 }
