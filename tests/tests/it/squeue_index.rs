@@ -2,7 +2,7 @@
 //! print exactly the rows of the whole listing filtered here, through
 //! starts, ends, cancels, requeues, array splits and PrivateData.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use drover_tests::{Cluster, Spec};
 
@@ -11,6 +11,8 @@ const FMT: &str = "%i %t %P %U";
 
 /// squeue's arguments and which rows of the full listing they keep.
 type Case<'a> = (Vec<&'static str>, Box<dyn Fn(&String) -> bool + 'a>);
+/// A case's arguments, the rows squeue printed and the rows wanted.
+type Outcome = (Vec<&'static str>, Vec<String>, Vec<String>);
 
 fn cluster(extra: &[&str]) -> Cluster {
     Cluster::start(Spec {
@@ -44,8 +46,26 @@ fn rows(c: &Cluster, uid: u32, args: &[&str]) -> Vec<String> {
 }
 
 /// Every filtered listing equals the full one (`-t all`) filtered here.
+/// Jobs change state while the commands run (a requeued job completing,
+/// array tasks starting): a round counts only when the full listing is
+/// the same before and after it.
 fn check(c: &Cluster, uid: u32) {
-    let all = rows(c, uid, &["-t", "all"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let before = rows(c, uid, &["-t", "all"]);
+        let got = filtered(c, uid, &before);
+        if rows(c, uid, &["-t", "all"]) == before {
+            for (args, have, want) in got {
+                assert_eq!(have, want, "squeue {args:?} as {uid}; all: {before:#?}");
+            }
+            return;
+        }
+        assert!(Instant::now() < deadline, "the queue never settled");
+    }
+}
+
+/// Each case's rows, with the rows of `all` it should keep.
+fn filtered(c: &Cluster, uid: u32, all: &[String]) -> Vec<Outcome> {
     let active = ["PD", "R", "CG", "S", "CF"];
     let field = |r: &String, i: usize| r.split(' ').nth(i).unwrap_or("").to_string();
     let cases: Vec<Case> = vec![
@@ -77,14 +97,14 @@ fn check(c: &Cluster, uid: u32) {
             Box::new(|r| ["PD", "R"].contains(&field(r, 1).as_str()) && field(r, 3) == "0"),
         ),
     ];
-    for (args, keep) in cases {
-        let want: Vec<String> = all.iter().filter(|r| keep(r)).cloned().collect();
-        assert_eq!(
-            rows(c, uid, &args),
-            want,
-            "squeue {args:?} as {uid}; all: {all:#?}"
-        );
-    }
+    cases
+        .into_iter()
+        .map(|(args, keep)| {
+            let want: Vec<String> = all.iter().filter(|r| keep(r)).cloned().collect();
+            let have = rows(c, uid, &args);
+            (args, have, want)
+        })
+        .collect()
 }
 
 fn submit_as(c: &Cluster, uid: u32, args: &[&str]) -> String {
