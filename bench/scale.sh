@@ -7,6 +7,7 @@
 #   bench/scale.sh                     # N_NODES=1000 N_PENDING=100000 N_DRAIN=3000
 #   BIN=/path/to/release/bins bench/scale.sh   # another build (A/B)
 #   BENCH_CGROUP=off bench/scale.sh    # the drained jobs without cgroups
+#   N_NODES=4 N_PENDING=10000 N_MORE=0 N_DRAIN=0 bench/scale.sh   # issue 19's 10,000-job figures
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N_NODES=${N_NODES:-1000}
@@ -55,8 +56,10 @@ echo "drover up with $N_NODES nodes: $(ms "$t0" "$t1") ms; controller RSS idle $
 # 1. The queue: N_PENDING held jobs through the API, then N_MORE with them queued.
 "$BIN/drover" bench submit --count "$N_PENDING" --concurrency 256 --hold
 echo "controller RSS with $N_PENDING pending: $(rss_mib) MiB"
-echo -n "at $N_PENDING queued: "
-"$BIN/drover" bench submit --count "$N_MORE" --concurrency 256 --hold
+if [ "$N_MORE" -gt 0 ]; then
+  echo -n "at $N_PENDING queued: "
+  "$BIN/drover" bench submit --count "$N_MORE" --concurrency 256 --hold
+fi
 TOTAL=$((N_PENDING + N_MORE))
 MID=$(squeue -h -o %i --sort=i | sed -n "$((TOTAL / 2))p")
 
@@ -90,6 +93,7 @@ echo "controller RSS after restart: $(rss_mib) MiB"
 t0=$(now_ns); scancel -u "$(id -un)"; t1=$(now_ns)
 echo "scancel of $TOTAL pending: $(ms "$t0" "$t1") ms"
 for _ in $(seq 3000); do [ -z "$(squeue -h -o %i | head -n1)" ] && break; sleep 0.1; done
+if [ "$N_DRAIN" -eq 0 ]; then echo "controller RSS at the end: $(rss_mib) MiB"; exit 0; fi
 "$BIN/drover" bench submit --count "$N_DRAIN" --concurrency 64 --hold --quiet
 ids=$(squeue -h -o %i | paste -sd, -)
 t0=$(now_ns)
