@@ -285,6 +285,37 @@ mod tests {
     }
 
     #[test]
+    fn totals_are_the_tres_numbers() {
+        let spec = JobSpec {
+            ntasks: 4,
+            cpus_per_task: 2,
+            min_nodes: 2,
+            mem_per_gpu_mb: 100,
+            gres: "gpu:a100:2".into(),
+            ..Default::default()
+        };
+        let r = resolve(&spec, None, &cfg()).unwrap();
+        let (t, m) = (totals(&r), tres(&r));
+        assert_eq!((t.cpus, t.nodes, t.gpus, t.mem), (8, 2, 4, 400));
+        assert_eq!(
+            (m["cpu"], m["node"], m["gres/gpu"], m["mem"]),
+            (8, 2, 4, 400)
+        );
+        assert_eq!(m["gres/gpu:a100"], 4);
+        let r = resolve(&JobSpec::default(), None, &cfg()).unwrap();
+        assert_eq!(
+            totals(&r),
+            crate::sched::Totals {
+                cpus: 1,
+                nodes: 1,
+                mem: 0,
+                gpus: 0
+            }
+        );
+        assert!(!tres(&r).contains_key("gres/gpu"));
+    }
+
+    #[test]
     fn per_cpu_default_multiplies_with_cpus() {
         let p = part(|p| p.def_mem_per_cpu = Some(100));
         let spec = JobSpec {
