@@ -36,7 +36,7 @@ if [ "${BENCH_TLS:-off}" = on ]; then
 fi
 start_up
 eval "$(grep '^export' "$DIR/up.out")"
-CTLD_PID=$(pgrep -f "droverctld.*$DIR/drover.conf" | head -n1 || true)
+CTLD_PID=$(pgrep -f "droverctld -D -f $DIR/" | head -n1 || true)
 
 now_ns() { date +%s%N; }
 ms() { echo "scale=1; ($2 - $1) / 1000000" | bc; }

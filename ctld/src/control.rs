@@ -9,7 +9,7 @@ use tonic::Status;
 
 use crate::ctld::{Ctld, Reply};
 use crate::job::Job;
-use crate::jobinfo::state_selected;
+use crate::jobindex::state_selected;
 use crate::submit::msg;
 
 /// A job id as a user typed it.
@@ -84,57 +84,26 @@ impl Ctld {
     }
 
     fn filter_matches(&self, f: &JobFilter, id: u32) -> bool {
-        let Some(j) = self.jobs.get(&id) else {
-            return false;
-        };
-        let state = j.state();
-        let selected = if f.all_states {
-            true
-        } else if f.states.is_empty() {
-            state_selected(state, &[], false)
-        } else {
-            f.states.contains(&(state as i32))
-        };
-        if !selected {
-            return false;
-        }
-        if !f.user_ids.is_empty() && !f.user_ids.contains(&j.rec.uid) {
-            return false;
-        }
-        let spec = j.spec();
-        let part = if j.rt().partition.is_empty() {
-            spec.partition.as_str()
-        } else {
-            j.rt().partition.as_str()
-        };
-        if !f.partitions.is_empty() && !f.partitions.iter().any(|p| part.split(',').any(|x| x == p))
-        {
-            return false;
-        }
-        if !f.names.is_empty() && !f.names.contains(&spec.name) {
-            return false;
-        }
-        if !f.accounts.is_empty() && !f.accounts.contains(&spec.account) {
-            return false;
-        }
-        if !f.qos.is_empty() && !f.qos.contains(&spec.qos) {
-            return false;
-        }
-        if !f.nodes.is_empty() && !j.rt().alloc.iter().any(|a| f.nodes.contains(&a.node)) {
-            return false;
-        }
-        true
+        self.jobs.get(&id).is_some_and(|j| job_matches(f, j))
     }
 
     /// Jobs matching a filter, by id; errors for ids that name nothing.
     fn matching(&self, f: &JobFilter) -> Result<Vec<(String, Vec<u32>)>, Status> {
         if f.job_ids.is_empty() {
-            let ids: Vec<u32> = self
-                .jobs
-                .keys()
-                .copied()
-                .filter(|id| self.filter_matches(f, *id))
-                .collect();
+            // The most selective index (state, user, partition) proposes;
+            // every candidate is checked against the whole filter.
+            let ids: Vec<u32> = match self.index.candidates(f) {
+                Some(c) => c
+                    .into_iter()
+                    .filter(|id| self.filter_matches(f, *id))
+                    .collect(),
+                None => self
+                    .jobs
+                    .keys()
+                    .copied()
+                    .filter(|id| self.filter_matches(f, *id))
+                    .collect(),
+            };
             return Ok(vec![(String::new(), ids)]);
         }
         let mut out = Vec::new();
@@ -154,6 +123,9 @@ impl Ctld {
         req: GetJobsRequest,
     ) -> Result<GetJobsResponse, Status> {
         let f = req.filter.clone().unwrap_or_default();
+        if f.job_ids.is_empty() {
+            return Ok(self.list_jobs(who, &f, req.details));
+        }
         let groups = self.matching(&f)?;
         if !f.job_ids.is_empty() && groups.iter().all(|(_, ids)| ids.is_empty()) {
             return Err(Status::not_found(msg::INVALID_JOB));
@@ -194,6 +166,32 @@ impl Ctld {
             jobs,
             now: self.now,
         })
+    }
+
+    /// A query without job ids: one walk over the candidates (the most
+    /// selective index's, or every job), each job looked up once.
+    fn list_jobs(&mut self, who: &Identity, f: &JobFilter, details: bool) -> GetJobsResponse {
+        let viewer = self.job_viewer(who);
+        let candidates = self.index.candidates(f);
+        let now = self.now;
+        let (cfg, names, jobs) = (&*self.cfg, &mut self.names, &self.jobs);
+        let mut out = Vec::new();
+        let mut add = |j: &Job| {
+            if job_matches(f, j) && viewer.sees(j.rec.uid) {
+                out.push(crate::jobinfo::job_info(cfg, names, j, details, now));
+            }
+        };
+        match candidates {
+            Some(ids) => ids
+                .iter()
+                .filter_map(|id| jobs.get(id))
+                .for_each(|j| add(j)),
+            None => jobs.values().for_each(|j| add(j)),
+        }
+        for i in &mut out {
+            self.add_expected_start(i);
+        }
+        GetJobsResponse { jobs: out, now }
     }
 
     /// `scontrol write batch_script`: the script of a batch job, for its
@@ -407,6 +405,42 @@ fn result(id: &str, r: Result<(), &'static str>) -> JobResult {
         ok: r.is_ok(),
         error: r.err().unwrap_or_default().to_string(),
     }
+}
+
+/// Does job `j` pass every part of `f` but its job ids?
+fn job_matches(f: &JobFilter, j: &Job) -> bool {
+    let state = j.state();
+    let selected = if f.all_states {
+        true
+    } else if f.states.is_empty() {
+        state_selected(state, &[], false)
+    } else {
+        f.states.contains(&(state as i32))
+    };
+    if !selected {
+        return false;
+    }
+    if !f.user_ids.is_empty() && !f.user_ids.contains(&j.rec.uid) {
+        return false;
+    }
+    let spec = j.spec();
+    let part = crate::jobindex::job_partition(j);
+    if !f.partitions.is_empty() && !f.partitions.iter().any(|p| part.split(',').any(|x| x == p)) {
+        return false;
+    }
+    if !f.names.is_empty() && !f.names.contains(&spec.name) {
+        return false;
+    }
+    if !f.accounts.is_empty() && !f.accounts.contains(&spec.account) {
+        return false;
+    }
+    if !f.qos.is_empty() && !f.qos.contains(&spec.qos) {
+        return false;
+    }
+    if !f.nodes.is_empty() && !j.rt().alloc.iter().any(|a| f.nodes.contains(&a.node)) {
+        return false;
+    }
+    true
 }
 
 #[cfg(test)]

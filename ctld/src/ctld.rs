@@ -68,6 +68,9 @@ pub struct Ctld {
     /// Kept in step by [`Ctld::sync_queue`], which every logged change calls.
     pub queue: BTreeSet<(Reverse<u32>, u32)>,
     queue_key: HashMap<u32, u32>,
+    /// Job ids by state, user and partition for queries (`jobindex.rs`),
+    /// kept in step by [`Ctld::sync_queue`] like the queue.
+    pub index: crate::jobindex::JobIndex,
     /// Scheduler state: reservations, fair-share usage, planned starts.
     pub sched: crate::dispatch::state::SchedState,
     /// Jobs suspended by preemption whose CPUs/GPUs are lent (resumed
@@ -122,6 +125,7 @@ impl Ctld {
             served_files: None,
             queue: BTreeSet::new(),
             queue_key: HashMap::new(),
+            index: Default::default(),
             sched: Default::default(),
             alloc_seen: HashMap::new(),
             lenders: BTreeSet::new(),
@@ -143,11 +147,13 @@ impl Ctld {
 
     // ------------------------------------------------------------ logging
 
-    /// Put a job where it belongs in the pending queue (or take it out).
+    /// Put a job where it belongs in the pending queue (or take it out),
+    /// and in the query indexes.
     pub fn sync_queue(&mut self, id: u32) {
         if let Some(old) = self.queue_key.remove(&id) {
             self.queue.remove(&(Reverse(old), id));
         }
+        self.index.update(id, self.jobs.get(&id).map(|j| &**j));
         let Some(job) = self.jobs.get(&id) else {
             return;
         };

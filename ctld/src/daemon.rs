@@ -67,8 +67,13 @@ pub fn main_entry() -> i32 {
     // One malloc arena: the controller's state lives in one task anyway, and
     // per-thread arenas keep freed reply buffers from going back to the system.
     // SAFETY: mallopt before any other thread exists.
+    // A fixed mmap threshold: glibc's adaptive one rises to the size of
+    // the largest block freed (a big squeue reply), after which such
+    // buffers come from the heap and leave it fragmented; mapped, they go
+    // back to the system as soon as they are freed.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
     }
     let path = config.unwrap_or_else(default_config_path);
     let (cfg, warnings) = match drover_conf::slurmconf::load(&path) {

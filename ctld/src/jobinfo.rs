@@ -36,7 +36,7 @@ impl Ctld {
 
     /// A pending job's start time is the one backfill planned (Slurm's
     /// expected start), its end that plus the time limit.
-    fn add_expected_start(&self, i: &mut JobInfo) {
+    pub(crate) fn add_expected_start(&self, i: &mut JobInfo) {
         if i.state != JobState::Pending as i32 {
             return;
         }
@@ -78,21 +78,28 @@ pub fn job_info(
         let running = !rt.alloc.is_empty();
         // Counts come from the resolved request (partition defaults
         // applied at submit), the allocation once running.
-        let req = job.request().cloned().unwrap_or_default();
-        let want = crate::request::tres(&req);
+        let no_request;
+        let req = match job.request() {
+            Some(r) => r,
+            None => {
+                no_request = Default::default();
+                &no_request
+            }
+        };
+        let want = crate::request::totals(req);
         let cpt = req.cpus_per_task.max(1);
         let ntasks = req.ntasks.max(1);
         let num_cpus = if running {
             rt.alloc.iter().map(|a| a.cpus).sum()
         } else {
-            want.get("cpu").copied().unwrap_or(1) as u32
+            want.cpus as u32
         };
         let num_nodes = if running {
             rt.alloc.len() as u32
         } else {
             req.min_nodes.max(1)
         };
-        let (min_mem, per_cpu) = match crate::request::min_memory(&req) {
+        let (min_mem, per_cpu) = match crate::request::min_memory(req) {
             // --exclusive without --mem: the node's memory, once known.
             (0, _) => (rt.alloc.first().map_or(0, |a| a.mem_mb), false),
             m => m,
@@ -100,7 +107,7 @@ pub fn job_info(
         let total_mem: u64 = if running {
             rt.alloc.iter().map(|a| a.mem_mb).sum()
         } else {
-            want.get("mem").copied().unwrap_or(0)
+            want.mem
         };
         let gpus: u64 = if running {
             rt.alloc
@@ -110,7 +117,7 @@ pub fn job_info(
                 .map(|g| g.indices.len() as u64 + g.count)
                 .sum()
         } else {
-            want.get("gres/gpu").copied().unwrap_or(0)
+            want.gpus
         };
         let mut tres = String::new();
         if details {
@@ -531,7 +538,6 @@ impl Ctld {
     }
 }
 
-/// Does a job match a squeue/scancel filter? (job ids handled by the caller)
 /// Whether a pending job would share its CPUs in its (first) partition.
 fn may_share(cfg: &Config, spec: &drover_proto::JobSpec) -> bool {
     let first = spec.partition.split(',').next().unwrap_or("").trim();
@@ -554,14 +560,4 @@ fn may_share(cfg: &Config, spec: &drover_proto::JobSpec) -> bool {
                 ..Default::default()
             }) > 1
     })
-}
-
-pub fn state_selected(state: JobState, states: &[JobState], all: bool) -> bool {
-    if all {
-        return true;
-    }
-    if states.is_empty() {
-        return !state.is_final() || state == JobState::Completing;
-    }
-    states.contains(&state)
 }

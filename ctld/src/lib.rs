@@ -30,6 +30,7 @@ pub mod fieldlimits;
 pub mod fuzz;
 pub mod inactive;
 pub mod job;
+pub mod jobindex;
 pub mod jobinfo;
 pub mod mail;
 pub mod metrics;

@@ -290,6 +290,11 @@ pub fn tres(r: &ResolvedRequest) -> Tres {
     request_tres(&counts(r))
 }
 
+/// The totals of [`tres`] (CPUs, nodes, MiB, GPUs) without its map (squeue).
+pub fn totals(r: &ResolvedRequest) -> crate::sched::Totals {
+    crate::sched::request_totals(&counts(r))
+}
+
 /// Slurm's `MinMemoryCPU`/`MinMemoryNode`: (MiB, per CPU). 0 = none asked.
 pub fn min_memory(r: &ResolvedRequest) -> (u64, bool) {
     if r.mem_per_cpu_mb > 0 {
@@ -325,6 +330,37 @@ mod tests {
         let mut p = PartitionConf::new("p");
         f(&mut p);
         p
+    }
+
+    #[test]
+    fn totals_are_the_tres_numbers() {
+        let spec = JobSpec {
+            ntasks: 4,
+            cpus_per_task: 2,
+            min_nodes: 2,
+            mem_per_gpu_mb: 100,
+            gres: "gpu:a100:2".into(),
+            ..Default::default()
+        };
+        let r = resolve(&spec, None, &cfg()).unwrap();
+        let (t, m) = (totals(&r), tres(&r));
+        assert_eq!((t.cpus, t.nodes, t.gpus, t.mem), (8, 2, 4, 400));
+        assert_eq!(
+            (m["cpu"], m["node"], m["gres/gpu"], m["mem"]),
+            (8, 2, 4, 400)
+        );
+        assert_eq!(m["gres/gpu:a100"], 4);
+        let r = resolve(&JobSpec::default(), None, &cfg()).unwrap();
+        assert_eq!(
+            totals(&r),
+            crate::sched::Totals {
+                cpus: 1,
+                nodes: 1,
+                mem: 0,
+                gpus: 0
+            }
+        );
+        assert!(!tres(&r).contains_key("gres/gpu"));
     }
 
     #[test]

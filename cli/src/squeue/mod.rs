@@ -47,8 +47,20 @@ pub fn request(p: &Params) -> GetJobsRequest {
         // State filtering happens here, so an id that exists but is
         // finished is told apart from an unknown id.
         f.all_states = true;
-    } else if p.all_states || p.states.is_some() {
+    } else if p.all_states {
         f.all_states = true;
+    } else if let Some(states) = &p.states {
+        // The controller applies -t and -p from its indexes: the answer
+        // (and its cost) is the jobs shown, not the queue.
+        f.states = states.iter().map(|s| *s as i32).collect();
+        if f.states.is_empty() {
+            f.all_states = true;
+        }
+    }
+    if p.jobs.is_none() {
+        if let Some(parts) = &p.partitions {
+            f.partitions = parts.clone();
+        }
     }
     if let Some(u) = &p.users {
         if !u.is_empty() {
@@ -410,5 +422,21 @@ mod tests {
         assert!(f.all_states);
         let p = params(&["-u", "alice"]);
         assert_eq!(request(&p).filter.unwrap().user_ids, vec![1000]);
+        // -t and -p go to the controller (its indexes answer them).
+        let f = request(&params(&["-t", "R,PD", "-p", "a,b"]))
+            .filter
+            .unwrap();
+        assert!(!f.all_states);
+        assert_eq!(
+            f.states,
+            vec![JobState::Running as i32, JobState::Pending as i32]
+        );
+        assert_eq!(f.partitions, vec!["a", "b"]);
+        // With ids the states are checked here (a finished id is no error).
+        let f = request(&params(&["-j", "5", "-t", "R", "-p", "a"]))
+            .filter
+            .unwrap();
+        assert!(f.all_states && f.states.is_empty() && f.partitions.is_empty());
+        assert!(request(&params(&["-t", "all"])).filter.unwrap().all_states);
     }
 }

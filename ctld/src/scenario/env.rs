@@ -66,13 +66,18 @@ impl TestEnv {
 
     /// Submit `spec` as [`USER`] at the current time.
     pub fn submit(&mut self, spec: JobSpec) -> Result<u32, Status> {
+        self.submit_as(user(), spec)
+    }
+
+    /// Submit `spec` as `who` at the current time.
+    pub fn submit_as(&mut self, who: Identity, spec: JobSpec) -> Result<u32, Status> {
         let got: Arc<Mutex<Option<Result<SubmitResponse, Status>>>> = Arc::default();
         let slot = got.clone();
         let reply = Reply::new(move |v| {
             *slot.lock().unwrap() = Some(v);
             true
         });
-        self.core.submit(user(), spec, reply);
+        self.core.submit(who, spec, reply);
         self.collect();
         // A successful submission is answered once durable: perform that.
         for e in std::mem::take(&mut self.effects) {

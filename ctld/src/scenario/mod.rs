@@ -6,4 +6,5 @@ mod life;
 mod mail;
 mod power;
 mod preempt;
+mod queries;
 mod resources;

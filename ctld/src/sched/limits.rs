@@ -32,13 +32,48 @@ impl Usage {
     }
 }
 
-/// TRES a request asks for in total (`cpu`, `mem` MiB, `node`, `gres/gpu`,
-/// `gres/gpu:TYPE`, `billing` = cpu).
-pub fn request_tres(r: &Request) -> Tres {
+/// What a request asks for in total: CPUs, nodes, memory (MiB), GPUs of
+/// any type (the numbers of [`request_tres`], without building its map).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Totals {
+    pub cpus: u64,
+    pub nodes: u64,
+    pub mem: u64,
+    pub gpus: u64,
+}
+
+pub fn request_totals(r: &Request) -> Totals {
     let nodes = u64::from(r.min_nodes.max(1));
     let ntasks = u64::from(r.ntasks.max(r.min_nodes).max(1));
     let cpus =
         (ntasks * u64::from(r.cpus_per_task.max(1))).max(nodes * u64::from(r.min_cpus_per_node));
+    let gpus = r
+        .gres
+        .iter()
+        .filter(|g| g.name == "gpu")
+        .map(|g| u64::from(g.count) * nodes)
+        .sum::<u64>()
+        + r.gpus_total.as_ref().map_or(0, |g| u64::from(g.count))
+        + u64::from(r.gpus_per_task) * ntasks;
+    let mem = r.mem_per_node * nodes + r.mem_per_cpu * cpus + r.mem_per_gpu * gpus;
+    Totals {
+        cpus,
+        nodes,
+        mem,
+        gpus,
+    }
+}
+
+/// TRES a request asks for in total (`cpu`, `mem` MiB, `node`, `gres/gpu`,
+/// `gres/gpu:TYPE`, `billing` = cpu).
+pub fn request_tres(r: &Request) -> Tres {
+    let Totals {
+        cpus,
+        nodes,
+        mem,
+        gpus: total_gpus,
+    } = request_totals(r);
+    let ntasks = u64::from(r.ntasks.max(r.min_nodes).max(1));
     let mut gpus: HashMap<Option<String>, u64> = HashMap::new();
     for g in r.gres.iter().filter(|g| g.name == "gpu") {
         *gpus.entry(g.r#type.clone()).or_default() += u64::from(g.count) * nodes;
@@ -50,8 +85,6 @@ pub fn request_tres(r: &Request) -> Tres {
         let ty = r.gpus_total.as_ref().and_then(|g| g.r#type.clone());
         *gpus.entry(ty).or_default() += u64::from(r.gpus_per_task) * ntasks;
     }
-    let total_gpus: u64 = gpus.values().sum();
-    let mem = r.mem_per_node * nodes + r.mem_per_cpu * cpus + r.mem_per_gpu * total_gpus;
     let mut t = Tres::new();
     t.insert("cpu".into(), cpus);
     t.insert("billing".into(), cpus);

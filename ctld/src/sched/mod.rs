@@ -25,7 +25,7 @@ pub mod replay;
 pub mod synth;
 
 pub use constraint::{parse_constraint, Constraint};
-pub use limits::{request_tres, LimitState, Owner};
+pub use limits::{request_totals, request_tres, LimitState, Owner, Totals};
 pub use place::{place, place_with, Alloc, Avail, PlaceOpts};
 pub use plan::plan;
 

@@ -40,6 +40,7 @@ mod rest;
 mod scheduler;
 mod script_cmds;
 mod sim;
+mod squeue_index;
 mod step_limits;
 mod steps;
 mod suspend;

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Drover at scale: one `drover up` cluster whose agent emulates N_NODES
+# nodes (one droverd process serving them all), N_PENDING held jobs queued
+# through the API. Prints one line per figure; docs/benchmarks.md records
+# the runs.
+#
+#   bench/scale.sh                     # N_NODES=1000 N_PENDING=100000 N_DRAIN=3000
+#   BIN=/path/to/release/bins bench/scale.sh   # another build (A/B)
+#   BENCH_CGROUP=off bench/scale.sh    # the drained jobs without cgroups
+#   N_NODES=4 N_PENDING=10000 N_MORE=0 N_DRAIN=0 bench/scale.sh   # issue 19's 10,000-job figures
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N_NODES=${N_NODES:-1000}
+N_PENDING=${N_PENDING:-100000}
+N_MORE=${N_MORE:-10000}
+N_DRAIN=${N_DRAIN:-3000}
+if [ -z "${BIN:-}" ]; then
+  cargo build --release -q -p drover-cli -p drover-ctld -p drover-nodeagent -p drover-dbd
+  BIN=$PWD/target/release
+fi
+DIR=$(mktemp -d /tmp/drover-scale.XXXXXX)
+UP=
+stop_up() { if [ -n "$UP" ]; then kill -INT "$UP" 2>/dev/null || true; wait "$UP" 2>/dev/null || true; UP=; fi; }
+trap 'stop_up; rm -rf "$DIR"' EXIT
+if [ "${BENCH_CGROUP:-on}" = off ]; then echo "CgroupPlugin=disabled" > "$DIR/cgroup.conf"; fi
+
+start_up() {
+  rm -f "$DIR/up.out"
+  "$BIN/drover" up --dir "$DIR" --nodes "$N_NODES" --cpus-per-node 8 --mem-per-node 8000 > "$DIR/up.out" 2>&1 &
+  UP=$!
+  for _ in $(seq 6000); do grep -q '^export' "$DIR/up.out" 2>/dev/null && return; sleep 0.05; done
+  echo "drover up did not come up:"; cat "$DIR/up.out"; exit 1
+}
+now_ns() { date +%s%N; }
+ms() { echo "scale=1; ($2 - $1) / 1000000" | bc; }
+ctld_pid() { pgrep -f "droverctld -D -f $DIR/" | head -n1; }
+rss_mib() { awk '/VmRSS/ {printf "%.1f", $2/1024}' "/proc/$(ctld_pid)/status"; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# Median wall time (ms) of N runs of a command, output discarded.
+timed() {
+  local n=$1; shift
+  for _ in $(seq "$n"); do
+    t0=$(now_ns); "$@" > /dev/null; t1=$(now_ns); ms "$t0" "$t1"
+  done | median
+}
+# User+system CPU seconds the controller has used so far.
+ctld_cpu() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$(ctld_pid)/stat"; }
+
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+t0=$(now_ns)
+start_up
+t1=$(now_ns)
+eval "$(grep '^export' "$DIR/up.out")"
+echo "drover up with $N_NODES nodes: $(ms "$t0" "$t1") ms; controller RSS idle $(rss_mib) MiB"
+
+# 1. The queue: N_PENDING held jobs through the API, then N_MORE with them queued.
+"$BIN/drover" bench submit --count "$N_PENDING" --concurrency 256 --hold
+echo "controller RSS with $N_PENDING pending: $(rss_mib) MiB"
+if [ "$N_MORE" -gt 0 ]; then
+  echo -n "at $N_PENDING queued: "
+  "$BIN/drover" bench submit --count "$N_MORE" --concurrency 256 --hold
+fi
+TOTAL=$((N_PENDING + N_MORE))
+MID=$(squeue -h -o %i --sort=i | sed -n "$((TOTAL / 2))p")
+
+# 2. Queries: filtered ones return few or no rows; the full listing all.
+cpu0=$(ctld_cpu)
+echo "squeue -j $MID: median $(timed 11 squeue -j "$MID") ms"
+echo "squeue -u nobody (no rows): median $(timed 11 squeue -u nobody) ms"
+echo "squeue -t R (no rows): median $(timed 11 squeue -t R) ms"
+echo "squeue -u $(id -un) -t R (no rows): median $(timed 11 squeue -u "$(id -un)" -t R) ms"
+echo "squeue (all $TOTAL rows): median $(timed 5 squeue) ms"
+t0=$(now_ns); bytes=$(squeue --json | wc -c); t1=$(now_ns)
+echo "squeue --json (all $TOTAL rows): $(ms "$t0" "$t1") ms, $bytes bytes"
+echo "controller CPU for these 50 queries: $(echo "$(ctld_cpu) - $cpu0" | bc) s"
+echo "controller RSS with $TOTAL pending after the queries: $(rss_mib) MiB"
+
+# 3. Restart: stop the cluster, start it again on the same state; time
+# from the controller's start to its first answer (its log), and from the
+# relaunch until squeue -j answers.
+stop_up
+t0=$(now_ns)
+start_up
+until squeue -h -j "$MID" -o %i > /dev/null 2>&1; do sleep 0.01; done
+t1=$(now_ns)
+eval "$(grep '^export' "$DIR/up.out")"
+start_line=$(grep 'droverctld .* starting' "$DIR/log/droverctld.log" | tail -n1 | cut -d' ' -f1)
+listen_line=$(grep 'listening on' "$DIR/log/droverctld.log" | tail -n1 | cut -d' ' -f1)
+echo "controller restart with $TOTAL jobs: $(ms "$(date -d "$start_line" +%s%N)" "$(date -d "$listen_line" +%s%N)") ms to listening (recovery); whole cluster relaunch to squeue answering $(ms "$t0" "$t1") ms"
+echo "controller RSS after restart: $(rss_mib) MiB"
+
+# 4. Drain: cancel the queue, N_DRAIN trivial jobs released at once over N_NODES nodes.
+t0=$(now_ns); scancel -u "$(id -un)"; t1=$(now_ns)
+echo "scancel of $TOTAL pending: $(ms "$t0" "$t1") ms"
+for _ in $(seq 3000); do [ -z "$(squeue -h -o %i | head -n1)" ] && break; sleep 0.1; done
+if [ "$N_DRAIN" -eq 0 ]; then echo "controller RSS at the end: $(rss_mib) MiB"; exit 0; fi
+"$BIN/drover" bench submit --count "$N_DRAIN" --concurrency 64 --hold --quiet
+ids=$(squeue -h -o %i | paste -sd, -)
+t0=$(now_ns)
+scontrol release "$ids"
+for _ in $(seq 100000); do [ -z "$(squeue -h -t PD,R,CG -o %i | head -n1)" ] && break; sleep 0.05; done
+t1=$(now_ns)
+echo "drain: $N_DRAIN jobs over $N_NODES nodes in $(ms "$t0" "$t1") ms = $(echo "$N_DRAIN * 1000000000 / ($t1 - $t0)" | bc) jobs/s"
+echo "nodes not responding or down after the drain: $(scontrol show node | grep -c 'NOT_RESPONDING\|State=DOWN' || true)"
+echo "controller RSS at the end: $(rss_mib) MiB"
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
