@@ -150,6 +150,27 @@ impl Ctld {
 
     /// Run ResumeProgram for these nodes (now POWERING_UP).
     fn resume_nodes(&mut self, idx: &[usize]) {
+        self.power_nodes(
+            idx,
+            Power::PoweringUp,
+            "waking",
+            "ResumeProgram",
+            60,
+            Self::resume_timeout,
+        );
+    }
+
+    /// Mark these nodes `to`, log them and run `program` on them with the
+    /// longest of their timeouts.
+    fn power_nodes(
+        &mut self,
+        idx: &[usize],
+        to: Power,
+        doing: &str,
+        program: &'static str,
+        default_timeout: u64,
+        timeout: fn(&Self, usize) -> u64,
+    ) {
         if idx.is_empty() {
             return;
         }
@@ -157,21 +178,21 @@ impl Ctld {
         let mut names = Vec::new();
         for &i in idx {
             let n = &mut self.cluster.nodes[i];
-            n.power = Power::PoweringUp;
+            n.power = to;
             n.power_since = t;
             names.push(n.name().to_string());
             self.log_node(i);
         }
         tracing::info!(
-            "power_save: waking nodes {}",
+            "power_save: {doing} nodes {}",
             drover_conf::hostlist::compress(&names)
         );
         let timeout = idx
             .iter()
-            .map(|&i| self.resume_timeout(i))
+            .map(|&i| timeout(self, i))
             .max()
-            .unwrap_or(60);
-        self.run_program("ResumeProgram", names, timeout);
+            .unwrap_or(default_timeout);
+        self.run_program(program, names, timeout);
     }
 
     /// Idle nodes past their SuspendTime (and nodes an admin asked to power
@@ -240,25 +261,14 @@ impl Ctld {
         if idx.is_empty() {
             return;
         }
-        let t = self.now;
-        let mut names = Vec::new();
-        for &i in idx {
-            let n = &mut self.cluster.nodes[i];
-            n.power = Power::PoweringDown;
-            n.power_since = t;
-            names.push(n.name().to_string());
-            self.log_node(i);
-        }
-        tracing::info!(
-            "power_save: suspending nodes {}",
-            drover_conf::hostlist::compress(&names)
+        self.power_nodes(
+            idx,
+            Power::PoweringDown,
+            "suspending",
+            "SuspendProgram",
+            30,
+            Self::suspend_timeout,
         );
-        let timeout = idx
-            .iter()
-            .map(|&i| self.suspend_timeout(i))
-            .max()
-            .unwrap_or(30);
-        self.run_program("SuspendProgram", names, timeout);
         self.sched_needed = true;
     }
 
