@@ -19,20 +19,8 @@ pub fn kb_str(kb: u64) -> String {
 pub fn report(j: &JobRecord, now: i64) -> String {
     let state = JobState::try_from(j.state).unwrap_or(JobState::Pending);
     let nodes = j.nnodes.max(1);
-    let gpu_util = j
-        .steps
-        .iter()
-        .map(|s| s.gpu_util_pct)
-        .max()
-        .unwrap_or(0)
-        .max(j.gpu_util_pct);
-    let gpu_mem = j
-        .steps
-        .iter()
-        .map(|s| s.gpu_mem_max_mb)
-        .max()
-        .unwrap_or(0)
-        .max(j.gpu_mem_max_mb);
+    let gpu_util = usage::gpu_util_pct(j);
+    let gpu_mem = usage::gpu_mem_max_mb(j);
     let gpus = fields::value(
         "AllocTRES",
         fields::Row::Job(j),

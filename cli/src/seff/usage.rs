@@ -151,6 +151,26 @@ pub fn requested_total_mb(j: &JobRecord) -> u64 {
     })
 }
 
+/// Peak GPU memory of the job or any of its steps (NVML), MiB.
+pub fn gpu_mem_max_mb(j: &JobRecord) -> u64 {
+    j.steps
+        .iter()
+        .map(|s| s.gpu_mem_max_mb)
+        .max()
+        .unwrap_or(0)
+        .max(j.gpu_mem_max_mb)
+}
+
+/// Peak GPU utilisation of the job or any of its steps, percent.
+pub fn gpu_util_pct(j: &JobRecord) -> u32 {
+    j.steps
+        .iter()
+        .map(|s| s.gpu_util_pct)
+        .max()
+        .unwrap_or(0)
+        .max(j.gpu_util_pct)
+}
+
 /// The figures of one job record.
 pub fn of(j: &JobRecord, now: i64) -> Usage {
     let state = JobState::try_from(j.state).unwrap_or(JobState::Pending);
@@ -169,13 +189,7 @@ pub fn of(j: &JobRecord, now: i64) -> Usage {
         mem_asked_mb
     };
     let (gpus, gpu_type) = gpus(&j.alloc_tres);
-    let gpu_mem_max_mb = j
-        .steps
-        .iter()
-        .map(|s| s.gpu_mem_max_mb)
-        .max()
-        .unwrap_or(0)
-        .max(j.gpu_mem_max_mb);
+    let gpu_mem_max_mb = gpu_mem_max_mb(j);
     Usage {
         state,
         host_oom: state == JobState::OutOfMemory || j.oom,
