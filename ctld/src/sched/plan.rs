@@ -41,8 +41,11 @@ pub(super) fn hold_of_run(a: &RunAlloc) -> Hold {
 /// its maps, so order does not matter anyway).
 type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
-/// Start times tried for a multi-node job's plan.
+/// Start times tried for a multi-node job's plan, per round.
 const MULTI_NODE_TRIES: usize = 8;
+
+/// Rounds of tries for a multi-node job's plan (each after the last).
+const MULTI_NODE_ROUNDS: usize = 3;
 
 /// Jobs asking for the same thing the same way: what is learnt about one
 /// holds for all of them within a pass, since a pass only ever takes
@@ -89,9 +92,10 @@ const UNKNOWN: Memo = Memo {
 #[derive(Default)]
 struct ShapeInfo {
     /// Per node: last earliest-start answer (one-node shapes; multi-node
-    /// shapes: for one task, and `memo2` for an even share).
+    /// shapes: for one task, and `memo2` for an even share, of that
+    /// many tasks).
     memo: Vec<Memo>,
-    memo2: Vec<Memo>,
+    memo2: (u32, Vec<Memo>),
     /// Could not start now (this generation).
     now_fails: bool,
     /// No planned start before this (this generation).
@@ -324,13 +328,12 @@ impl<'a> Pass<'a> {
         until: i64,
         cands: &[usize],
         memo: &mut Vec<Memo>,
-        memo2: &mut Vec<Memo>,
+        memo2: &mut (u32, Vec<Memo>),
     ) -> Option<(i64, Vec<Alloc>)> {
         let inp = self.inp;
         let d = job.time_limit.max(1);
         let own = job.reservation;
         let opts = inp.params.place;
-        let res = inp.params.bf_resolution.max(1);
         let key = |i: usize| self.now_avail[i];
         if let Some(want) = single_node_tasks(&job.req) {
             if memo.len() != inp.nodes.len() {
@@ -382,23 +385,48 @@ impl<'a> Pass<'a> {
         // Several nodes. Each node's earliest time to hold one task, and
         // to hold an even share of them, for the whole limit: the job
         // starts no sooner than the min_nodes-th of the first, and (an even
-        // split being one way to place it) usually by the min_nodes-th of
-        // the second. Try the profile's breakpoints between the two, then
-        // the second (a bounded number of tries).
-        let req = &job.req;
-        let min_nodes = req.min_nodes.max(1) as usize;
-        let max_nodes = req.max_nodes.max(req.min_nodes).max(1);
-        let share = if req.ntasks_per_node > 0 {
-            req.ntasks_per_node
-        } else {
-            req.ntasks.max(req.min_nodes).div_ceil(max_nodes).max(1)
-        };
+        // split over as many nodes as may hold a task being one way to
+        // place it) usually by the time enough nodes hold a share. Try the
+        // profile's breakpoints between the two, then the second (a bounded
+        // number of tries); when none places it, go on after the last.
         if memo.len() != inp.nodes.len() {
             *memo = vec![UNKNOWN; inp.nodes.len()];
         }
-        if memo2.len() != inp.nodes.len() {
-            *memo2 = vec![UNKNOWN; inp.nodes.len()];
+        let mut from = from;
+        for _ in 0..MULTI_NODE_ROUNDS {
+            let (r, last) = self.earliest_multi(job, from, until, cands, memo, memo2)?;
+            if r.is_some() {
+                return r;
+            }
+            from = last.checked_add(1)?;
+            if from > until {
+                return None;
+            }
         }
+        None
+    }
+
+    /// One round of [`Pass::earliest`] for a job that may use several
+    /// nodes: the planned start and allocation if one of the tried times
+    /// places it, and the last time tried. None: no start up to `until`.
+    fn earliest_multi(
+        &self,
+        job: &JobSnap,
+        from: i64,
+        until: i64,
+        cands: &[usize],
+        memo: &mut [Memo],
+        memo2: &mut (u32, Vec<Memo>),
+    ) -> Option<(Option<(i64, Vec<Alloc>)>, i64)> {
+        let inp = self.inp;
+        let d = job.time_limit.max(1);
+        let own = job.reservation;
+        let opts = inp.params.place;
+        let res = inp.params.bf_resolution.max(1);
+        let key = |i: usize| self.now_avail[i];
+        let req = &job.req;
+        let min_nodes = req.min_nodes.max(1) as usize;
+        let max_nodes = req.max_nodes.max(req.min_nodes).max(1) as usize;
         let each = |want: u32, from: i64, memo: &mut [Memo]| -> Vec<(usize, i64)> {
             cands
                 .iter()
@@ -412,17 +440,31 @@ impl<'a> Pass<'a> {
                 })
                 .collect()
         };
-        let kth = |v: &[(usize, i64)]| -> Option<i64> {
-            if v.len() < min_nodes {
+        let kth = |v: &[(usize, i64)], k: usize| -> Option<i64> {
+            if v.len() < k {
                 return None;
             }
             let mut t: Vec<i64> = v.iter().map(|x| x.1).collect();
-            t.select_nth_unstable(min_nodes - 1);
-            Some(t[min_nodes - 1])
+            t.select_nth_unstable(k - 1);
+            Some(t[k - 1])
         };
         let one = each(1, from, memo);
-        let lb = kth(&one)?;
-        let ub = kth(&each(share, lb, memo2));
+        let lb = kth(&one, min_nodes)?;
+        // The even share: over the nodes that may hold a task at all (a
+        // range `-N1-4` on fewer nodes than 4 puts more on each), and the
+        // nodes it then takes.
+        let wanted = want_tasks(req);
+        let share = if req.ntasks_per_node > 0 {
+            req.ntasks_per_node
+        } else {
+            let spread = max_nodes.min(one.len()).max(1) as u32;
+            wanted.div_ceil(spread).max(1)
+        };
+        let need = (wanted.div_ceil(share) as usize).max(min_nodes);
+        if memo2.1.len() != inp.nodes.len() || memo2.0 != share {
+            *memo2 = (share, vec![UNKNOWN; inp.nodes.len()]);
+        }
+        let ub = kth(&each(share, lb, &mut memo2.1), need);
         let hi = ub.unwrap_or(until);
         let round = |t: i64| {
             if t <= inp.now {
@@ -509,7 +551,7 @@ impl<'a> Pass<'a> {
             .ok()
             .map(|a| (t, a))
         });
-        r
+        Some((r, times.last().copied().unwrap_or(lb)))
     }
 
     fn start(&mut self, job: &JobSnap, part: usize, allocs: Vec<Alloc>) {
@@ -654,7 +696,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
             info.now_fails = false;
             info.earliest_lb = 0;
             info.memo.clear();
-            info.memo2.clear();
+            info.memo2.1.clear();
         }
         let skip_now = info.now_fails;
         'inst: while started < job.instances.max(1) && resv_open && !skip_now {
