@@ -219,9 +219,9 @@ fn a_node_range_job_does_not_delay_the_top_job() {
     }
 }
 
-/// Three nodes: a blocked `-N3` job plans on all of them when the
-/// running job ends; a range job (`-N1-3`) that would run past that is
-/// not started, one that ends before it is.
+/// Three nodes: a blocked `-N2-3` job that needs all of them plans on
+/// them when the running job ends; a range job (`-N1-3`) that would run
+/// past that is not started, one that ends before it is.
 #[test]
 fn a_node_range_job_does_not_delay_a_multi_node_top_job() {
     let mut env = TestEnv::new(
@@ -241,7 +241,7 @@ fn a_node_range_job_does_not_delay_a_multi_node_top_job() {
     assert_eq!(env.launched(), vec![a]);
     env.launch_ok(a);
     // b needs every CPU of the three nodes: planned at a's end.
-    let b = env.sbatch(spec(12, 3, 3, 10));
+    let b = env.sbatch(spec(12, 2, 3, 10));
     let long = env.sbatch(spec(3, 1, 3, 60));
     let short = env.sbatch(spec(3, 1, 3, 5));
     env.advance(T0 + 2);

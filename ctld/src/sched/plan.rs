@@ -394,21 +394,22 @@ impl<'a> Pass<'a> {
         }
         let mut from = from;
         for _ in 0..MULTI_NODE_ROUNDS {
-            let (r, last) = self.earliest_multi(job, from, until, cands, memo, memo2)?;
+            let (r, next) = self.earliest_multi(job, from, until, cands, memo, memo2)?;
             if r.is_some() {
                 return r;
             }
-            from = last.checked_add(1)?;
-            if from > until {
+            if next > until {
                 return None;
             }
+            from = next;
         }
         None
     }
 
     /// One round of [`Pass::earliest`] for a job that may use several
     /// nodes: the planned start and allocation if one of the tried times
-    /// places it, and the last time tried. None: no start up to `until`.
+    /// places it, else where the next round starts (MAX: nowhere). None:
+    /// no start up to `until`.
     fn earliest_multi(
         &self,
         job: &JobSnap,
@@ -551,7 +552,17 @@ impl<'a> Pass<'a> {
             .ok()
             .map(|a| (t, a))
         });
-        Some((r, times.last().copied().unwrap_or(lb)))
+        if r.is_some() {
+            return Some((r, lb));
+        }
+        // The next round starts where some node's profile next changes.
+        let last = times.last().copied().unwrap_or(lb);
+        let next = cands
+            .iter()
+            .filter_map(|&i| self.lines[i].breakpoints(last.saturating_add(1), until).next())
+            .min()
+            .map_or(i64::MAX, round);
+        Some((None, next))
     }
 
     fn start(&mut self, job: &JobSnap, part: usize, allocs: Vec<Alloc>) {
