@@ -580,7 +580,8 @@ fn arb_sim() -> impl Strategy<Value = Sim> {
         for (i, (cpus, g, limit, prio, small, nn)) in jobs.into_iter().enumerate() {
             let j = s.job(i as u32 + 1, prio, cpus * nn, limit);
             j.req.min_nodes = nn;
-            j.req.max_nodes = nn;
+            // Every third job a node range (`-N1-3`, `-N2-4`).
+            j.req.max_nodes = if i % 3 == 1 { nn + 2 } else { nn };
             if g > 0 {
                 j.req.gres = gpus(g);
             }
