@@ -183,3 +183,73 @@ fn a_task_count_job_is_backfilled() {
         "b {b} waits for a, cc {cc} would delay b"
     );
 }
+
+/// Jobs asking for a node range (`-N1-4`) on one node: a range job that
+/// would run past the blocked job's planned start is not started; one that
+/// ends before it is backfilled (as with `-N1`).
+#[test]
+fn a_node_range_job_does_not_delay_the_top_job() {
+    for max_nodes in [1, 4] {
+        let mut env = TestEnv::new(
+            "SchedulerParameters=bf_resolution=1,bf_window=120\n\
+             NodeName=n1 CPUs=4 RealMemory=8000\n\
+             PartitionName=p Nodes=n1 Default=YES MaxTime=UNLIMITED",
+        );
+        let tasks = |n: u32, minutes: u32| {
+            let mut s = job(minutes);
+            s.ntasks = n;
+            s.min_nodes = 1;
+            s.max_nodes = max_nodes;
+            s
+        };
+        let a = env.sbatch(tasks(2, 10));
+        env.advance(T0 + 1);
+        assert_eq!(env.launched(), vec![a]);
+        env.launch_ok(a);
+        let b = env.sbatch(tasks(4, 10));
+        let cc = env.sbatch(tasks(2, 60));
+        let d = env.sbatch(tasks(2, 5));
+        env.advance(T0 + 2);
+        assert_eq!(
+            env.launched(),
+            vec![a, d],
+            "-N1-{max_nodes}: b {b} waits for a, cc {cc} would delay b"
+        );
+        assert_eq!(env.reason(b), "Resources");
+    }
+}
+
+/// Three nodes: a blocked `-N2-3` job that needs all of them plans on
+/// them when the running job ends; a range job (`-N1-3`) that would run
+/// past that is not started, one that ends before it is.
+#[test]
+fn a_node_range_job_does_not_delay_a_multi_node_top_job() {
+    let mut env = TestEnv::new(
+        "SchedulerParameters=bf_resolution=1,bf_window=120\n\
+         NodeName=n[1-3] CPUs=4 RealMemory=8000\n\
+         PartitionName=p Nodes=n[1-3] Default=YES MaxTime=UNLIMITED",
+    );
+    let spec = |ntasks: u32, min: u32, max: u32, minutes: u32| {
+        let mut s = job(minutes);
+        s.ntasks = ntasks;
+        s.min_nodes = min;
+        s.max_nodes = max;
+        s
+    };
+    let a = env.sbatch(spec(2, 1, 1, 10));
+    env.advance(T0 + 1);
+    assert_eq!(env.launched(), vec![a]);
+    env.launch_ok(a);
+    // b needs every CPU of the three nodes: planned at a's end.
+    let b = env.sbatch(spec(12, 2, 3, 10));
+    let long = env.sbatch(spec(3, 1, 3, 60));
+    let short = env.sbatch(spec(3, 1, 3, 5));
+    env.advance(T0 + 2);
+    assert_eq!(
+        env.launched(),
+        vec![a, short],
+        "b {b} waits for a, long {long} would delay b"
+    );
+    assert_eq!(env.reason(b), "Resources");
+    assert_ne!(env.state(long), JobState::Running);
+}

@@ -6,14 +6,12 @@ use std::collections::HashMap;
 
 use super::index::Index;
 use super::limits::{request_tres, LimitState};
-use super::place::{
-    fits_single, node_tasks, place_bounded, place_with, single_node_tasks, want_tasks, Alloc, Avail,
-};
+use super::place::{fits_single, place_with, single_node_tasks, Alloc, Avail};
 use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};
-use super::{
-    apply_share, Decision, Input, JobSnap, NodeSnap, PreemptKind, Request, ResvSnap, RunAlloc,
-};
+
+mod multi;
+use super::{apply_share, Decision, Input, JobSnap, NodeSnap, PreemptKind, ResvSnap, RunAlloc};
 
 pub(super) fn mask(gres: &[usize]) -> u128 {
     gres.iter()
@@ -40,9 +38,6 @@ pub(super) fn hold_of_run(a: &RunAlloc) -> Hold {
 /// FxHash (rustc's hasher): fast, and deterministic (a pass never iterates
 /// its maps, so order does not matter anyway).
 type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
-
-/// Start times tried for a multi-node job's plan.
-const MULTI_NODE_TRIES: usize = 8;
 
 /// Jobs asking for the same thing the same way: what is learnt about one
 /// holds for all of them within a pass, since a pass only ever takes
@@ -89,9 +84,10 @@ const UNKNOWN: Memo = Memo {
 #[derive(Default)]
 struct ShapeInfo {
     /// Per node: last earliest-start answer (one-node shapes; multi-node
-    /// shapes: for one task, and `memo2` for an even share).
+    /// shapes: for one task, and `memo2` for an even share, of that
+    /// many tasks).
     memo: Vec<Memo>,
-    memo2: Vec<Memo>,
+    memo2: (u32, Vec<Memo>),
     /// Could not start now (this generation).
     now_fails: bool,
     /// No planned start before this (this generation).
@@ -324,13 +320,12 @@ impl<'a> Pass<'a> {
         until: i64,
         cands: &[usize],
         memo: &mut Vec<Memo>,
-        memo2: &mut Vec<Memo>,
+        memo2: &mut (u32, Vec<Memo>),
     ) -> Option<(i64, Vec<Alloc>)> {
         let inp = self.inp;
         let d = job.time_limit.max(1);
         let own = job.reservation;
         let opts = inp.params.place;
-        let res = inp.params.bf_resolution.max(1);
         let key = |i: usize| self.now_avail[i];
         if let Some(want) = single_node_tasks(&job.req) {
             if memo.len() != inp.nodes.len() {
@@ -379,137 +374,7 @@ impl<'a> Pass<'a> {
             .ok()
             .map(|a| (t, a));
         }
-        // Several nodes. Each node's earliest time to hold one task, and
-        // to hold an even share of them, for the whole limit: the job
-        // starts no sooner than the min_nodes-th of the first, and (an even
-        // split being one way to place it) usually by the min_nodes-th of
-        // the second. Try the profile's breakpoints between the two, then
-        // the second (a bounded number of tries).
-        let req = &job.req;
-        let min_nodes = req.min_nodes.max(1) as usize;
-        let max_nodes = req.max_nodes.max(req.min_nodes).max(1);
-        let share = if req.ntasks_per_node > 0 {
-            req.ntasks_per_node
-        } else {
-            req.ntasks.max(req.min_nodes).div_ceil(max_nodes).max(1)
-        };
-        if memo.len() != inp.nodes.len() {
-            *memo = vec![UNKNOWN; inp.nodes.len()];
-        }
-        if memo2.len() != inp.nodes.len() {
-            *memo2 = vec![UNKNOWN; inp.nodes.len()];
-        }
-        let each = |want: u32, from: i64, memo: &mut [Memo]| -> Vec<(usize, i64)> {
-            cands
-                .iter()
-                .filter(|i| !req.excluded.contains(i))
-                .filter_map(|&i| {
-                    let n = &inp.nodes[i];
-                    let cpus = want * req.cpus_per_task.max(1);
-                    let fits = |a: &Avail| a.cpus >= cpus && node_tasks(req, n, a, &opts) >= want;
-                    self.node_earliest(i, memo, from, until, d, own, &fits)
-                        .map(|t| (i, t))
-                })
-                .collect()
-        };
-        let kth = |v: &[(usize, i64)]| -> Option<i64> {
-            if v.len() < min_nodes {
-                return None;
-            }
-            let mut t: Vec<i64> = v.iter().map(|x| x.1).collect();
-            t.select_nth_unstable(min_nodes - 1);
-            Some(t[min_nodes - 1])
-        };
-        let one = each(1, from, memo);
-        let lb = kth(&one)?;
-        let ub = kth(&each(share, lb, memo2));
-        let hi = ub.unwrap_or(until);
-        let round = |t: i64| {
-            if t <= inp.now {
-                t
-            } else {
-                inp.now + (t - inp.now + res - 1) / res * res
-            }
-        };
-        // The first few distinct (rounded) breakpoints in [lb, hi], lb
-        // included; each node's are ascending, so stop at the last kept.
-        let mut times: Vec<i64> = vec![lb];
-        for &i in cands {
-            for t in self.lines[i].breakpoints(lb, hi).map(round) {
-                if t > hi || (times.len() >= MULTI_NODE_TRIES && times.last() <= Some(&t)) {
-                    break;
-                }
-                if t < lb {
-                    continue;
-                }
-                if let Err(k) = times.binary_search(&t) {
-                    times.insert(k, t);
-                    times.truncate(MULTI_NODE_TRIES);
-                }
-            }
-        }
-        if let Some(u) = ub {
-            if times.last() != Some(&u) {
-                times.push(u);
-            }
-        }
-        // What each node offers at a start time alone bounds what it offers
-        // for the whole limit, and its free CPUs then bound the tasks it
-        // could host: per node and try, in one walk of each node's profile.
-        let cpt = req.cpus_per_task.max(1);
-        let cpu_bound = |a: &Avail| {
-            let t = a.cpus / cpt;
-            if req.ntasks_per_node > 0 {
-                t.min(req.ntasks_per_node)
-            } else {
-                t
-            }
-        };
-        // By the time each can hold a task: a try's nodes are a prefix.
-        let mut order: Vec<(i64, usize)> = one.iter().enumerate().map(|(j, x)| (x.1, j)).collect();
-        order.sort_unstable();
-        let nt = times.len();
-        let mut caps: Vec<u32> = Vec::new();
-        if req.required.is_empty() {
-            caps.reserve(one.len() * nt);
-            for &(i, _) in &one {
-                caps.extend(self.lines[i].at_times(&times).map(|(_, a)| cpu_bound(&a)));
-            }
-        }
-        let r = times.iter().enumerate().find_map(|(k, &t)| {
-            // Only nodes that can hold a task by then.
-            let by_then = &order[..order.partition_point(|x| x.0 <= t)];
-            let mut bound_of: Vec<u32> = Vec::new();
-            if req.required.is_empty() {
-                // If even the bounds are too little, placing must fail.
-                let by_cpus = by_then.iter().map(|&(_, j)| caps[j * nt + k]);
-                if !could_fit(req, by_cpus) {
-                    return None;
-                }
-                bound_of = vec![0; inp.nodes.len()];
-                for &(_, j) in by_then {
-                    bound_of[one[j].0] = caps[j * nt + k];
-                }
-            }
-            let at: Vec<usize> = by_then.iter().map(|&(_, j)| one[j].0).collect();
-            let bound = |i: usize| match bound_of.get(i) {
-                Some(&b) => b,
-                None => cpu_bound(&self.lines[i].at_time(t)),
-            };
-            place_bounded(
-                &job.req,
-                &at,
-                &self.work,
-                &opts,
-                false,
-                &key,
-                &|i| self.window(i, t, t.saturating_add(d), own),
-                Some(&bound),
-            )
-            .ok()
-            .map(|a| (t, a))
-        });
-        r
+        self.earliest_multi_node(job, from, until, cands, memo, memo2)
     }
 
     fn start(&mut self, job: &JobSnap, part: usize, allocs: Vec<Alloc>) {
@@ -654,7 +519,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
             info.now_fails = false;
             info.earliest_lb = 0;
             info.memo.clear();
-            info.memo2.clear();
+            info.memo2.1.clear();
         }
         let skip_now = info.now_fails;
         'inst: while started < job.instances.max(1) && resv_open && !skip_now {
@@ -859,23 +724,6 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         pass.wait(job.id, reason, None);
     }
     pass.out
-}
-
-/// Whether nodes hosting no more than `caps` tasks each could hold the
-/// request together: enough nodes host a task, and the roomiest
-/// `max_nodes` host all tasks (necessary for [`place_with`] to succeed).
-fn could_fit(req: &Request, caps: impl Iterator<Item = u32>) -> bool {
-    let min_nodes = req.min_nodes.max(1) as usize;
-    let max_nodes = (req.max_nodes.max(req.min_nodes).max(1) as usize).max(min_nodes);
-    let mut caps: Vec<u32> = caps.filter(|&t| t > 0).collect();
-    if caps.len() < min_nodes {
-        return false;
-    }
-    if caps.len() > max_nodes {
-        caps.select_nth_unstable_by(max_nodes - 1, |a, b| b.cmp(a));
-        caps.truncate(max_nodes);
-    }
-    caps.iter().map(|&t| u64::from(t)).sum::<u64>() >= u64::from(want_tasks(req))
 }
 
 /// Could the job run on the usable nodes of one of its partitions if they

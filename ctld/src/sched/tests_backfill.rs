@@ -250,6 +250,68 @@ fn multi_node_jobs_plan_when_enough_nodes_free_together() {
     assert_eq!(start_of(&d, 1), Some(NOW + 200));
 }
 
+/// Node ranges (`-N1-4`) on one node: the top range job is planned where
+/// it fits the node alone, so a range job that would delay it waits and
+/// one that ends before it is backfilled.
+#[test]
+fn node_range_jobs_on_fewer_nodes_plan_and_backfill() {
+    let mut s = Sim::new(1, 4, 0);
+    s.run(100, 0, 2, 0, NOW + 600);
+    for (id, prio, cpus, limit) in [(1, 30, 4, 600), (2, 20, 2, 3600), (3, 10, 2, 300)] {
+        let j = s.job(id, prio, cpus, limit);
+        j.req.max_nodes = 4;
+    }
+    let d = s.plan();
+    assert_eq!(started(&d), [3]);
+    assert_eq!(start_of(&d, 1), Some(NOW + 600));
+    assert_eq!(reason(&d, 2), "Priority");
+    assert_eq!(start_of(&d, 2), Some(NOW + 1200));
+}
+
+/// Three nodes, a blocked `-N2-3` top job that needs all of them: a range
+/// job that would hold a node past its planned start waits, a short one
+/// runs now.
+#[test]
+fn node_range_jobs_do_not_delay_a_multi_node_top_job() {
+    let mut s = Sim::new(3, 4, 0);
+    s.run(100, 0, 2, 0, NOW + 600);
+    let j = s.job(1, 30, 12, 600);
+    j.req.min_nodes = 2;
+    j.req.max_nodes = 3;
+    s.job(2, 20, 3, 3600).req.max_nodes = 3;
+    s.job(3, 10, 3, 300).req.max_nodes = 3;
+    let d = s.plan();
+    assert_eq!(started(&d), [3]);
+    assert_eq!(start_of(&d, 1), Some(NOW + 600));
+    assert_eq!(reason(&d, 2), "Priority");
+}
+
+/// A multi-node job whose first tries fail (its GPUs come free later than
+/// its CPUs) is planned in a later round, and holds its start.
+#[test]
+fn multi_node_plan_goes_on_past_its_first_tries() {
+    let mut s = Sim::new(2, 2, 4);
+    s.run(100, 0, 0, 4, NOW + 100);
+    s.run(101, 1, 0, 4, NOW + 200);
+    let j = s.job(1, 30, 4, 600);
+    j.req.min_nodes = 2;
+    j.req.max_nodes = 2;
+    j.req.gpus_total = Some(GresReq {
+        name: "gpu".into(),
+        r#type: None,
+        count: 8,
+    });
+    // Would hold a CPU of each node past NOW + 200: waits; ends before: runs.
+    for (id, limit) in [(2, 1000), (3, 50)] {
+        let j = s.job(id, 20, 2, limit);
+        j.req.min_nodes = 2;
+        j.req.max_nodes = 2;
+    }
+    let d = s.plan();
+    assert_eq!(start_of(&d, 1), Some(NOW + 200));
+    assert_eq!(started(&d), [3]);
+}
+
 #[test]
 fn gpu_backfill_uses_the_devices_not_planned_for() {
     let mut s = Sim::new(1, 16, 4);
@@ -518,7 +580,8 @@ fn arb_sim() -> impl Strategy<Value = Sim> {
         for (i, (cpus, g, limit, prio, small, nn)) in jobs.into_iter().enumerate() {
             let j = s.job(i as u32 + 1, prio, cpus * nn, limit);
             j.req.min_nodes = nn;
-            j.req.max_nodes = nn;
+            // Every third job a node range (`-N1-3`, `-N2-4`).
+            j.req.max_nodes = if i % 3 == 1 { nn + 2 } else { nn };
             if g > 0 {
                 j.req.gres = gpus(g);
             }

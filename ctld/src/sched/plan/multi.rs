@@ -1,0 +1,233 @@
+//! Planning a job that may use several nodes (`-N2`, a range `-N1-4`):
+//! its earliest start on the profile, tried at a bounded number of times.
+
+use super::{Memo, Pass, UNKNOWN};
+use crate::sched::place::{node_tasks, place_bounded, want_tasks, Alloc, Avail};
+use crate::sched::{JobSnap, Request};
+
+/// Start times tried for a multi-node job's plan, per round.
+const MULTI_NODE_TRIES: usize = 8;
+
+/// Rounds of tries for a multi-node job's plan (each after the last).
+const MULTI_NODE_ROUNDS: usize = 3;
+
+/// What one round of tries for a multi-node job's plan found.
+enum Round {
+    /// A planned start and allocation.
+    Planned(i64, Vec<Alloc>),
+    /// None of the tries placed it: where the next round starts (MAX:
+    /// nowhere).
+    Next(i64),
+}
+
+impl Pass<'_> {
+    /// [`Pass::earliest`] for a job that may use several nodes. Each
+    /// node's earliest time to hold one task, and to hold an even share of
+    /// them, for the whole limit: the job starts no sooner than the
+    /// min_nodes-th of the first, and (an even split over as many nodes as
+    /// may hold a task being one way to place it) usually by the time
+    /// enough nodes hold a share. Try the profile's breakpoints between the
+    /// two, then the second (a bounded number of tries); when none places
+    /// it, go on from the next breakpoint (a bounded number of rounds).
+    pub(super) fn earliest_multi_node(
+        &self,
+        job: &JobSnap,
+        from: i64,
+        until: i64,
+        cands: &[usize],
+        memo: &mut Vec<Memo>,
+        memo2: &mut (u32, Vec<Memo>),
+    ) -> Option<(i64, Vec<Alloc>)> {
+        let inp = self.inp;
+        if memo.len() != inp.nodes.len() {
+            *memo = vec![UNKNOWN; inp.nodes.len()];
+        }
+        let mut from = from;
+        for _ in 0..MULTI_NODE_ROUNDS {
+            match self.multi_round(job, from, until, cands, memo, memo2)? {
+                Round::Planned(t, a) => return Some((t, a)),
+                Round::Next(next) if next <= until => from = next,
+                Round::Next(_) => return None,
+            }
+        }
+        None
+    }
+
+    /// One round of [`Pass::earliest_multi_node`]. None: no start up to
+    /// `until`.
+    fn multi_round(
+        &self,
+        job: &JobSnap,
+        from: i64,
+        until: i64,
+        cands: &[usize],
+        memo: &mut [Memo],
+        memo2: &mut (u32, Vec<Memo>),
+    ) -> Option<Round> {
+        let inp = self.inp;
+        let d = job.time_limit.max(1);
+        let own = job.reservation;
+        let opts = inp.params.place;
+        let res = inp.params.bf_resolution.max(1);
+        let key = |i: usize| self.now_avail[i];
+        let req = &job.req;
+        let min_nodes = req.min_nodes.max(1) as usize;
+        let max_nodes = req.max_nodes.max(req.min_nodes).max(1) as usize;
+        let each = |want: u32, from: i64, memo: &mut [Memo]| -> Vec<(usize, i64)> {
+            cands
+                .iter()
+                .filter(|i| !req.excluded.contains(i))
+                .filter_map(|&i| {
+                    let n = &inp.nodes[i];
+                    let cpus = want * req.cpus_per_task.max(1);
+                    let fits = |a: &Avail| a.cpus >= cpus && node_tasks(req, n, a, &opts) >= want;
+                    self.node_earliest(i, memo, from, until, d, own, &fits)
+                        .map(|t| (i, t))
+                })
+                .collect()
+        };
+        let kth = |v: &[(usize, i64)], k: usize| -> Option<i64> {
+            if v.len() < k {
+                return None;
+            }
+            let mut t: Vec<i64> = v.iter().map(|x| x.1).collect();
+            t.select_nth_unstable(k - 1);
+            Some(t[k - 1])
+        };
+        let one = each(1, from, memo);
+        let lb = kth(&one, min_nodes)?;
+        // The even share: over the nodes that may hold a task at all (a
+        // range `-N1-4` on fewer nodes than 4 puts more on each), and the
+        // nodes it then takes.
+        let wanted = want_tasks(req);
+        let share = if req.ntasks_per_node > 0 {
+            req.ntasks_per_node
+        } else {
+            let spread = max_nodes.min(one.len()).max(1) as u32;
+            wanted.div_ceil(spread).max(1)
+        };
+        let need = (wanted.div_ceil(share) as usize).max(min_nodes);
+        if memo2.1.len() != inp.nodes.len() || memo2.0 != share {
+            *memo2 = (share, vec![UNKNOWN; inp.nodes.len()]);
+        }
+        let ub = kth(&each(share, lb, &mut memo2.1), need);
+        let hi = ub.unwrap_or(until);
+        let round = |t: i64| {
+            if t <= inp.now {
+                t
+            } else {
+                inp.now + (t - inp.now + res - 1) / res * res
+            }
+        };
+        // The first few distinct (rounded) breakpoints in [lb, hi], lb
+        // included; each node's are ascending, so stop at the last kept.
+        let mut times: Vec<i64> = vec![lb];
+        for &i in cands {
+            for t in self.lines[i].breakpoints(lb, hi).map(round) {
+                if t > hi || (times.len() >= MULTI_NODE_TRIES && times.last() <= Some(&t)) {
+                    break;
+                }
+                if t < lb {
+                    continue;
+                }
+                if let Err(k) = times.binary_search(&t) {
+                    times.insert(k, t);
+                    times.truncate(MULTI_NODE_TRIES);
+                }
+            }
+        }
+        if let Some(u) = ub {
+            if times.last() != Some(&u) {
+                times.push(u);
+            }
+        }
+        // What each node offers at a start time alone bounds what it offers
+        // for the whole limit, and its free CPUs then bound the tasks it
+        // could host: per node and try, in one walk of each node's profile.
+        let cpt = req.cpus_per_task.max(1);
+        let cpu_bound = |a: &Avail| {
+            let t = a.cpus / cpt;
+            if req.ntasks_per_node > 0 {
+                t.min(req.ntasks_per_node)
+            } else {
+                t
+            }
+        };
+        // By the time each can hold a task: a try's nodes are a prefix.
+        let mut order: Vec<(i64, usize)> = one.iter().enumerate().map(|(j, x)| (x.1, j)).collect();
+        order.sort_unstable();
+        let nt = times.len();
+        let mut caps: Vec<u32> = Vec::new();
+        if req.required.is_empty() {
+            caps.reserve(one.len() * nt);
+            for &(i, _) in &one {
+                caps.extend(self.lines[i].at_times(&times).map(|(_, a)| cpu_bound(&a)));
+            }
+        }
+        let r = times.iter().enumerate().find_map(|(k, &t)| {
+            // Only nodes that can hold a task by then.
+            let by_then = &order[..order.partition_point(|x| x.0 <= t)];
+            let mut bound_of: Vec<u32> = Vec::new();
+            if req.required.is_empty() {
+                // If even the bounds are too little, placing must fail.
+                let by_cpus = by_then.iter().map(|&(_, j)| caps[j * nt + k]);
+                if !could_fit(req, by_cpus) {
+                    return None;
+                }
+                bound_of = vec![0; inp.nodes.len()];
+                for &(_, j) in by_then {
+                    bound_of[one[j].0] = caps[j * nt + k];
+                }
+            }
+            let at: Vec<usize> = by_then.iter().map(|&(_, j)| one[j].0).collect();
+            let bound = |i: usize| match bound_of.get(i) {
+                Some(&b) => b,
+                None => cpu_bound(&self.lines[i].at_time(t)),
+            };
+            place_bounded(
+                &job.req,
+                &at,
+                &self.work,
+                &opts,
+                false,
+                &key,
+                &|i| self.window(i, t, t.saturating_add(d), own),
+                Some(&bound),
+            )
+            .ok()
+            .map(|a| (t, a))
+        });
+        if let Some((t, a)) = r {
+            return Some(Round::Planned(t, a));
+        }
+        // The next round starts where some node's profile next changes.
+        let last = times.last().copied().unwrap_or(lb);
+        let next = cands
+            .iter()
+            .filter_map(|&i| {
+                self.lines[i]
+                    .breakpoints(last.saturating_add(1), until)
+                    .next()
+            })
+            .min()
+            .map_or(i64::MAX, round);
+        Some(Round::Next(next))
+    }
+}
+
+/// Whether nodes hosting no more than `caps` tasks each could hold the
+/// request together: enough nodes host a task, and the roomiest
+/// `max_nodes` host all tasks (necessary for [`place_with`] to succeed).
+fn could_fit(req: &Request, caps: impl Iterator<Item = u32>) -> bool {
+    let min_nodes = req.min_nodes.max(1) as usize;
+    let max_nodes = (req.max_nodes.max(req.min_nodes).max(1) as usize).max(min_nodes);
+    let mut caps: Vec<u32> = caps.filter(|&t| t > 0).collect();
+    if caps.len() < min_nodes {
+        return false;
+    }
+    if caps.len() > max_nodes {
+        caps.select_nth_unstable_by(max_nodes - 1, |a, b| b.cmp(a));
+        caps.truncate(max_nodes);
+    }
+    caps.iter().map(|&t| u64::from(t)).sum::<u64>() >= u64::from(want_tasks(req))
+}
