@@ -47,7 +47,11 @@ fn a_failed_dependency_stays_failed_after_the_job_is_purged() {
     env.advance(T0 + 401);
     assert_eq!(env.state(second), JobState::Pending);
     assert_eq!(env.reason(second), "DependencyNeverSatisfied");
-    assert_eq!(env.launched(), vec![first], "the dependent job never starts");
+    assert_eq!(
+        env.launched(),
+        vec![first],
+        "the dependent job never starts"
+    );
 
     // The outcome is durable: a controller recovering the log agrees.
     let mut after = TestEnv::new(CONF);

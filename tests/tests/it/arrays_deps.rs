@@ -206,7 +206,10 @@ fn a_failed_dependency_outlives_the_purge_of_its_job() {
     // The failed job is purged.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while c.job_field(&first.to_string(), "JobState").is_some() {
-        assert!(std::time::Instant::now() < deadline, "job {first} not purged");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "job {first} not purged"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // Another job runs to its end (passes happen after the purge): the

@@ -457,7 +457,10 @@ fn rest_update_time_sees_holds_releases_and_updates_from_the_cli() {
     let tok = token(&c, &["username=nobody", "lifespan=600"]);
     let h = auth("nobody", &tok);
     let mut http = rest.tcp();
-    let id = c.sbatch(&["--begin=now+3600", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    let id = c.sbatch(
+        &["--begin=now+3600", "-o", "/dev/null"],
+        "#!/bin/sh\ntrue\n",
+    );
     let ids = id.to_string();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while c.job_field(&ids, "Reason").as_deref() != Some("BeginTime") {
