@@ -171,9 +171,12 @@ impl Ctld {
     /// Log the whole job record (submit, or a spec change).
     pub fn log_job(&mut self, id: u32) {
         self.sync_queue(id);
-        let Some(job) = self.jobs.get(&id) else {
+        let now = self.now;
+        let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
+        job.rt_mut().last_changed = now;
+        let job = &**job;
         for b in [job.rec.script_blob, job.rec.env_blob] {
             if b != 0 && self.blobs_logged.insert(b) {
                 if let Some(data) = self.blobs.get(b) {
@@ -198,12 +201,16 @@ impl Ctld {
         self.acct_record(id);
     }
 
-    /// Log a job's runtime part (state changes).
+    /// Log a job's runtime part (state changes). Both this and
+    /// [`Ctld::log_job`] stamp `last_changed` (what restd's `update_time`
+    /// poll compares): every change squeue shows is logged through them.
     pub fn log_runtime(&mut self, id: u32) {
         self.sync_queue(id);
+        let now = self.now;
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
+        job.rt_mut().last_changed = now;
         if job.is_meta() {
             let p = crate::array::ranges(&job.pending_tasks);
             job.rt_mut().array_pending = p;

@@ -39,7 +39,9 @@ pub enum Seen {
         ok: bool,
         at: i64,
     },
-    /// Not known (purged): treated as done and successful, as Slurm does.
+    /// Not known (purged) and never decided before: the dependency is
+    /// lifted, as Slurm does ("job is gone, dependency lifted"). An outcome
+    /// decided earlier is kept with the dependent job ([`decided`]).
     Unknown,
 }
 
@@ -149,6 +151,42 @@ pub fn eval_cond(c: &Cond, seen: &[Seen], now: i64) -> Verdict {
     v
 }
 
+/// Outcomes kept with the dependent job (`JobRuntime.dep_state`, one byte
+/// per condition): Slurm's `depend_state` FULFILLED and FAILED. Once a
+/// condition is decided it stays so, even after the job it names is purged.
+const SATISFIED: u8 = 1;
+const NEVER: u8 = 2;
+
+/// Condition `i`'s recorded outcome, if decided.
+pub fn decided(state: &[u8], i: usize) -> Option<Verdict> {
+    match state.get(i) {
+        Some(&SATISFIED) => Some(Verdict::Satisfied),
+        Some(&NEVER) => Some(Verdict::Never),
+        _ => None,
+    }
+}
+
+/// The state to keep after this evaluation: `old` with every newly decided
+/// verdict recorded (`keep[i]` false: condition `i` is not recorded, e.g.
+/// singleton). None when nothing new was decided.
+pub fn settle(old: &[u8], verdicts: &[Verdict], keep: &[bool]) -> Option<Vec<u8>> {
+    let mut out = old.to_vec();
+    out.resize(verdicts.len().max(old.len()), 0);
+    let mut changed = false;
+    for (i, v) in verdicts.iter().enumerate() {
+        let b = match v {
+            Verdict::Satisfied => SATISFIED,
+            Verdict::Never => NEVER,
+            Verdict::Wait => continue,
+        };
+        if keep.get(i).copied().unwrap_or(false) && out[i] == 0 {
+            out[i] = b;
+            changed = true;
+        }
+    }
+    changed.then_some(out)
+}
+
 /// Combine per-condition verdicts with the dependency's `,`/`?` rule.
 pub fn combine(dep: &Dependency, verdicts: &[Verdict]) -> Verdict {
     use Verdict::*;
@@ -240,5 +278,20 @@ mod tests {
             combine(&all, &[Verdict::Wait, Verdict::Never]),
             Verdict::Never
         );
+    }
+
+    #[test]
+    fn decided_outcomes_are_kept() {
+        use Verdict::*;
+        assert_eq!(decided(&[], 0), None);
+        let s = settle(&[], &[Never, Wait, Satisfied], &[true, true, true]).unwrap();
+        assert_eq!(decided(&s, 0), Some(Never));
+        assert_eq!(decided(&s, 1), None);
+        assert_eq!(decided(&s, 2), Some(Satisfied));
+        // Nothing new: nothing to log; a decided one is never overwritten.
+        assert_eq!(settle(&s, &[Never, Wait, Satisfied], &[true; 3]), None);
+        assert_eq!(settle(&s, &[Satisfied, Wait, Never], &[true; 3]), None);
+        // Not kept (singleton): not recorded.
+        assert_eq!(settle(&[], &[Satisfied], &[false]), None);
     }
 }

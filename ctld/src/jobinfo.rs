@@ -371,6 +371,7 @@ pub fn job_info(
             batch_flag: true,
             oom: rt.oom,
             system_comment: rt.system_comment.clone(),
+            last_changed: rt.last_changed,
             mail_type: if details {
                 spec.mail_type.clone()
             } else {

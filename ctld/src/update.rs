@@ -262,6 +262,8 @@ impl Ctld {
                     need_pending()?;
                     dep = crate::deps::parse(v)?;
                     spec.dependency = v.clone();
+                    // A new dependency: nothing of it decided yet.
+                    rt.dep_state.clear();
                 }
                 "excnodelist" => {
                     need_pending()?;

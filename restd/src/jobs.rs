@@ -35,13 +35,16 @@ fn params(caller: &Caller, job: Option<&str>) -> Result<squeue::Params, Failure>
     }
 }
 
-/// When a job last changed, as far as its times tell: submitted, started,
-/// ended, suspended. Times still to come (a pending job's expected start,
-/// a running job's expected end) are no change.
+/// When a job last changed: the controller's `last_changed` (every change
+/// squeue shows: hold, release, priority, update, state, reason), and its
+/// times (submitted, started, ended, suspended) for a controller that does
+/// not send it. Times still to come (a pending job's expected start, a
+/// running job's expected end) are no change.
 pub fn changed_at(j: &JobInfo, now: i64) -> i64 {
     let pending = j.state == JobState::Pending as i32;
     let running = j.state == JobState::Running as i32 || j.state == JobState::Suspended as i32;
     [
+        j.last_changed,
         j.submit_time,
         if pending { 0 } else { j.start_time },
         if pending || running { 0 } else { j.end_time },
@@ -433,6 +436,10 @@ mod tests {
         // A finished job: its end.
         assert_eq!(changed_at(&j(JobState::Completed, 10, 500, 900), now), 900);
         assert_eq!(changed_at(&j(JobState::Cancelled, 10, 0, 700), now), 700);
+        // A hold, release or update: the controller's change time.
+        let mut held = j(JobState::Pending, 10, 0, 0);
+        held.last_changed = 600;
+        assert_eq!(changed_at(&held, now), 600);
     }
 
     #[test]

@@ -23,6 +23,13 @@ enum Gate {
     Never,
 }
 
+/// A gate, and the dependency outcomes newly decided on the way (to keep
+/// with the job: `JobRuntime.dep_state`).
+struct Gated {
+    gate: Gate,
+    dep_state: Option<Vec<u8>>,
+}
+
 impl Ctld {
     fn seen(&self, id: u32, task: Option<u32>) -> Vec<Seen> {
         let of = |j: &Job| -> Seen {
@@ -75,58 +82,72 @@ impl Ctld {
         }
     }
 
-    fn gate(&self, job: &Job, t: i64) -> Gate {
+    /// The job's dependency now (Satisfied without one), and its newly
+    /// decided outcomes. Evaluated for held jobs too, as Slurm does, so an
+    /// outcome is kept before the job it names can be purged.
+    fn dependency(&self, job: &Job, t: i64) -> (Verdict, Option<Vec<u8>>) {
+        let Some(dep) = &job.dep else {
+            return (Verdict::Satisfied, None);
+        };
         let rt = job.rt();
-        if rt.hold == 2 {
-            return Gate::Closed("JobHeldAdmin");
-        }
-        if rt.hold == 1 {
-            return Gate::Closed("JobHeldUser");
-        }
-        if rt.hold == crate::job::HOLD_LAUNCH_FAILED {
-            return Gate::Closed(crate::job::REASON_LAUNCH_FAILED_HELD);
-        }
-        let spec = job.spec();
-        if spec.begin_time > t {
-            return Gate::Closed("BeginTime");
-        }
-        if let Some(dep) = &job.dep {
-            let verdicts: Vec<Verdict> = dep
-                .conds
-                .iter()
-                .map(|c| match c.kind {
-                    deps::Kind::Singleton => {
-                        let busy = self.jobs.values().any(|o| {
-                            o.id() < job.id()
-                                && o.rec.uid == job.rec.uid
-                                && o.spec().name == spec.name
-                                && !o.state().is_final()
-                        });
-                        if busy {
-                            Verdict::Wait
-                        } else {
-                            Verdict::Satisfied
-                        }
+        let name = &job.spec().name;
+        let verdicts: Vec<Verdict> = dep
+            .conds
+            .iter()
+            .enumerate()
+            .map(|(i, c)| match c.kind {
+                deps::Kind::Singleton => {
+                    let busy = self.jobs.values().any(|o| {
+                        o.id() < job.id()
+                            && o.rec.uid == job.rec.uid
+                            && &o.spec().name == name
+                            && !o.state().is_final()
+                    });
+                    if busy {
+                        Verdict::Wait
+                    } else {
+                        Verdict::Satisfied
                     }
-                    _ => {
-                        let (id, task) = c.job.unwrap_or((0, None));
-                        deps::eval_cond(c, &self.seen(id, task), t)
-                    }
-                })
-                .collect();
-            match deps::combine(dep, &verdicts) {
-                Verdict::Satisfied => {}
-                Verdict::Wait => return Gate::Closed("Dependency"),
-                Verdict::Never => return Gate::Never,
-            }
-        }
-        if job.is_meta() && rt.array_max_running > 0 {
-            let running = self.array_running(job.id());
-            if running >= rt.array_max_running {
-                return Gate::Closed("JobArrayTaskLimit");
-            }
-        }
-        Gate::Open
+                }
+                _ => deps::decided(&rt.dep_state, i).unwrap_or_else(|| {
+                    let (id, task) = c.job.unwrap_or((0, None));
+                    deps::eval_cond(c, &self.seen(id, task), t)
+                }),
+            })
+            .collect();
+        let keep: Vec<bool> = dep
+            .conds
+            .iter()
+            .map(|c| c.kind != deps::Kind::Singleton)
+            .collect();
+        let state = deps::settle(&rt.dep_state, &verdicts, &keep);
+        (deps::combine(dep, &verdicts), state)
+    }
+
+    fn gate(&self, job: &Job, t: i64) -> Gated {
+        let rt = job.rt();
+        let (dep, dep_state) = self.dependency(job, t);
+        let gate = if rt.hold == 2 {
+            Gate::Closed("JobHeldAdmin")
+        } else if rt.hold == 1 {
+            Gate::Closed("JobHeldUser")
+        } else if rt.hold == crate::job::HOLD_LAUNCH_FAILED {
+            Gate::Closed(crate::job::REASON_LAUNCH_FAILED_HELD)
+        } else if job.spec().begin_time > t {
+            Gate::Closed("BeginTime")
+        } else if dep == Verdict::Wait {
+            Gate::Closed("Dependency")
+        } else if dep == Verdict::Never {
+            Gate::Never
+        } else if job.is_meta()
+            && rt.array_max_running > 0
+            && self.array_running(job.id()) >= rt.array_max_running
+        {
+            Gate::Closed("JobArrayTaskLimit")
+        } else {
+            Gate::Open
+        };
+        Gated { gate, dep_state }
     }
 
     /// One pass: eligibility for every pending job, then the scheduler over
@@ -169,12 +190,19 @@ impl Ctld {
         let mut candidates: Vec<(u32, u32)> = Vec::new();
         let mut never: Vec<u32> = Vec::new();
         let mut invalid: Vec<u32> = Vec::new();
+        let mut decided: Vec<u32> = Vec::new();
         for id in pending {
             let Some(job) = self.jobs.get(&id) else {
                 continue;
             };
-            let gate = self.gate(job, t);
+            let Gated { gate, dep_state } = self.gate(job, t);
             let job = self.jobs.get_mut(&id).expect("job present");
+            if let Some(s) = dep_state {
+                // A dependency outcome decided: kept (and logged) with the
+                // job, so a purge of the job it names cannot undo it.
+                job.rt_mut().dep_state = s;
+                decided.push(id);
+            }
             match gate {
                 Gate::Open => {
                     if job.rt().eligible_time == 0 {
@@ -185,9 +213,9 @@ impl Ctld {
                         break;
                     }
                 }
-                Gate::Closed(r) => set_reason(job, r),
+                Gate::Closed(r) => set_reason(job, r, t),
                 Gate::Never => {
-                    set_reason(job, "DependencyNeverSatisfied");
+                    set_reason(job, "DependencyNeverSatisfied", t);
                     if !job.spec().mail_type.is_empty() {
                         invalid.push(id);
                     }
@@ -196,6 +224,9 @@ impl Ctld {
                     }
                 }
             }
+        }
+        for id in decided {
+            self.log_runtime(id);
         }
         for id in invalid {
             self.mail_invalid_dependency(id);
@@ -358,7 +389,7 @@ impl Ctld {
                         Some(s) => self.sched.expected.insert(job, s),
                         None => self.sched.expected.remove(&job),
                     };
-                    set_reason(j, reason);
+                    set_reason(j, reason, self.now);
                 }
                 Decision::Preempt { job, by, mode } => self.preempt(job, by, mode),
             }
@@ -831,8 +862,11 @@ impl Ctld {
     }
 }
 
-fn set_reason(job: &mut Job, reason: &str) {
+/// A pending job's reason (squeue shows it, so a change counts as one for
+/// `last_changed`; not logged: the next pass finds it again).
+fn set_reason(job: &mut Job, reason: &str, now: i64) {
     if job.rt().reason != reason {
         job.rt_mut().reason = reason.to_string();
+        job.rt_mut().last_changed = now;
     }
 }

@@ -207,3 +207,39 @@ fn private_data_hides_other_users_jobs_from_indexed_queries() {
     check(&mut env, &user());
     check(&mut env, &other());
 }
+
+#[test]
+fn hold_release_and_updates_are_reported_as_changes() {
+    // restd's `update_time` poll compares `last_changed`: every change
+    // squeue shows moves it, and it is logged (a restart keeps it).
+    let mut env = TestEnv::new(CONF);
+    let id = env.sbatch(job(10));
+    let changed = |env: &mut TestEnv| {
+        let all = query(env, &root(), JobFilter::default());
+        all.iter().find(|j| j.job_id == id).map(|j| j.last_changed)
+    };
+    assert_eq!(changed(&mut env), Some(T0), "submitted");
+    env.core.now = T0 + 10;
+    env.control("hold", id).unwrap();
+    assert_eq!(changed(&mut env), Some(T0 + 10), "held");
+    env.advance(T0 + 20);
+    assert_eq!(changed(&mut env), Some(T0 + 10), "a pass changes nothing");
+    env.core.now = T0 + 30;
+    env.control("release", id).unwrap();
+    assert_eq!(changed(&mut env), Some(T0 + 30), "released");
+    env.core.now = T0 + 40;
+    let r = env.core.update_job(
+        root(),
+        drover_proto::UpdateJobRequest {
+            job_ids: vec![id.to_string()],
+            fields: [("Nice".to_string(), "5".to_string())].into(),
+            ..Default::default()
+        },
+    );
+    assert!(r.is_ok_and(|r| r.results.iter().all(|x| x.ok)));
+    env.collect();
+    assert_eq!(changed(&mut env), Some(T0 + 40), "nice changed");
+    env.advance(T0 + 50);
+    assert_eq!(env.state(id), JobState::Running);
+    assert_eq!(changed(&mut env), Some(T0 + 50), "started");
+}

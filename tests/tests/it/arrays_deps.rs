@@ -174,3 +174,55 @@ fn dependencies_and_holds() {
     c.ok("scontrol", &["release", &h2.to_string()]);
     assert_eq!(c.wait_done(h2), "COMPLETED");
 }
+
+/// A dependency found failed stays failed once the job it names is purged
+/// (MinJobAge), and across a controller restart, as in Slurm; a job that
+/// depended on it never starts.
+#[test]
+fn a_failed_dependency_outlives_the_purge_of_its_job() {
+    let mut c = Cluster::start(Spec {
+        extra: vec!["MinJobAge=2".into()],
+        ..Spec::default()
+    });
+    let first = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\nexit 1\n");
+    let dep = c.sbatch(
+        &["-o", "/dev/null", "-d", &format!("afterok:{first}")],
+        "#!/bin/sh\ntrue\n",
+    );
+    let dep_s = dep.to_string();
+    assert_eq!(c.wait_done(first), "FAILED");
+    let never = |c: &Cluster| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while c.job_field(&dep_s, "Reason").as_deref() != Some("DependencyNeverSatisfied") {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{}",
+                c.ok("scontrol", &["show", "job", &dep_s])
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    };
+    never(&c);
+    // The failed job is purged.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while c.job_field(&first.to_string(), "JobState").is_some() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "job {first} not purged"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Another job runs to its end (passes happen after the purge): the
+    // dependent one stays pending, never satisfied.
+    let other = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    assert_eq!(c.wait_done(other), "COMPLETED");
+    assert_eq!(c.job_field(&dep_s, "JobState").as_deref(), Some("PENDING"));
+    never(&c);
+    // And after a restart (the outcome was logged with the job).
+    c.stop_ctld();
+    c.start_ctld().expect("controller restarts");
+    let other = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    assert_eq!(c.wait_done(other), "COMPLETED");
+    assert_eq!(c.job_field(&dep_s, "JobState").as_deref(), Some("PENDING"));
+    never(&c);
+}

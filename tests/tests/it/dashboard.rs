@@ -206,6 +206,17 @@ fn dashboard_jobs_live_sort_filter_bulk_cancel_and_compute_totals() {
         json!([]),
     );
     assert!(reason.as_str().unwrap().contains("JobHeldUser"), "{reason}");
+    // A hold made from the CLI shows within a few light polls (POLL_MS 3 s),
+    // well before the full listing (FULL_MS 60 s), without a reload.
+    c.ok("scontrol", &["hold", &alpha.to_string()]);
+    b.wait(
+        "the CLI's admin hold in the page",
+        &format!(
+            "{}.querySelector('.reason').textContent.includes('JobHeldAdmin')",
+            has_row(alpha)
+        ),
+        Duration::from_secs(15),
+    );
     let gres = column(&mut b, "gres");
     assert!(gres.iter().any(|g| g == "gpu:a100:1"), "{gres:?}");
 

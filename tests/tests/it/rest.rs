@@ -445,3 +445,63 @@ fn rest_metrics_agree_with_squeue_and_sinfo() {
     // (The parser names a counter's sample NAME_total.)
     assert!(m["slurm_sdiag_jobs_submitted_total"] >= 3.0);
 }
+
+/// The dashboard's light poll (`GET /jobs?update_time=T`) sees changes made
+/// outside it: `scontrol hold`, `release` and `update` of a pending job whose
+/// times do not move.
+#[test]
+fn rest_update_time_sees_holds_releases_and_updates_from_the_cli() {
+    let c = cluster();
+    jwt_key_ready(&c);
+    let rest = RestD::start(&c, &[]);
+    let tok = token(&c, &["username=nobody", "lifespan=600"]);
+    let h = auth("nobody", &tok);
+    let mut http = rest.tcp();
+    let id = c.sbatch(
+        &["--begin=now+3600", "-o", "/dev/null"],
+        "#!/bin/sh\ntrue\n",
+    );
+    let ids = id.to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while c.job_field(&ids, "Reason").as_deref() != Some("BeginTime") {
+        assert!(std::time::Instant::now() < deadline, "never BeginTime");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    // A time after everything so far: wait for the clock to pass it.
+    let after = |t: i64| {
+        while drover_proto::auth::now_secs() < t {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let mut changed = |t: i64| -> Vec<Value> {
+        let r = http.request("GET", &format!("{V}/jobs?update_time={t}"), &h, b"");
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json()["jobs"].as_array().cloned().unwrap_or_default()
+    };
+    let t = drover_proto::auth::now_secs() + 1;
+    after(t);
+    assert_eq!(changed(t), Vec::<Value>::new(), "nothing changed since {t}");
+
+    c.ok("scontrol", &["hold", &ids]);
+    let got = changed(t);
+    assert_eq!(got.len(), 1, "the held job is a change: {got:?}");
+    assert_eq!(got[0]["job_id"].as_u64(), Some(u64::from(id)));
+    assert_eq!(got[0]["state_reason"], "JobHeldAdmin");
+    assert_eq!(got[0]["priority"]["number"], 0, "{}", got[0]["priority"]);
+
+    let t = drover_proto::auth::now_secs() + 1;
+    after(t);
+    assert_eq!(changed(t), Vec::<Value>::new());
+    c.ok("scontrol", &["release", &ids]);
+    let got = changed(t);
+    assert_eq!(got.len(), 1, "the release is a change: {got:?}");
+    assert_ne!(got[0]["state_reason"], "JobHeldAdmin");
+
+    let t = drover_proto::auth::now_secs() + 1;
+    after(t);
+    c.ok("scontrol", &["update", &format!("JobId={id}"), "Nice=7"]);
+    let got = changed(t);
+    assert_eq!(got.len(), 1, "the update is a change: {got:?}");
+    assert_eq!(got[0]["nice"], 7);
+    c.ok("scancel", &[&ids]);
+}
