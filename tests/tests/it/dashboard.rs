@@ -2,7 +2,8 @@
 //! (chromedriver) against real daemons: jobs submitted from the CLI appear
 //! without a reload, sort, filter, search, hidden columns, bulk cancel,
 //! compute totals that match sinfo, and a second user's view under
-//! PrivateData. Screenshots go to docs/img/. Without chromium and
+//! PrivateData. Screenshots go to target/tmp/screenshots/ (docs/img/ with
+//! `DROVER_SCREENSHOTS=docs`). Without chromium and
 //! chromedriver each test prints SKIPPED and returns.
 
 use std::path::PathBuf;
@@ -16,10 +17,17 @@ use serde_json::{json, Value};
 const NOBODY: u32 = 65534;
 const T: Duration = Duration::from_secs(60);
 
+/// Where a screenshot goes: the test's own directory under target/, or
+/// docs/img/ when `DROVER_SCREENSHOTS=docs` (to refresh the user guide's
+/// pictures on purpose, not on every run).
 fn img(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../docs/img")
-        .join(name)
+    let dir = if std::env::var("DROVER_SCREENSHOTS").as_deref() == Ok("docs") {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/img")
+    } else {
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
+    };
+    let _ = std::fs::create_dir_all(&dir);
+    dir.join(name)
 }
 
 /// Two nodes, the first with two (fake) a100 GPUs.
