@@ -3,6 +3,7 @@
 mod configkeys;
 mod daemons;
 mod ha;
+pub mod part;
 pub mod listpids;
 pub mod resv;
 pub mod show;
@@ -90,6 +91,8 @@ pub enum Command {
     Action(&'static str, Vec<String>),
     Update(Vec<String>),
     Resv(resv::ResvOp),
+    /// `create|update|delete PartitionName=...`
+    PartEdit(drover_proto::PartitionEdit),
     /// `write batch_script JOBID [FILE|-]`
     WriteBatchScript(String, Option<String>),
     /// `listpids [JOBID[.STEPID]] [NODENAME]`
@@ -210,6 +213,10 @@ pub fn parse_command(words: &[String]) -> Result<Command, Vec<String>> {
         "help" => Ok(Command::Help),
         _ if kw(c, "create", 2) || kw(c, "delete", 3) => {
             let is_create = kw(c, "create", 2);
+            if part::is_partition_words(rest) {
+                let op = if is_create { "create" } else { "delete" };
+                return part::parse(op, rest).map(Command::PartEdit);
+            }
             let mut words = rest.to_vec();
             match words.first() {
                 Some(w) if kw(w, "reservation", 3) => {
@@ -679,8 +686,10 @@ async fn execute(
             };
             job_update(client, flags, req).await
         }
+        Command::PartEdit(edit) => part::run(client, flags, edit).await,
         Command::Update(words) => match update::parse_update(&words) {
             Ok(update::Update::Job(req)) => job_update(client, flags, req).await,
+            Ok(update::Update::Partition(edit)) => part::run(client, flags, edit).await,
             Ok(update::Update::Node(req)) => match client.update_node(req).await {
                 Ok(r) => {
                     let errors = r.into_inner().errors;

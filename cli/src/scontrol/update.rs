@@ -12,6 +12,7 @@ use crate::jobids;
 pub enum Update {
     Job(UpdateJobRequest),
     Node(UpdateNodeRequest),
+    Partition(drover_proto::PartitionEdit),
 }
 
 fn split_kv(w: &str) -> Option<(&str, &str)> {
@@ -136,9 +137,11 @@ pub fn parse_update(words: &[String]) -> Result<Update, Vec<String>> {
                 fields,
             }))
         }
-        _ => Err(vec![
-            "Updating partitions is not supported by Drover yet".into()
-        ]),
+        _ => {
+            let mut words = vec![format!("PartitionName={ev}")];
+            words.extend(pairs.into_iter().map(|(k, v)| format!("{k}={v}")));
+            super::part::parse("update", &words).map(Update::Partition)
+        }
     }
 }
 
@@ -196,6 +199,10 @@ mod tests {
         assert!(e[0].starts_with("You must specify a reason"));
         assert!(parse_update(&w(&["NodeName=n1", "State=RESUME"])).is_ok());
         assert!(parse_update(&w(&["NodeName=n1", "State=SLEEPY"])).is_err());
-        assert!(parse_update(&w(&["PartitionName=p", "State=DOWN"])).is_err());
+        assert!(matches!(
+            parse_update(&w(&["PartitionName=p", "State=DOWN"])),
+            Ok(Update::Partition(_))
+        ));
+        assert!(parse_update(&w(&["PartitionName=p"])).is_err());
     }
 }
