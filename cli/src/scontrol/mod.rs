@@ -669,6 +669,15 @@ async fn execute(
             Err(st) => report(flags, "slurm_load_ctl_conf error: ", &st),
         },
         Command::Action(action, words) => {
+            let (words, fields) = match update::action_state(action, &words) {
+                Ok(v) => v,
+                Err(lines) => {
+                    for l in lines {
+                        eprintln!("{l}");
+                    }
+                    return 1;
+                }
+            };
             let ids = match update::job_ids(&words) {
                 Ok(i) => i,
                 Err(e) => {
@@ -680,7 +689,7 @@ async fn execute(
             };
             let req = UpdateJobRequest {
                 job_ids: ids,
-                fields: Default::default(),
+                fields,
                 action: action.to_string(),
                 reason: String::new(),
             };

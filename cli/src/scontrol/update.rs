@@ -41,6 +41,32 @@ pub fn job_ids(words: &[String]) -> Result<Vec<String>, String> {
     Ok(ids)
 }
 
+/// `requeuehold [State=SpecialExit] JOBS`: the job words without the
+/// `State=` word, and the field it sends (`State=SpecialExit`).
+#[allow(clippy::type_complexity)]
+pub fn action_state(
+    action: &str,
+    words: &[String],
+) -> Result<(Vec<String>, HashMap<String, String>), Vec<String>> {
+    let mut fields = HashMap::new();
+    let mut rest = Vec::new();
+    for w in words {
+        match split_kv(w) {
+            Some((k, v)) if action == "requeuehold" && k.eq_ignore_ascii_case("state") => {
+                if !v.eq_ignore_ascii_case("specialexit") {
+                    return Err(vec![
+                        format!("Invalid state: {w}"),
+                        "Valid states: SpecialExit".into(),
+                    ]);
+                }
+                fields.insert("State".to_string(), "SpecialExit".to_string());
+            }
+            _ => rest.push(w.clone()),
+        }
+    }
+    Ok((rest, fields))
+}
+
 /// Parse the words after `update`.
 pub fn parse_update(words: &[String]) -> Result<Update, Vec<String>> {
     let mut pairs: Vec<(String, String)> = Vec::new();
@@ -177,6 +203,17 @@ mod tests {
         );
         assert_eq!(job_ids(&w(&["JobId=7"])).unwrap(), vec!["7"]);
         assert!(job_ids(&w(&[])).is_err());
+    }
+
+    #[test]
+    fn requeuehold_state() {
+        let (ids, f) = action_state("requeuehold", &w(&["State=specialexit", "5"])).unwrap();
+        assert_eq!(ids, w(&["5"]));
+        assert_eq!(f.get("State").map(String::as_str), Some("SpecialExit"));
+        let e = action_state("requeuehold", &w(&["State=RUNNING", "5"])).unwrap_err();
+        assert_eq!(e, w(&["Invalid state: State=RUNNING", "Valid states: SpecialExit"]));
+        let (ids, f) = action_state("hold", &w(&["State=x"])).unwrap();
+        assert_eq!((ids, f.len()), (w(&["State=x"]), 0));
     }
 
     #[test]

@@ -80,7 +80,7 @@ impl Ctld {
         if rt.hold == 2 {
             return Gate::Closed("JobHeldAdmin");
         }
-        if rt.hold == 1 {
+        if rt.hold == 1 || rt.hold == crate::job::HOLD_SPECIAL_EXIT {
             return Gate::Closed("JobHeldUser");
         }
         if rt.hold == crate::job::HOLD_LAUNCH_FAILED {

@@ -135,3 +135,37 @@ fn partition_edits_survive_restart_not_reconfigure() {
     assert_eq!(part(&c, "debug", "MaxTime").as_deref(), Some("UNLIMITED"));
     assert!(part(&c, "extra", "Hidden").is_none());
 }
+
+#[test]
+fn requeuehold_special_exit() {
+    let c = Cluster::start(Spec::default());
+    c.wait_nodes_idle(WAIT).unwrap();
+    let id = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\nsleep 60\n");
+    let js = id.to_string();
+    c.wait_state(&js, &["RUNNING"], WAIT);
+    let o = c.run("scontrol", &["requeuehold", "State=Finished", &js]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("Invalid state: State=Finished"), "{}", stderr(&o));
+    c.ok("scontrol", &["requeuehold", "State=SpecialExit", &js]);
+    c.wait_state(&js, &["SPECIAL_EXIT"], WAIT);
+    wait_reason(&c, id, "JobHeldUser");
+    assert_eq!(c.ok("squeue", &["-h", "-o", "%t", "-j", &js]).trim(), "SE");
+    assert_eq!(
+        c.ok("squeue", &["-h", "-o", "%T", "-j", &js]).trim(),
+        "SPECIAL_EXIT"
+    );
+    assert_eq!(c.job_field(&js, "Restarts").as_deref(), Some("1"));
+    // Released: it runs again.
+    c.ok("scontrol", &["release", &js]);
+    c.wait_state(&js, &["RUNNING"], WAIT);
+    c.ok("scancel", &[&js]);
+    c.wait_done(id);
+    // A plain requeuehold stays a plain hold (PENDING, JobHeldUser).
+    let id = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\nsleep 60\n");
+    let js = id.to_string();
+    c.wait_state(&js, &["RUNNING"], WAIT);
+    c.ok("scontrol", &["requeuehold", &js]);
+    wait_reason(&c, id, "JobHeldUser");
+    assert_eq!(c.job_field(&js, "JobState").as_deref(), Some("PENDING"));
+    c.ok("scancel", &[&js]);
+}
