@@ -583,8 +583,8 @@ pub fn apply_partition_words(
         .map(|(i, n)| (n.name.clone(), i))
         .collect();
     let msg = |e: ConfError| format!("Invalid {}: {}", e.key, e.message);
-    let spec = parse_partition_spec(&pairs, &mut UnknownKeys::default(), &mut Vec::new())
-        .map_err(msg)?;
+    let spec =
+        parse_partition_spec(&pairs, &mut UnknownKeys::default(), &mut Vec::new()).map_err(msg)?;
     spec.apply_to(part, &cfg.nodes, &index, &cfg.nodesets)
         .map_err(msg)
 }

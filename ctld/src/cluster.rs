@@ -327,9 +327,10 @@ impl Cluster {
                 conf: p.clone(),
             })
             .collect();
-        self.default_part = confs.iter().rposition(|p| p.default).or(
-            if self.parts.len() == 1 { Some(0) } else { None },
-        );
+        self.default_part = confs
+            .iter()
+            .rposition(|p| p.default)
+            .or(if self.parts.len() == 1 { Some(0) } else { None });
         for n in &mut self.nodes {
             n.partitions = confs
                 .iter()

@@ -187,7 +187,10 @@ mod tests {
         assert!(e(&mut c, "update", "p", &["MaxTime=soon"]).contains("MaxTime"));
         assert!(e(&mut c, "update", "p", &["Nodes=n9"]).contains("n9"));
         assert!(e(&mut c, "update", "p", &["Colour=red"]).contains("not supported"));
-        assert_eq!(e(&mut c, "update", "p", &["MaxTime"]), "Invalid input: MaxTime");
+        assert_eq!(
+            e(&mut c, "update", "p", &["MaxTime"]),
+            "Invalid input: MaxTime"
+        );
         // Nothing changed.
         assert_eq!(c.cluster.parts.len(), 1);
         assert_eq!(c.cluster.parts[0].conf.max_time_min, None);

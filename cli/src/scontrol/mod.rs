@@ -3,8 +3,8 @@
 mod configkeys;
 mod daemons;
 mod ha;
-pub mod part;
 pub mod listpids;
+pub mod part;
 pub mod resv;
 pub mod show;
 pub mod token;
@@ -58,10 +58,12 @@ const USAGE: &str = "Usage: scontrol [<OPTION>] [<COMMAND>]
                               hostnames, hostlist
      create reservation <SPECIFICATIONS>   update ReservationName=<NAME> ...
      delete reservation <NAME>
+     create PartitionName=<NAME> <SPECIFICATIONS>
+     delete PartitionName=<NAME>
      hold <job_list>          uhold <job_list>      release <job_list>
-     requeue <job_list>       requeuehold <job_list>
+     requeue <job_list>       requeuehold [State=SpecialExit] <job_list>
      suspend <job_list>       resume <job_list>
-     update <SPECIFICATIONS>  (JobId=... or NodeName=...)
+     update <SPECIFICATIONS>  (JobId=..., NodeName=... or PartitionName=...)
      write batch_script <job_id> [<file>|-]
      listpids [<job_id>[.<step_id>]] [<NodeName>]
      ping  reconfigure  shutdown  version

@@ -34,7 +34,12 @@ pub fn parse(op: &str, words: &[String]) -> Result<PartitionEdit, Vec<String>> {
             Some((k, v)) if is_name_key(k) && name.is_none() => name = Some(v.to_string()),
             Some(_) => args.push(w),
             None if op == "delete" && name.is_none() => name = Some(w),
-            None => return Err(vec![format!("Invalid input: {w}"), "Request aborted".into()]),
+            None => {
+                return Err(vec![
+                    format!("Invalid input: {w}"),
+                    "Request aborted".into(),
+                ])
+            }
         }
     }
     let name = name
@@ -90,7 +95,10 @@ mod tests {
         assert_eq!(parse("delete", &w(&["partition", "x"])).unwrap().name, "x");
         assert_eq!(parse("delete", &w(&["PartitionName=x"])).unwrap().name, "x");
         let err = |op, a: &[&str]| parse(op, &w(a)).unwrap_err()[0].clone();
-        assert_eq!(err("create", &["PartitionName=x"]), "No parameters specified");
+        assert_eq!(
+            err("create", &["PartitionName=x"]),
+            "No parameters specified"
+        );
         assert_eq!(err("update", &["PartitionName=x"]), "No changes specified");
         assert_eq!(err("create", &["Nodes=n1"]), "PartitionName must be given.");
         assert_eq!(

@@ -211,7 +211,10 @@ mod tests {
         assert_eq!(ids, w(&["5"]));
         assert_eq!(f.get("State").map(String::as_str), Some("SpecialExit"));
         let e = action_state("requeuehold", &w(&["State=RUNNING", "5"])).unwrap_err();
-        assert_eq!(e, w(&["Invalid state: State=RUNNING", "Valid states: SpecialExit"]));
+        assert_eq!(
+            e,
+            w(&["Invalid state: State=RUNNING", "Valid states: SpecialExit"])
+        );
         let (ids, f) = action_state("hold", &w(&["State=x"])).unwrap();
         assert_eq!((ids, f.len()), (w(&["State=x"]), 0));
     }

@@ -28,7 +28,10 @@ fn wait_reason(c: &Cluster, id: u32, want: &str) {
         if got.as_deref() == Some(want) {
             return;
         }
-        assert!(Instant::now() < deadline, "job {id}: Reason {got:?}, want {want}");
+        assert!(
+            Instant::now() < deadline,
+            "job {id}: Reason {got:?}, want {want}"
+        );
         std::thread::sleep(Duration::from_millis(25));
     }
 }
@@ -43,7 +46,10 @@ fn create_update_delete_partition() {
     );
     assert_eq!(part(&c, "short", "MaxTime").as_deref(), Some("00:02:00"));
     assert_eq!(part(&c, "short", "Nodes").as_deref(), Some("node1"));
-    let o = c.run("scontrol", &["create", "PartitionName=short", "Nodes=node2"]);
+    let o = c.run(
+        "scontrol",
+        &["create", "PartitionName=short", "Nodes=node2"],
+    );
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("Error creating the partition: Duplicate partition name"),
@@ -54,7 +60,11 @@ fn create_update_delete_partition() {
     // Over MaxTime: refused at submit (EnforcePartLimits=ALL).
     let o = c.run("sbatch", &["-p", "short", "-t", "5", "--wrap", "true"]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("Requested time limit is invalid"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Requested time limit is invalid"),
+        "{}",
+        stderr(&o)
+    );
     // Raised: the same job is taken and runs.
     c.ok("scontrol", &["update", "PartitionName=short", "MaxTime=10"]);
     assert_eq!(part(&c, "short", "MaxTime").as_deref(), Some("00:10:00"));
@@ -66,7 +76,10 @@ fn create_update_delete_partition() {
     assert_eq!(part(&c, "short", "State").as_deref(), Some("DOWN"));
     let id = c.sbatch(&["-p", "short", "-o", "/dev/null"], TRUE);
     wait_reason(&c, id, "PartitionDown");
-    assert_eq!(c.job_field(&id.to_string(), "JobState").as_deref(), Some("PENDING"));
+    assert_eq!(
+        c.job_field(&id.to_string(), "JobState").as_deref(),
+        Some("PENDING")
+    );
 
     // In use: not deleted, in Slurm's words.
     let o = c.run("scontrol", &["delete", "PartitionName=short"]);
@@ -80,7 +93,11 @@ fn create_update_delete_partition() {
     c.expect_end(id, "COMPLETED");
 
     // Not an admin: refused, nothing changed.
-    let o = c.run_as(NOBODY, "scontrol", &["update", "PartitionName=short", "State=DOWN"]);
+    let o = c.run_as(
+        NOBODY,
+        "scontrol",
+        &["update", "PartitionName=short", "State=DOWN"],
+    );
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("slurm_update error: Access/permission denied"),
@@ -88,7 +105,11 @@ fn create_update_delete_partition() {
         stderr(&o)
     );
     let o = c.run_as(NOBODY, "scontrol", &["delete", "PartitionName=short"]);
-    assert!(stderr(&o).contains("Access/permission denied"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Access/permission denied"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(part(&c, "short", "State").as_deref(), Some("UP"));
 
     // Bad input named.
@@ -106,7 +127,11 @@ fn create_update_delete_partition() {
     let o = c.run("scontrol", &["show", "partition", "short"]);
     assert!(!o.status.success());
     let o = c.run("sbatch", &["-p", "short", "--wrap", "true"]);
-    assert!(stderr(&o).contains("invalid partition specified: short"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("invalid partition specified: short"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -116,7 +141,13 @@ fn partition_edits_survive_restart_not_reconfigure() {
     c.ok("scontrol", &["update", "PartitionName=debug", "MaxTime=30"]);
     c.ok(
         "scontrol",
-        &["create", "partition", "PartitionName=extra", "Nodes=node2", "Hidden=YES"],
+        &[
+            "create",
+            "partition",
+            "PartitionName=extra",
+            "Nodes=node2",
+            "Hidden=YES",
+        ],
     );
     c.stop_ctld();
     c.start_ctld().unwrap();
@@ -124,7 +155,11 @@ fn partition_edits_survive_restart_not_reconfigure() {
     assert_eq!(part(&c, "extra", "Hidden").as_deref(), Some("YES"));
     // A job over the edited limit is still refused after the restart.
     let o = c.run("sbatch", &["-t", "60", "--wrap", "true"]);
-    assert!(stderr(&o).contains("Requested time limit is invalid"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Requested time limit is invalid"),
+        "{}",
+        stderr(&o)
+    );
 
     // reconfigure: slurm.conf's partitions again (and so after a restart).
     c.ok("scontrol", &["reconfigure"]);
@@ -145,7 +180,11 @@ fn requeuehold_special_exit() {
     c.wait_state(&js, &["RUNNING"], WAIT);
     let o = c.run("scontrol", &["requeuehold", "State=Finished", &js]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("Invalid state: State=Finished"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Invalid state: State=Finished"),
+        "{}",
+        stderr(&o)
+    );
     c.ok("scontrol", &["requeuehold", "State=SpecialExit", &js]);
     c.wait_state(&js, &["SPECIAL_EXIT"], WAIT);
     wait_reason(&c, id, "JobHeldUser");
