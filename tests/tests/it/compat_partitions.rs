@@ -194,9 +194,16 @@ fn requeuehold_special_exit() {
         "SPECIAL_EXIT"
     );
     assert_eq!(c.job_field(&js, "Restarts").as_deref(), Some("1"));
+    // -t SE: only such jobs; -t PD: they are pending ones too.
+    let other = c.sbatch(&["-H", "-o", "/dev/null"], TRUE).to_string();
+    assert_eq!(c.ok("squeue", &["-h", "-t", "SE", "-o", "%i"]).trim(), js);
+    let pd = c.ok("squeue", &["-h", "-t", "PD", "-o", "%i"]);
+    assert!(pd.contains(&js) && pd.contains(&other), "{pd}");
+    c.ok("scancel", &[&other]);
     // Released: it runs again.
     c.ok("scontrol", &["release", &js]);
     c.wait_state(&js, &["RUNNING"], WAIT);
+    assert_eq!(c.ok("squeue", &["-h", "-t", "SE", "-o", "%i"]).trim(), "");
     c.ok("scancel", &[&js]);
     c.wait_done(id);
     // A plain requeuehold stays a plain hold (PENDING, JobHeldUser).
