@@ -275,8 +275,17 @@ pub struct Partition {
 }
 
 impl Partition {
+    /// Its jobs are scheduled: UP, or DRAIN (which takes no new jobs but
+    /// runs those it has), as Slurm's PARTITION_SCHED.
     pub fn up(&self) -> bool {
-        self.conf.state.eq_ignore_ascii_case("UP")
+        let s = &self.conf.state;
+        s.eq_ignore_ascii_case("UP") || s.eq_ignore_ascii_case("DRAIN")
+    }
+
+    /// It takes new jobs: UP or DOWN (Slurm's PARTITION_SUBMIT).
+    pub fn accepts_jobs(&self) -> bool {
+        let s = &self.conf.state;
+        s.eq_ignore_ascii_case("UP") || s.eq_ignore_ascii_case("DOWN")
     }
 }
 

@@ -89,8 +89,20 @@ fn create_update_delete_partition() {
         "{}",
         stderr(&o)
     );
-    c.ok("scontrol", &["update", "PartitionName=short", "State=UP"]);
+    // DRAIN: what it has runs, nothing new is taken (Slurm's words).
+    c.ok(
+        "scontrol",
+        &["update", "PartitionName=short", "State=DRAIN"],
+    );
     c.expect_end(id, "COMPLETED");
+    let o = c.run("sbatch", &["-p", "short", "--wrap", "true"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("Required partition not available (inactive or drain)"),
+        "{}",
+        stderr(&o)
+    );
+    c.ok("scontrol", &["update", "PartitionName=short", "State=UP"]);
 
     // Not an admin: refused, nothing changed.
     let o = c.run_as(
