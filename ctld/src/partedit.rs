@@ -147,6 +147,16 @@ mod tests {
         }
     }
 
+    fn user(uid: u32) -> Identity {
+        Identity {
+            uid,
+            gid: uid,
+            groups: Vec::new(),
+            daemon: false,
+            host: "h".into(),
+        }
+    }
+
     fn ctld() -> Ctld {
         let text = "ClusterName=t\nSlurmctldHost=localhost\nNodeName=n[1-2] CPUs=2\n\
                     PartitionName=p Nodes=n[1-2] Default=YES\n";
@@ -174,6 +184,43 @@ mod tests {
         c.apply_partition_edit(&edit("delete", "q", &[])).unwrap();
         assert!(c.cluster.part_idx("q").is_none());
         assert_eq!(c.cluster.nodes[1].partitions, vec!["p"]);
+    }
+
+    #[test]
+    fn edits_are_recovered_from_snapshot_and_log() {
+        let mut c = ctld();
+        let who = user(0);
+        c.edit_partition(&who, edit("create", "q", &["Nodes=n1"]))
+            .unwrap();
+        let snap = c.snapshot();
+        c.edit_partition(&who, edit("update", "p", &["MaxTime=7"]))
+            .unwrap();
+        // The last record holds every edit in force.
+        let last = c
+            .effects
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                crate::effect::Effect::Log(r) => Some((**r).clone()),
+                _ => None,
+            })
+            .unwrap();
+        let mut r = ctld();
+        r.restore(Some(snap.clone()), vec![last]);
+        assert!(r.cluster.part_idx("q").is_some());
+        assert_eq!(r.cluster.parts[0].conf.max_time_min, Some(7));
+        assert_eq!(r.part_edits.len(), 2);
+        // From the snapshot alone: the create only.
+        let mut r = ctld();
+        r.restore(Some(snap), vec![]);
+        assert!(r.cluster.part_idx("q").is_some());
+        assert_eq!(r.cluster.parts[0].conf.max_time_min, None);
+        // Not an admin (nor an accounting operator): refused.
+        let nobody = user(65534);
+        let e = c
+            .edit_partition(&nobody, edit("delete", "q", &[]))
+            .unwrap_err();
+        assert_eq!(e.message(), msg::ACCESS);
     }
 
     #[test]
