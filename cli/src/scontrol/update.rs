@@ -86,6 +86,9 @@ pub fn parse_update(words: &[String]) -> Result<Update, Vec<String>> {
         .position(|(k, _)| {
             ["jobid", "jobname", "nodename", "partitionname"].contains(&k.to_ascii_lowercase().as_str())
         })
+        // `Partition=`/`Par=`: PartitionName as scontrol abbreviates it
+        // (with a JobId it is the job's field instead).
+        .or_else(|| pairs.iter().position(|(k, _)| super::part::is_name_key(k)))
         .ok_or_else(|| {
             vec![
                 "No valid entity in update command".to_string(),
@@ -244,5 +247,13 @@ mod tests {
             Ok(Update::Partition(_))
         ));
         assert!(parse_update(&w(&["PartitionName=p"])).is_err());
+        match parse_update(&w(&["Partition=p", "MaxTime=5"])).unwrap() {
+            Update::Partition(e) => assert_eq!((e.name.as_str(), e.args.len()), ("p", 1)),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse_update(&w(&["JobId=3", "Partition=p"])),
+            Ok(Update::Job(_))
+        ));
     }
 }
