@@ -35,5 +35,5 @@ pub use error::{ConfError, ConfWarning};
 pub use gresconf::{GresConf, GresConfEntry};
 pub use hostlist::HostlistError;
 pub use nodes::{parse_gres_list, GresSpec, NodeConf, NodeSetConf};
-pub use partitions::PartitionConf;
+pub use partitions::{apply_partition_words, PartitionConf};
 pub use slurmconf::{Config, CtldHost, EntityLine};

@@ -445,6 +445,150 @@ fn resolve_nodes(
         .collect())
 }
 
+impl PartitionSpec {
+    /// Set on `part` every value this spec gives (the others stay).
+    fn apply_to(
+        &self,
+        part: &mut PartitionConf,
+        nodes: &[NodeConf],
+        index: &HashMap<String, usize>,
+        nodesets: &[NodeSetConf],
+    ) -> Result<(), ConfError> {
+        if let Some((expr, p)) = &self.nodes {
+            part.nodes = resolve_nodes(expr, p, nodes, index, nodesets)?;
+            part.nodes_expr = expr.clone();
+        }
+        if let Some((d, _)) = &self.default {
+            part.default = *d;
+        }
+        if let Some(v) = &self.max_time {
+            part.max_time_min = *v;
+        }
+        if let Some(v) = &self.default_time {
+            part.default_time_min = *v;
+        }
+        if let Some(st) = &self.state {
+            part.state = st.clone();
+        }
+        if let Some(v) = &self.allow_groups {
+            part.allow_groups = v.clone();
+        }
+        if let Some(v) = &self.allow_accounts {
+            part.allow_accounts = v.clone();
+        }
+        if let Some(v) = &self.deny_accounts {
+            part.deny_accounts = v.clone();
+        }
+        if let Some(v) = &self.allow_qos {
+            part.allow_qos = v.clone();
+        }
+        if let Some(v) = &self.deny_qos {
+            part.deny_qos = v.clone();
+        }
+        if let Some(v) = &self.max_nodes {
+            part.max_nodes = *v;
+        }
+        if let Some(v) = &self.min_nodes {
+            part.min_nodes = *v;
+        }
+        if let Some(v) = &self.max_cpus_per_node {
+            part.max_cpus_per_node = *v;
+        }
+        if let Some(v) = &self.priority_tier {
+            part.priority_tier = *v;
+        }
+        if let Some(v) = &self.priority_job_factor {
+            part.priority_job_factor = *v;
+        }
+        if let Some(o) = &self.over_subscribe {
+            part.over_subscribe = o.clone();
+        }
+        if let Some(v) = &self.exclusive_user {
+            part.exclusive_user = *v;
+        }
+        if let Some(v) = &self.hidden {
+            part.hidden = *v;
+        }
+        if let Some(v) = &self.root_only {
+            part.root_only = *v;
+        }
+        if let Some(v) = &self.lln {
+            part.lln = *v;
+        }
+        if let Some(v) = &self.qos {
+            part.qos = v.clone();
+        }
+        match self.def_mem {
+            Some(MemLimit::PerCpu(m)) => part.def_mem_per_cpu = m,
+            Some(MemLimit::PerNode(m)) => part.def_mem_per_node = m,
+            None => {}
+        }
+        match self.max_mem {
+            Some(MemLimit::PerCpu(m)) => part.max_mem_per_cpu = m,
+            Some(MemLimit::PerNode(m)) => part.max_mem_per_node = m,
+            None => {}
+        }
+        if let Some(v) = &self.grace_time {
+            part.grace_time = *v;
+        }
+        if self.preempt_mode.is_some() {
+            part.preempt_mode = self.preempt_mode.clone();
+        }
+        if let Some(v) = &self.alternate {
+            part.alternate = v.clone();
+        }
+        if let Some(v) = &self.tres_billing_weights {
+            part.tres_billing_weights = v.clone();
+        }
+        for (k, v) in &self.extra {
+            part.extra.retain(|(ek, _)| ek != k);
+            part.extra.push((k.clone(), v.clone()));
+        }
+        Ok(())
+    }
+}
+
+/// `scontrol create|update PartitionName=...`: lay the `Key=Value` words
+/// (the `PartitionName` word left out) over `part`, as a slurm.conf line
+/// would set them; unknown keys are refused (`Update of this parameter is
+/// not supported: KEY`).
+pub fn apply_partition_words(
+    part: &mut PartitionConf,
+    words: &[(String, String)],
+    cfg: &crate::Config,
+) -> Result<(), String> {
+    let pairs: Vec<Pair> = words
+        .iter()
+        .map(|(k, v)| Pair {
+            key: k.clone(),
+            value: v.clone(),
+            file: "scontrol".into(),
+            line: 0,
+        })
+        .collect();
+    for p in &pairs {
+        if canonical(PARTITION_KEYS, &p.key).is_none()
+            && canonical(PARTITION_EXTRA_KEYS, &p.key).is_none()
+        {
+            return Err(format!(
+                "Update of this parameter is not supported: {}={}",
+                p.key, p.value
+            ));
+        }
+    }
+    let index: HashMap<String, usize> = cfg
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.clone(), i))
+        .collect();
+    let msg = |e: ConfError| format!("Invalid {}: {}", e.key, e.message);
+    let spec =
+        parse_partition_spec(&pairs, &mut UnknownKeys::default(), &mut Vec::new()).map_err(msg)?;
+    spec.apply_to(part, &cfg.nodes, &index, &cfg.nodesets)
+        .map_err(msg)
+}
+
 /// Build one partition from its name pair and (DEFAULT-overlaid) values.
 pub(crate) fn build_partition(
     name_pair: &Pair,
@@ -462,49 +606,7 @@ pub(crate) fn build_partition(
         ));
     }
     let mut part = PartitionConf::new(name);
-    if let Some((expr, p)) = &s.nodes {
-        part.nodes = resolve_nodes(expr, p, nodes, index, nodesets)?;
-        part.nodes_expr = expr.clone();
-    }
-    part.default = s.default.as_ref().is_some_and(|d| d.0);
-    part.max_time_min = s.max_time.unwrap_or(None);
-    part.default_time_min = s.default_time.unwrap_or(None);
-    if let Some(st) = &s.state {
-        part.state = st.clone();
-    }
-    part.allow_groups = s.allow_groups.clone().unwrap_or(None);
-    part.allow_accounts = s.allow_accounts.clone().unwrap_or(None);
-    part.deny_accounts = s.deny_accounts.clone().unwrap_or(None);
-    part.allow_qos = s.allow_qos.clone().unwrap_or(None);
-    part.deny_qos = s.deny_qos.clone().unwrap_or(None);
-    part.max_nodes = s.max_nodes.unwrap_or(None);
-    part.min_nodes = s.min_nodes.unwrap_or(0);
-    part.max_cpus_per_node = s.max_cpus_per_node.unwrap_or(None);
-    part.priority_tier = s.priority_tier.unwrap_or(1);
-    part.priority_job_factor = s.priority_job_factor.unwrap_or(1);
-    if let Some(o) = &s.over_subscribe {
-        part.over_subscribe = o.clone();
-    }
-    part.exclusive_user = s.exclusive_user.unwrap_or(false);
-    part.hidden = s.hidden.unwrap_or(false);
-    part.root_only = s.root_only.unwrap_or(false);
-    part.lln = s.lln.unwrap_or(false);
-    part.qos = s.qos.clone().unwrap_or(None);
-    match s.def_mem {
-        Some(MemLimit::PerCpu(m)) => part.def_mem_per_cpu = m,
-        Some(MemLimit::PerNode(m)) => part.def_mem_per_node = m,
-        None => {}
-    }
-    match s.max_mem {
-        Some(MemLimit::PerCpu(m)) => part.max_mem_per_cpu = m,
-        Some(MemLimit::PerNode(m)) => part.max_mem_per_node = m,
-        None => {}
-    }
-    part.grace_time = s.grace_time.unwrap_or(0);
-    part.preempt_mode = s.preempt_mode.clone();
-    part.alternate = s.alternate.clone().unwrap_or(None);
-    part.tres_billing_weights = s.tres_billing_weights.clone().unwrap_or(None);
-    part.extra = s.extra.clone();
+    s.apply_to(&mut part, nodes, index, nodesets)?;
     Ok(part)
 }
 

@@ -275,8 +275,17 @@ pub struct Partition {
 }
 
 impl Partition {
+    /// Its jobs are scheduled: UP, or DRAIN (which takes no new jobs but
+    /// runs those it has), as Slurm's PARTITION_SCHED.
     pub fn up(&self) -> bool {
-        self.conf.state.eq_ignore_ascii_case("UP")
+        let s = &self.conf.state;
+        s.eq_ignore_ascii_case("UP") || s.eq_ignore_ascii_case("DRAIN")
+    }
+
+    /// It takes new jobs: UP or DOWN (Slurm's PARTITION_SUBMIT).
+    pub fn accepts_jobs(&self) -> bool {
+        let s = &self.conf.state;
+        s.eq_ignore_ascii_case("UP") || s.eq_ignore_ascii_case("DOWN")
     }
 }
 
@@ -294,23 +303,30 @@ impl Cluster {
         let mut nodes = Vec::with_capacity(cfg.nodes.len());
         let mut by_name = HashMap::new();
         for n in &cfg.nodes {
-            let parts: Vec<String> = cfg
-                .partitions
-                .iter()
-                .filter(|p| p.nodes.iter().any(|x| x == &n.name))
-                .map(|p| p.name.clone())
-                .collect();
             by_name.insert(n.name.clone(), nodes.len());
-            nodes.push(Node::new(n.clone(), parts, now));
+            nodes.push(Node::new(n.clone(), Vec::new(), now));
         }
-        let parts: Vec<Partition> = cfg
-            .partitions
+        let mut c = Cluster {
+            nodes,
+            by_name,
+            parts: Vec::new(),
+            default_part: None,
+        };
+        c.set_partitions(&cfg.partitions);
+        c
+    }
+
+    /// Take these partitions (slurm.conf's, or as `scontrol create|update|
+    /// delete partition` left them): indices, the default partition and each
+    /// node's partition list follow.
+    pub fn set_partitions(&mut self, confs: &[drover_conf::PartitionConf]) {
+        self.parts = confs
             .iter()
             .map(|p| Partition {
                 nodes: p
                     .nodes
                     .iter()
-                    .filter_map(|n| by_name.get(n).copied())
+                    .filter_map(|n| self.by_name.get(n).copied())
                     .collect(),
                 allow_gids: p.allow_groups.as_ref().map(|gs| {
                     gs.iter()
@@ -320,16 +336,16 @@ impl Cluster {
                 conf: p.clone(),
             })
             .collect();
-        let default_part = cfg
-            .partitions
+        self.default_part = confs
             .iter()
             .rposition(|p| p.default)
-            .or(if parts.len() == 1 { Some(0) } else { None });
-        Cluster {
-            nodes,
-            by_name,
-            parts,
-            default_part,
+            .or(if self.parts.len() == 1 { Some(0) } else { None });
+        for n in &mut self.nodes {
+            n.partitions = confs
+                .iter()
+                .filter(|p| p.nodes.iter().any(|x| x == n.name()))
+                .map(|p| p.name.clone())
+                .collect();
         }
     }
 

@@ -89,6 +89,8 @@ pub struct Ctld {
     pub effects: Vec<Effect>,
     /// Nodes resumed/suspended this minute (ResumeRate, SuspendRate).
     pub power_rates: crate::nodepower::Rates,
+    /// scontrol partition edits in force over slurm.conf's (`partedit.rs`).
+    pub part_edits: Vec<drover_proto::PartitionEdit>,
 }
 
 impl Ctld {
@@ -133,6 +135,7 @@ impl Ctld {
             now,
             effects: Vec::new(),
             power_rates: Default::default(),
+            part_edits: Vec::new(),
         }
     }
 
@@ -268,6 +271,9 @@ impl Ctld {
             resvs: self.sched.resvs.clone(),
             mails: self.mail.due.values().cloned().collect(),
             next_mail_id: self.mail.next_id,
+            part_edits: Some(drover_proto::state::PartitionEdits {
+                edits: self.part_edits.clone(),
+            }),
         }
     }
 

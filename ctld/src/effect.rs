@@ -122,6 +122,7 @@ fn kind_name(k: &drover_proto::state::wal_record::Kind) -> String {
         Kind::MailDue(m) => format!("MailDue {}", m.id),
         Kind::MailSent(id) => format!("MailSent {id}"),
         Kind::Epoch(e) => format!("Epoch {e}"),
+        Kind::PartEdits(e) => format!("PartEdits {}", e.edits.len()),
     }
 }
 

@@ -96,6 +96,9 @@ impl Job {
 /// job whose launch (Prolog) failed.
 pub const HOLD_LAUNCH_FAILED: u32 = 3;
 pub const REASON_LAUNCH_FAILED_HELD: &str = "launch failed requeued held";
+/// `scontrol requeuehold State=SpecialExit`: a user hold shown as Slurm's
+/// SPECIAL_EXIT state (SE) until released.
+pub const HOLD_SPECIAL_EXIT: u32 = 4;
 
 pub fn reset_for_requeue(rt: &mut JobRuntime) {
     rt.state = JobState::Pending as i32;

@@ -35,6 +35,7 @@ pub mod jobinfo;
 pub mod mail;
 pub mod metrics;
 pub mod nodepower;
+pub mod partedit;
 pub mod power;
 pub mod priority;
 pub mod privacy;

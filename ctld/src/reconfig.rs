@@ -175,6 +175,11 @@ impl Ctld {
         }
         self.cluster = cluster;
         self.cfg = Arc::new(cfg);
+        // Partitions as slurm.conf says (Slurm's default ReconfigFlags).
+        if !self.part_edits.is_empty() {
+            self.part_edits.clear();
+            self.log_part_edits();
+        }
         // Node indices may have changed; resolved requests stay as they were
         // resolved (new defaults apply to new submissions and updates).
         self.refresh_requests();

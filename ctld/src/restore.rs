@@ -12,6 +12,7 @@ impl Ctld {
     pub fn restore(&mut self, snapshot: Option<Snapshot>, records: Vec<WalRecord>) {
         let c = self;
         let mut node_records = Vec::new();
+        let mut part_edits = Vec::new();
         if let Some(s) = snapshot {
             c.next_job_id = c.next_job_id.max(s.next_job_id);
             for b in s.blobs {
@@ -23,6 +24,7 @@ impl Ctld {
             node_records.extend(s.nodes);
             c.recover_sched(s.usage, s.resvs);
             c.mail.load(s.mails, s.next_mail_id);
+            part_edits = s.part_edits.map(|e| e.edits).unwrap_or_default();
         }
         for r in records {
             match r.kind {
@@ -48,9 +50,11 @@ impl Ctld {
                     c.replay_sched(k)
                 }
                 Some(k @ (Kind::MailDue(_) | Kind::MailSent(_))) => c.mail.replay(k),
+                Some(Kind::PartEdits(e)) => part_edits = e.edits,
                 Some(Kind::Epoch(_)) | None => {}
             }
         }
+        c.replay_partition_edits(part_edits);
         for n in node_records {
             if let Some(i) = c.cluster.node_idx(&n.name) {
                 let node = &mut c.cluster.nodes[i];

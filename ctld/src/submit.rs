@@ -28,7 +28,9 @@ pub mod msg {
     pub const ALREADY_DONE: &str = "Job/step already completing or completed";
     pub const NOT_PENDING: &str = "Job is no longer pending execution";
     pub const PENDING: &str = "Job is pending execution";
-    pub const INACTIVE: &str = "Partition in INACTIVE state";
+    /// Slurm's ESLURM_PARTITION_NOT_AVAIL: submitting to an INACTIVE or
+    /// DRAIN partition.
+    pub const INACTIVE: &str = "Required partition not available (inactive or drain)";
     pub const SCRIPT: &str = "Batch script is empty!";
 }
 
@@ -123,7 +125,7 @@ impl Ctld {
         let mut err = msg::GROUP;
         for i in idx {
             let p = &self.cluster.parts[i];
-            if p.conf.state.eq_ignore_ascii_case("INACTIVE") {
+            if !p.accepts_jobs() {
                 err = msg::INACTIVE;
                 continue;
             }

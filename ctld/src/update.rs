@@ -45,7 +45,10 @@ impl Ctld {
                 } else if req.action.is_empty() {
                     self.update_fields(&who, id, &req)
                 } else {
-                    self.job_action(&who, id, &req.action)
+                    let special_exit = req.fields.iter().any(|(k, v)| {
+                        k.eq_ignore_ascii_case("state") && v.eq_ignore_ascii_case("specialexit")
+                    });
+                    self.job_action(&who, id, &req.action, special_exit)
                 };
                 if let Err(e) = r {
                     err = Some(e);
@@ -61,7 +64,15 @@ impl Ctld {
         Ok(UpdateJobResponse { results })
     }
 
-    fn job_action(&mut self, who: &Identity, id: u32, action: &str) -> Result<(), String> {
+    /// hold, release, requeue ... of one job; `special_exit`: requeuehold
+    /// `State=SpecialExit` (held as [`crate::job::HOLD_SPECIAL_EXIT`]).
+    fn job_action(
+        &mut self,
+        who: &Identity,
+        id: u32,
+        action: &str,
+        special_exit: bool,
+    ) -> Result<(), String> {
         let admin = self.is_admin(who);
         let job = self.jobs.get(&id).ok_or(msg::INVALID_JOB)?;
         let state = job.state();
@@ -101,6 +112,11 @@ impl Ctld {
             }
             "requeue" | "requeuehold" => {
                 let hold = action.eq_ignore_ascii_case("requeuehold");
+                let level = if special_exit {
+                    crate::job::HOLD_SPECIAL_EXIT
+                } else {
+                    1
+                };
                 match state {
                     JobState::Running | JobState::Suspended => {
                         // Slurm: a suspended job that is requeued is held.
@@ -108,7 +124,7 @@ impl Ctld {
                         let j = self.jobs.get_mut(&id).expect("present");
                         j.rt_mut().requeue_pending = true;
                         if hold || was_suspended {
-                            j.rt_mut().hold = 1;
+                            j.rt_mut().hold = if hold { level } else { 1 };
                         }
                         self.terminate(id, false);
                         Ok(())
@@ -121,7 +137,7 @@ impl Ctld {
                         let rt = j.rt_mut();
                         crate::job::reset_for_requeue(rt);
                         if hold {
-                            rt.hold = 1;
+                            rt.hold = level;
                         }
                         self.log_runtime(id);
                         Ok(())

@@ -93,6 +93,12 @@ impl Controller for FakeCtl {
     ) -> Result<Response<RelinquishResponse>, Status> {
         unimpl()
     }
+    async fn edit_partition(
+        &self,
+        _: Request<PartitionEdit>,
+    ) -> Result<Response<PartitionEditResponse>, Status> {
+        unimpl()
+    }
     async fn get_config(
         &self,
         _: Request<ConfigRequest>,

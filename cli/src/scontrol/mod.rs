@@ -4,6 +4,7 @@ mod configkeys;
 mod daemons;
 mod ha;
 pub mod listpids;
+pub mod part;
 pub mod resv;
 pub mod show;
 pub mod token;
@@ -57,10 +58,12 @@ const USAGE: &str = "Usage: scontrol [<OPTION>] [<COMMAND>]
                               hostnames, hostlist
      create reservation <SPECIFICATIONS>   update ReservationName=<NAME> ...
      delete reservation <NAME>
+     create PartitionName=<NAME> <SPECIFICATIONS>
+     delete PartitionName=<NAME>
      hold <job_list>          uhold <job_list>      release <job_list>
-     requeue <job_list>       requeuehold <job_list>
+     requeue <job_list>       requeuehold [State=SpecialExit] <job_list>
      suspend <job_list>       resume <job_list>
-     update <SPECIFICATIONS>  (JobId=... or NodeName=...)
+     update <SPECIFICATIONS>  (JobId=..., NodeName=... or PartitionName=...)
      write batch_script <job_id> [<file>|-]
      listpids [<job_id>[.<step_id>]] [<NodeName>]
      ping  reconfigure  shutdown  version
@@ -90,6 +93,8 @@ pub enum Command {
     Action(&'static str, Vec<String>),
     Update(Vec<String>),
     Resv(resv::ResvOp),
+    /// `create|update|delete PartitionName=...`
+    PartEdit(drover_proto::PartitionEdit),
     /// `write batch_script JOBID [FILE|-]`
     WriteBatchScript(String, Option<String>),
     /// `listpids [JOBID[.STEPID]] [NODENAME]`
@@ -210,6 +215,10 @@ pub fn parse_command(words: &[String]) -> Result<Command, Vec<String>> {
         "help" => Ok(Command::Help),
         _ if kw(c, "create", 2) || kw(c, "delete", 3) => {
             let is_create = kw(c, "create", 2);
+            if part::is_partition_words(rest) {
+                let op = if is_create { "create" } else { "delete" };
+                return part::parse(op, rest).map(Command::PartEdit);
+            }
             let mut words = rest.to_vec();
             match words.first() {
                 Some(w) if kw(w, "reservation", 3) => {
@@ -662,6 +671,15 @@ async fn execute(
             Err(st) => report(flags, "slurm_load_ctl_conf error: ", &st),
         },
         Command::Action(action, words) => {
+            let (words, fields) = match update::action_state(action, &words) {
+                Ok(v) => v,
+                Err(lines) => {
+                    for l in lines {
+                        eprintln!("{l}");
+                    }
+                    return 1;
+                }
+            };
             let ids = match update::job_ids(&words) {
                 Ok(i) => i,
                 Err(e) => {
@@ -673,14 +691,16 @@ async fn execute(
             };
             let req = UpdateJobRequest {
                 job_ids: ids,
-                fields: Default::default(),
+                fields,
                 action: action.to_string(),
                 reason: String::new(),
             };
             job_update(client, flags, req).await
         }
+        Command::PartEdit(edit) => part::run(client, flags, edit).await,
         Command::Update(words) => match update::parse_update(&words) {
             Ok(update::Update::Job(req)) => job_update(client, flags, req).await,
+            Ok(update::Update::Partition(edit)) => part::run(client, flags, edit).await,
             Ok(update::Update::Node(req)) => match client.update_node(req).await {
                 Ok(r) => {
                     let errors = r.into_inner().errors;

@@ -214,6 +214,8 @@ pub fn job(j: &JobInfo, o: &ShowOpts) -> String {
         "JobState={} Reason={} Dependency={}",
         if j.stopped {
             "STOPPED"
+        } else if jf::special_exit(j, state) {
+            "SPECIAL_EXIT"
         } else {
             state.long_name()
         },

@@ -12,6 +12,7 @@ use crate::jobids;
 pub enum Update {
     Job(UpdateJobRequest),
     Node(UpdateNodeRequest),
+    Partition(drover_proto::PartitionEdit),
 }
 
 fn split_kv(w: &str) -> Option<(&str, &str)> {
@@ -40,6 +41,32 @@ pub fn job_ids(words: &[String]) -> Result<Vec<String>, String> {
     Ok(ids)
 }
 
+/// `requeuehold [State=SpecialExit] JOBS`: the job words without the
+/// `State=` word, and the field it sends (`State=SpecialExit`).
+#[allow(clippy::type_complexity)]
+pub fn action_state(
+    action: &str,
+    words: &[String],
+) -> Result<(Vec<String>, HashMap<String, String>), Vec<String>> {
+    let mut fields = HashMap::new();
+    let mut rest = Vec::new();
+    for w in words {
+        match split_kv(w) {
+            Some((k, v)) if action == "requeuehold" && k.eq_ignore_ascii_case("state") => {
+                if !v.eq_ignore_ascii_case("specialexit") {
+                    return Err(vec![
+                        format!("Invalid state: {w}"),
+                        "Valid states: SpecialExit".into(),
+                    ]);
+                }
+                fields.insert("State".to_string(), "SpecialExit".to_string());
+            }
+            _ => rest.push(w.clone()),
+        }
+    }
+    Ok((rest, fields))
+}
+
 /// Parse the words after `update`.
 pub fn parse_update(words: &[String]) -> Result<Update, Vec<String>> {
     let mut pairs: Vec<(String, String)> = Vec::new();
@@ -59,6 +86,9 @@ pub fn parse_update(words: &[String]) -> Result<Update, Vec<String>> {
         .position(|(k, _)| {
             ["jobid", "jobname", "nodename", "partitionname"].contains(&k.to_ascii_lowercase().as_str())
         })
+        // `Partition=`/`Par=`: PartitionName as scontrol abbreviates it
+        // (with a JobId it is the job's field instead).
+        .or_else(|| pairs.iter().position(|(k, _)| super::part::is_name_key(k)))
         .ok_or_else(|| {
             vec![
                 "No valid entity in update command".to_string(),
@@ -136,9 +166,11 @@ pub fn parse_update(words: &[String]) -> Result<Update, Vec<String>> {
                 fields,
             }))
         }
-        _ => Err(vec![
-            "Updating partitions is not supported by Drover yet".into()
-        ]),
+        _ => {
+            let mut words = vec![format!("PartitionName={ev}")];
+            words.extend(pairs.into_iter().map(|(k, v)| format!("{k}={v}")));
+            super::part::parse("update", &words).map(Update::Partition)
+        }
     }
 }
 
@@ -177,6 +209,20 @@ mod tests {
     }
 
     #[test]
+    fn requeuehold_state() {
+        let (ids, f) = action_state("requeuehold", &w(&["State=specialexit", "5"])).unwrap();
+        assert_eq!(ids, w(&["5"]));
+        assert_eq!(f.get("State").map(String::as_str), Some("SpecialExit"));
+        let e = action_state("requeuehold", &w(&["State=RUNNING", "5"])).unwrap_err();
+        assert_eq!(
+            e,
+            w(&["Invalid state: State=RUNNING", "Valid states: SpecialExit"])
+        );
+        let (ids, f) = action_state("hold", &w(&["State=x"])).unwrap();
+        assert_eq!((ids, f.len()), (w(&["State=x"]), 0));
+    }
+
+    #[test]
     fn nodes() {
         match parse_update(&w(&[
             "NodeName=node[1-2]",
@@ -196,6 +242,18 @@ mod tests {
         assert!(e[0].starts_with("You must specify a reason"));
         assert!(parse_update(&w(&["NodeName=n1", "State=RESUME"])).is_ok());
         assert!(parse_update(&w(&["NodeName=n1", "State=SLEEPY"])).is_err());
-        assert!(parse_update(&w(&["PartitionName=p", "State=DOWN"])).is_err());
+        assert!(matches!(
+            parse_update(&w(&["PartitionName=p", "State=DOWN"])),
+            Ok(Update::Partition(_))
+        ));
+        assert!(parse_update(&w(&["PartitionName=p"])).is_err());
+        match parse_update(&w(&["Partition=p", "MaxTime=5"])).unwrap() {
+            Update::Partition(e) => assert_eq!((e.name.as_str(), e.args.len()), ("p", 1)),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse_update(&w(&["JobId=3", "Partition=p"])),
+            Ok(Update::Job(_))
+        ));
     }
 }

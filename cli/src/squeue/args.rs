@@ -101,6 +101,9 @@ pub struct Params {
     pub names: Option<Vec<String>>,
     pub states: Option<Vec<JobState>>,
     pub all_states: bool,
+    /// `-t SE` without `PD`: of the pending jobs, only those held by
+    /// `scontrol requeuehold State=SpecialExit`.
+    pub special_exit_only: bool,
     pub partitions: Option<Vec<String>>,
     pub accounts: Option<Vec<String>>,
     pub qos: Option<Vec<String>>,
@@ -287,13 +290,26 @@ pub fn parse_args(
         .value("states")
         .map(str::to_string)
         .or_else(|| env("SQUEUE_STATES"));
+    let asks = |t: &str, names: &[&str]| {
+        t.split(',')
+            .any(|w| names.iter().any(|n| w.trim().eq_ignore_ascii_case(n)))
+    };
+    let special_exit_only = states_text
+        .as_deref()
+        .is_some_and(|t| asks(t, &["SE", "SPECIAL_EXIT"]) && !asks(t, &["PD", "PENDING", "ALL"]));
     let (states, all_states) = match states_text {
         // --start: pending jobs and their expected starts.
         None if p.has("start") => (Some(vec![JobState::Pending]), false),
         None => (None, false),
         Some(t) => match parse_states(&t) {
             Ok(None) => (None, true),
-            Ok(Some(v)) => (Some(v), false),
+            Ok(Some(mut v)) => {
+                // SPECIAL_EXIT jobs are pending ones (Slurm's JOB_SPECIAL_EXIT flag).
+                if special_exit_only {
+                    v.push(JobState::Pending);
+                }
+                (Some(v), false)
+            }
             Err(bad) => {
                 return Err(vec![
                     format!("squeue: error: Invalid job state specified: {bad}"),
@@ -398,6 +414,7 @@ pub fn parse_args(
             .or_else(|| env("SQUEUE_NAMES").map(|s| list(&s))),
         states,
         all_states,
+        special_exit_only,
         partitions: p
             .value("partitions")
             .map(list)

@@ -80,6 +80,10 @@ pub fn filter<'a>(job: &'a JobInfo, p: &Params, out: &mut Vec<Row<'a>>) {
         }
     }
     let state = JobState::try_from(job.state).unwrap_or(JobState::Pending);
+    if p.special_exit_only && state == JobState::Pending && !super::format::special_exit(job, state)
+    {
+        return;
+    }
     if !p.all_states {
         match &p.states {
             Some(list) => {

@@ -89,6 +89,15 @@ pub enum JobField {
 
 use JobField as F;
 
+/// `JobInfo.hold` of a job requeued held by `scontrol requeuehold
+/// State=SpecialExit`.
+pub const SPECIAL_EXIT: u32 = 4;
+
+/// Slurm shows such a job SPECIAL_EXIT (SE) while it pends.
+pub fn special_exit(j: &JobInfo, state: JobState) -> bool {
+    j.hold == SPECIAL_EXIT && state == JobState::Pending
+}
+
 /// `%` letters.
 pub fn by_letter(c: char) -> Option<JobField> {
     Some(match c {
@@ -613,6 +622,8 @@ pub fn value(out: &mut String, f: JobField, row: &Row<'_>, now: i64) -> bool {
         // Slurm's STOPPED flag (scancel -s STOP) shows over RUNNING.
         F::StateCompact if j.stopped => out.push_str("ST"),
         F::State if j.stopped => out.push_str("STOPPED"),
+        F::StateCompact if special_exit(j, state) => out.push_str("SE"),
+        F::State if special_exit(j, state) => out.push_str("SPECIAL_EXIT"),
         F::StateCompact => out.push_str(state.short_name()),
         F::State => out.push_str(state.long_name()),
         F::UserId => {

@@ -129,7 +129,7 @@ impl Ctld {
         let (dep, dep_state) = self.dependency(job, t);
         let gate = if rt.hold == 2 {
             Gate::Closed("JobHeldAdmin")
-        } else if rt.hold == 1 {
+        } else if rt.hold == 1 || rt.hold == crate::job::HOLD_SPECIAL_EXIT {
             Gate::Closed("JobHeldUser")
         } else if rt.hold == crate::job::HOLD_LAUNCH_FAILED {
             Gate::Closed(crate::job::REASON_LAUNCH_FAILED_HELD)

@@ -386,6 +386,19 @@ impl Controller for Svc {
         .await
     }
 
+    async fn edit_partition(
+        &self,
+        req: Request<PartitionEdit>,
+    ) -> Result<Response<PartitionEditResponse>, Status> {
+        let who = self.who(&req)?;
+        let edit = req.into_inner();
+        self.call(move |c, r| {
+            let v = c.edit_partition(&who, edit);
+            c.reply_durable(r, v);
+        })
+        .await
+    }
+
     async fn get_partitions(
         &self,
         req: Request<GetPartitionsRequest>,
