@@ -141,6 +141,17 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
             String::new()
         }
     );
+    let front = match drover_conf::ratelimit::FrontConf::of(cfg.get("SlurmctldParameters")) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("droverctld: error: {}: {e}", path.display());
+            return 1;
+        }
+    };
+    let limit = Arc::new(crate::rpc::ratelimit::Limiter::new(
+        front.rate_limit,
+        slurm_user_uid,
+    ));
     let (tx, rx) = mpsc::channel(65536);
     let auth_path = PathBuf::from(cfg.auth_socket());
     let ttl = cfg.auth_ttl_secs() as i64;
@@ -196,6 +207,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         key: key.clone(),
         agents: agents.clone(),
         ha: ha.clone(),
+        limit: limit.clone(),
     })
     .max_decoding_message_size(max_request)
     .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
@@ -205,6 +217,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
             key,
             agents: agents.clone(),
             ha: ha.clone(),
+            limit,
         }),
     )
     .max_decoding_message_size(max_request)
