@@ -1,8 +1,7 @@
 //! `SlurmctldParameters` options of the controller's RPC front: Slurm's
 //! per-user rate limit (`rl_enable`, `rl_bucket_size`, `rl_refill_rate`,
 //! `rl_refill_period`, `rl_table_size`, `rl_log_freq`, defaults as Slurm
-//! 23.11's) and Drover's own connection limit per peer address
-//! (`drover_conn_per_peer`, Slurm has none).
+//! 23.11's).
 
 use crate::values;
 
@@ -34,26 +33,11 @@ impl Default for RateLimitConf {
     }
 }
 
-/// Drover's default for `drover_conn_per_peer`: connections one address
-/// may hold open to the controller at once.
-pub const DEFAULT_CONN_PER_PEER: u32 = 512;
-
 /// The RPC front's options.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FrontConf {
     /// `Some` with `rl_enable`.
     pub rate_limit: Option<RateLimitConf>,
-    /// `drover_conn_per_peer` (0: no limit).
-    pub conn_per_peer: u32,
-}
-
-impl Default for FrontConf {
-    fn default() -> Self {
-        FrontConf {
-            rate_limit: None,
-            conn_per_peer: DEFAULT_CONN_PER_PEER,
-        }
-    }
 }
 
 impl FrontConf {
@@ -98,7 +82,6 @@ impl FrontConf {
                         _ => return Err(bad("must be -1 (never), 0 (always) or seconds")),
                     }
                 }
-                "drover_conn_per_peer" => f.conn_per_peer = whole()?,
                 _ => {}
             }
         }
@@ -117,7 +100,6 @@ mod tests {
     fn defaults_are_slurms() {
         let f = FrontConf::of(None).unwrap();
         assert_eq!(f.rate_limit, None);
-        assert_eq!(f.conn_per_peer, DEFAULT_CONN_PER_PEER);
         let f = FrontConf::of(Some("enable_configless,rl_enable")).unwrap();
         assert_eq!(
             f.rate_limit,
@@ -135,7 +117,7 @@ mod tests {
     fn options_are_read() {
         let f = FrontConf::of(Some(
             "RL_ENABLE, rl_bucket_size=5,rl_refill_rate=0,rl_refill_period=3,rl_table_size=10,\
-             rl_log_freq=-1,drover_conn_per_peer=7",
+             rl_log_freq=-1",
         ))
         .unwrap();
         assert_eq!(
@@ -148,7 +130,6 @@ mod tests {
                 log_freq: -1
             })
         );
-        assert_eq!(f.conn_per_peer, 7);
         // Options without rl_enable change nothing.
         assert_eq!(FrontConf::of(Some("rl_bucket_size=5")).unwrap().rate_limit, None);
     }
@@ -167,6 +148,6 @@ mod tests {
             FrontConf::of(Some("rl_log_freq=-2")).unwrap_err(),
             "SlurmctldParameters: rl_log_freq=-2: must be -1 (never), 0 (always) or seconds"
         );
-        assert!(FrontConf::of(Some("drover_conn_per_peer")).is_err());
+        assert!(FrontConf::of(Some("rl_table_size")).is_err());
     }
 }

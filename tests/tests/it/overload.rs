@@ -112,26 +112,37 @@ fn without_rl_enable_nothing_is_refused() {
 #[test]
 fn a_refused_call_is_retried_after_a_pause_and_a_bad_value_is_named() {
     // rl_refill_rate=0: the bucket never refills; one call passes and the
-    // next is refused each time the command tries again (each refusal
+    // others are refused each time their command tries again (each refusal
     // logged: rl_log_freq=0).
     let c = limited("rl_enable,rl_bucket_size=1,rl_refill_rate=0,rl_log_freq=0");
-    assert!(c.run_as(NOBODY, "sinfo", &["-h"]).status.success());
-    let mut cmd = c.cmd("sinfo");
-    std::os::unix::process::CommandExt::uid(&mut cmd, NOBODY);
-    std::os::unix::process::CommandExt::gid(&mut cmd, NOBODY);
-    let mut held = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    // Two commands, at least two calls, one token: at least one command
+    // is refused, and refused again when it tries again.
+    let mut held: Vec<Child> = (0..2)
+        .map(|_| {
+            let mut cmd = c.cmd("sinfo");
+            std::os::unix::process::CommandExt::uid(&mut cmd, NOBODY);
+            std::os::unix::process::CommandExt::gid(&mut cmd, NOBODY);
+            cmd.stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while refusals(&c, NOBODY) < 2 {
+    while refusals(&c, NOBODY) < 3 {
         assert!(Instant::now() < deadline, "the refused call was not retried");
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(held.try_wait().unwrap().is_none(), "a refused call ended");
-    held.kill().unwrap();
-    let _ = held.wait();
+    let waiting = held
+        .iter_mut()
+        .map(|h| h.try_wait().unwrap().is_none())
+        .filter(|w| *w)
+        .count();
+    assert!(waiting >= 1, "every refused command ended");
+    for mut h in held {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
     // Root is still served.
     c.ok("sinfo", &["-h"]);
 
@@ -141,7 +152,11 @@ fn a_refused_call_is_retried_after_a_pause_and_a_bad_value_is_named() {
         .replace("rl_bucket_size=1", "rl_bucket_size=lots");
     let bad = c.path().join("bad.conf");
     std::fs::write(&bad, text).unwrap();
-    let o = c.run("droverctld", &["-f", &bad.display().to_string()]);
+    let o = std::process::Command::new(drover_tests::bin_dir().join("droverctld"))
+        .arg("-f")
+        .arg(&bad)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
