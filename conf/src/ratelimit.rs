@@ -52,12 +52,8 @@ impl FrontConf {
                 Some((k, v)) => (k.trim().to_ascii_lowercase(), Some(v.trim())),
                 None => (w.trim().to_ascii_lowercase(), None),
             };
-            let bad = |why: &str| {
-                format!(
-                    "SlurmctldParameters: {k}={}: {why}",
-                    v.unwrap_or_default()
-                )
-            };
+            let bad =
+                |why: &str| format!("SlurmctldParameters: {k}={}: {why}", v.unwrap_or_default());
             let positive = || -> Result<u32, String> {
                 match v.map(str::parse::<u32>) {
                     Some(Ok(n)) if n > 0 => Ok(n),
@@ -131,7 +127,10 @@ mod tests {
             })
         );
         // Options without rl_enable change nothing.
-        assert_eq!(FrontConf::of(Some("rl_bucket_size=5")).unwrap().rate_limit, None);
+        assert_eq!(
+            FrontConf::of(Some("rl_bucket_size=5")).unwrap().rate_limit,
+            None
+        );
     }
 
     #[test]

@@ -32,9 +32,13 @@ struct Bucket {
 pub enum Verdict {
     Allowed,
     /// Refused; `log`: say so now (`rl_log_freq`).
-    Refused { log: bool },
+    Refused {
+        log: bool,
+    },
     /// The table is full: not limited (`log`: first time since it filled).
-    Untracked { log: bool },
+    Untracked {
+        log: bool,
+    },
 }
 
 /// The buckets of every user seen.
@@ -127,7 +131,9 @@ impl Limiter {
             Ok(mut b) => b.take(who.uid, now),
             Err(_) => return Ok(()),
         };
-        let from = peer.map(|p| p.ip().to_string()).unwrap_or_else(|| "?".into());
+        let from = peer
+            .map(|p| p.ip().to_string())
+            .unwrap_or_else(|| "?".into());
         match verdict {
             Verdict::Allowed => Ok(()),
             Verdict::Untracked { log } => {

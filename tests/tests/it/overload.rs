@@ -46,7 +46,10 @@ fn refusals(c: &Cluster, uid: u32) -> usize {
 fn a_flooding_user_backs_off_while_others_and_agents_go_on() {
     let c = limited("rl_enable,rl_bucket_size=4,rl_refill_rate=2,rl_refill_period=1");
     c.wait_nodes_idle(Duration::from_secs(30)).unwrap();
-    wait_log(&c, "RPC rate limiting enabled: rl_table_size=8192,rl_bucket_size=4");
+    wait_log(
+        &c,
+        "RPC rate limiting enabled: rl_table_size=8192,rl_bucket_size=4",
+    );
     // Twelve squeue at once from one user: four tokens, two more a second.
     let flood: Vec<Child> = (0..12)
         .map(|_| {
@@ -130,7 +133,10 @@ fn a_refused_call_is_retried_after_a_pause_and_a_bad_value_is_named() {
         .collect();
     let deadline = Instant::now() + Duration::from_secs(30);
     while refusals(&c, NOBODY) < 3 {
-        assert!(Instant::now() < deadline, "the refused call was not retried");
+        assert!(
+            Instant::now() < deadline,
+            "the refused call was not retried"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let waiting = held
