@@ -1,7 +1,8 @@
 //! `SlurmctldParameters` options of the controller's RPC front: Slurm's
 //! per-user rate limit (`rl_enable`, `rl_bucket_size`, `rl_refill_rate`,
 //! `rl_refill_period`, `rl_table_size`, `rl_log_freq`, defaults as Slurm
-//! 23.11's).
+//! 23.11's) and Drover's own limit of connections per peer address
+//! (`drover_conn_per_peer`; Slurm has none).
 
 use crate::values;
 
@@ -33,11 +34,26 @@ impl Default for RateLimitConf {
     }
 }
 
+/// Drover's default for `drover_conn_per_peer`: connections one address
+/// may hold open to the controller at once.
+pub const DEFAULT_CONN_PER_PEER: u32 = 512;
+
 /// The RPC front's options.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrontConf {
     /// `Some` with `rl_enable`.
     pub rate_limit: Option<RateLimitConf>,
+    /// `drover_conn_per_peer` (0: no limit).
+    pub conn_per_peer: u32,
+}
+
+impl Default for FrontConf {
+    fn default() -> Self {
+        FrontConf {
+            rate_limit: None,
+            conn_per_peer: DEFAULT_CONN_PER_PEER,
+        }
+    }
 }
 
 impl FrontConf {
@@ -72,6 +88,7 @@ impl FrontConf {
                 "rl_refill_rate" => rl.refill_rate = whole()?,
                 "rl_refill_period" => rl.refill_period = positive()?,
                 "rl_table_size" => rl.table_size = positive()?,
+                "drover_conn_per_peer" => f.conn_per_peer = whole()?,
                 "rl_log_freq" => {
                     rl.log_freq = match v.map(str::parse::<i64>) {
                         Some(Ok(n)) if n >= -1 => n,
@@ -96,6 +113,13 @@ mod tests {
     fn defaults_are_slurms() {
         let f = FrontConf::of(None).unwrap();
         assert_eq!(f.rate_limit, None);
+        assert_eq!(f.conn_per_peer, DEFAULT_CONN_PER_PEER);
+        assert_eq!(
+            FrontConf::of(Some("drover_conn_per_peer=7"))
+                .unwrap()
+                .conn_per_peer,
+            7
+        );
         let f = FrontConf::of(Some("enable_configless,rl_enable")).unwrap();
         assert_eq!(
             f.rate_limit,

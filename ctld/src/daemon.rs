@@ -228,7 +228,10 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     .max_decoding_message_size(max_request)
     .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
     // Small RPCs must not wait for delayed ACKs (Nagle).
-    let incoming = drover_proto::tlsaccept::incoming(listener, tls);
+    let incoming = crate::rpc::conns::limit(
+        drover_proto::tlsaccept::incoming(listener, tls),
+        front.conn_per_peer as usize,
+    );
     // Bounds on what one connection may cost (docs/admin-guide.md,
     // "Overload protection"): streams in flight (tonic's default is no
     // limit), header bytes (hyper's 16 KiB, made explicit), and keep-alive

@@ -3,6 +3,7 @@
 //! [`scheduler`]: sprio, sshare, reservations; [`ratelimit`]: Slurm's
 //! per-user RPC rate limit, applied to every authenticated user call.
 
+pub mod conns;
 pub mod controller;
 mod failover;
 pub mod ratelimit;

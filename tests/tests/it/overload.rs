@@ -170,3 +170,47 @@ fn a_refused_call_is_retried_after_a_pause_and_a_bad_value_is_named() {
         "{err}"
     );
 }
+
+#[test]
+fn connections_per_peer_are_bounded() {
+    let c = limited("drover_conn_per_peer=4");
+    let port = std::fs::read_to_string(&c.conf)
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("SlurmctldPort=")
+                .map(|p| p.trim().to_string())
+        })
+        .expect("SlurmctldPort");
+    // Idle HTTP/2 clients from this host until the controller refuses one
+    // (the agent already holds a connection or two).
+    let mut held = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !c
+        .log_text("droverctld")
+        .contains("connection from 127.0.0.1 refused")
+    {
+        assert!(Instant::now() < deadline && held.len() < 10, "no refusal");
+        let mut s = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+        std::io::Write::write_all(&mut s, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
+        held.push(s);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(c
+        .log_text("droverctld")
+        .contains("it holds 4 already (SlurmctldParameters=drover_conn_per_peer)"));
+    // A command from the same host is refused meanwhile.
+    let o = c.run("squeue", &[]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("Unable to contact slurm controller"));
+    // Closed, they give their places back.
+    drop(held);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !c.run("squeue", &[]).status.success() {
+        assert!(Instant::now() < deadline, "places not given back");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The agent's connection was never closed: jobs still run.
+    let id = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    c.expect_end(id, "COMPLETED");
+}
