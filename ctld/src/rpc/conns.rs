@@ -110,9 +110,7 @@ pub fn limit(
             Ok(c) => c,
             Err(e) => return Some(Err(e)),
         };
-        let Some(ip) = conn.connect_info().remote_addr().map(|a| a.ip()) else {
-            return None;
-        };
+        let ip = conn.connect_info().remote_addr().map(|a| a.ip())?;
         let ok = counts.lock().map(|mut c| c.take(ip, max)).unwrap_or(true);
         if !ok {
             let now = std::time::Instant::now();
