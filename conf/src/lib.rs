@@ -24,6 +24,7 @@ pub mod parsetime;
 pub mod partitions;
 pub mod power;
 pub mod private;
+pub mod ratelimit;
 pub mod sched;
 pub mod slurmconf;
 pub mod tls;

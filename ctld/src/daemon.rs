@@ -20,6 +20,11 @@ const USAGE: &str = "usage: droverctld [-f CONFIG] [-D] [-v...] [-V]\n\
   -v         more logging (repeat for more); RUST_LOG overrides\n\
   -V         print the version";
 
+/// Calls in flight on one client connection; more wait in the client.
+const MAX_STREAMS_PER_CONNECTION: u32 = 256;
+/// Request headers (the credential is about 300 bytes).
+const MAX_HEADER_BYTES: u32 = 16 * 1024;
+
 /// Config path as every Drover program finds it.
 pub fn default_config_path() -> PathBuf {
     for var in ["DROVER_CONF", "SLURM_CONF"] {
@@ -141,6 +146,17 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
             String::new()
         }
     );
+    let front = match drover_conf::ratelimit::FrontConf::of(cfg.get("SlurmctldParameters")) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("droverctld: error: {}: {e}", path.display());
+            return 1;
+        }
+    };
+    let limit = Arc::new(crate::rpc::ratelimit::Limiter::new(
+        front.rate_limit,
+        slurm_user_uid,
+    ));
     let (tx, rx) = mpsc::channel(65536);
     let auth_path = PathBuf::from(cfg.auth_socket());
     let ttl = cfg.auth_ttl_secs() as i64;
@@ -196,6 +212,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         key: key.clone(),
         agents: agents.clone(),
         ha: ha.clone(),
+        limit: limit.clone(),
     })
     .max_decoding_message_size(max_request)
     .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
@@ -205,13 +222,25 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
             key,
             agents: agents.clone(),
             ha: ha.clone(),
+            limit,
         }),
     )
     .max_decoding_message_size(max_request)
     .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
     // Small RPCs must not wait for delayed ACKs (Nagle).
-    let incoming = drover_proto::tlsaccept::incoming(listener, tls);
+    let incoming = crate::rpc::conns::limit(
+        drover_proto::tlsaccept::incoming(listener, tls),
+        front.conn_per_peer as usize,
+    );
+    // Bounds on what one connection may cost (docs/admin-guide.md,
+    // "Overload protection"): streams in flight (tonic's default is no
+    // limit), header bytes (hyper's 16 KiB, made explicit), and keep-alive
+    // pings that close a connection whose peer stopped answering.
     let server = tonic::transport::Server::builder()
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+        .http2_max_header_list_size(MAX_HEADER_BYTES)
+        .http2_keepalive_interval(Some(std::time::Duration::from_secs(60)))
+        .http2_keepalive_timeout(Some(std::time::Duration::from_secs(20)))
         .tcp_nodelay(true)
         .initial_stream_window_size(Some(8 * 1024 * 1024))
         .initial_connection_window_size(Some(16 * 1024 * 1024))

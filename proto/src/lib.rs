@@ -45,6 +45,12 @@ pub const INFINITE: u32 = u32::MAX;
 /// seff's advice looks for it.
 pub const GPU_OOM_COMMENT: &str = "GPU out of memory";
 
+/// Slurm's text for `SLURMCTLD_COMMUNICATIONS_BACKOFF`: a controller with
+/// `SlurmctldParameters=rl_enable` refuses a user's call over the rate
+/// limit with it (`ResourceExhausted`); [`signing`] sends the call again
+/// after a pause, as Slurm's clients do.
+pub const RATE_LIMITED: &str = "Rate limit exceeded, please retry momentarily";
+
 /// Raise tonic's 4 MiB default: a queue of 100,000 jobs is a big message.
 pub const MAX_MESSAGE_BYTES: usize = 512 * 1024 * 1024;
 

@@ -4,7 +4,10 @@
 //! its method and digest (from the local auth socket, or signed with the
 //! cluster key by a daemon), adds it to the headers and sends the same
 //! bytes. A refusal because the credential predates the daemon's start (it
-//! restarted in between) is retried once with a fresh credential.
+//! restarted in between) is retried once with a fresh credential. A call
+//! the controller's rate limit refused ([`crate::RATE_LIMITED`]) is sent
+//! again after 1 s, then 2 s, 3 s... as long as it is refused, as Slurm's
+//! clients do.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -197,8 +200,37 @@ fn head(parts: &http::request::Parts) -> http::request::Parts {
     r.into_parts().0
 }
 
-/// Send to one daemon, again with a fresh credential if it restarted.
+/// Was this response the rate limit's refusal?
+fn rate_limited(resp: &http::Response<Body>) -> bool {
+    tonic::Status::from_header_map(resp.headers()).is_some_and(|s| {
+        s.code() == tonic::Code::ResourceExhausted && s.message() == crate::RATE_LIMITED
+    })
+}
+
+/// Send to one daemon; while its rate limit refuses the call, again after
+/// a pause one second longer each time (Slurm's
+/// `slurm_send_recv_controller_msg`).
 async fn send(
+    inner: &mut Channel,
+    cred: &Credential,
+    bind: &Binding,
+    bytes: &Bytes,
+    parts: http::request::Parts,
+) -> Result<http::Response<Body>, BoxError> {
+    let mut limited = 0u64;
+    loop {
+        let resp = send_once(inner, cred, bind, bytes, head(&parts)).await?;
+        if !rate_limited(&resp) {
+            return Ok(resp);
+        }
+        limited += 1;
+        tracing::info!("RPC rate limited {limited} time(s). Sleeping then trying again.");
+        tokio::time::sleep(Duration::from_secs(limited)).await;
+    }
+}
+
+/// Send to one daemon, again with a fresh credential if it restarted.
+async fn send_once(
     inner: &mut Channel,
     cred: &Credential,
     bind: &Binding,
@@ -277,6 +309,19 @@ async fn attempt(
 mod tests {
     use super::*;
     use crate::auth::AuthError;
+
+    #[test]
+    fn the_rate_limit_refusal_is_recognised() {
+        assert!(rate_limited(
+            &tonic::Status::resource_exhausted(crate::RATE_LIMITED).into_http()
+        ));
+        assert!(!rate_limited(
+            &tonic::Status::resource_exhausted("message too large").into_http()
+        ));
+        assert!(!rate_limited(
+            &tonic::Status::unavailable(crate::RATE_LIMITED).into_http()
+        ));
+    }
 
     #[test]
     fn only_a_before_start_refusal_is_retried() {

@@ -18,6 +18,8 @@ pub struct Svc {
     pub agents: AgentPool,
     /// Backup controllers: standby or active, the epoch.
     pub ha: std::sync::Arc<crate::runtime::ha::Ha>,
+    /// `SlurmctldParameters=rl_enable`: per-user token buckets.
+    pub limit: std::sync::Arc<crate::rpc::ratelimit::Limiter>,
 }
 
 impl Svc {
@@ -48,8 +50,12 @@ impl Svc {
         rx.await.map_err(|_| gone())?.map(Response::new)
     }
 
+    /// The caller, once the rate limit admits the call (every user call
+    /// comes through here; agents' calls are daemons', never limited).
     pub(crate) fn who<T>(&self, req: &Request<T>) -> Result<Identity, Status> {
-        identity(&self.key, req)
+        let id = identity(&self.key, req)?;
+        self.limit.admit(&id, req.remote_addr())?;
+        Ok(id)
     }
 
     fn daemon<T>(&self, req: &Request<T>) -> Result<Identity, Status> {

@@ -1,7 +1,10 @@
 //! The gRPC front: authenticate, then hand each request to the owner task
 //! as an operation on the core. [`controller`]: jobs, nodes, steps, agents;
-//! [`scheduler`]: sprio, sshare, reservations.
+//! [`scheduler`]: sprio, sshare, reservations; [`ratelimit`]: Slurm's
+//! per-user RPC rate limit, applied to every authenticated user call.
 
+pub mod conns;
 pub mod controller;
 mod failover;
+pub mod ratelimit;
 pub mod scheduler;

@@ -27,6 +27,7 @@ mod multihost;
 mod node_cmds;
 mod node_health;
 mod output_safety;
+mod overload;
 mod oversubscribe;
 mod parsers;
 mod placement;

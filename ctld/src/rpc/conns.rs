@@ -1,0 +1,161 @@
+//! Connections per peer address (`SlurmctldParameters=drover_conn_per_peer`,
+//! Drover's own: Slurm has no such limit): one host cannot hold all the
+//! controller's file descriptors. A connection over the limit is closed as
+//! soon as it is accepted (and sorted, see `drover_proto::tlsaccept`), with
+//! a warning naming the peer, at most one a minute per address.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use drover_proto::tls::Conn;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_stream::{Stream, StreamExt};
+use tonic::transport::server::{Connected, TcpConnectInfo};
+
+/// Open connections by peer address (pure counting).
+#[derive(Debug, Default)]
+pub struct PeerCounts {
+    open: HashMap<IpAddr, usize>,
+}
+
+impl PeerCounts {
+    /// One more from `ip`, unless it already holds `max` (0: no limit).
+    pub fn take(&mut self, ip: IpAddr, max: usize) -> bool {
+        let n = self.open.entry(ip).or_insert(0);
+        if max > 0 && *n >= max {
+            if *n == 0 {
+                self.open.remove(&ip);
+            }
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    pub fn release(&mut self, ip: IpAddr) {
+        if let Some(n) = self.open.get_mut(&ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.open.remove(&ip);
+            }
+        }
+    }
+
+    pub fn open(&self, ip: IpAddr) -> usize {
+        self.open.get(&ip).copied().unwrap_or(0)
+    }
+}
+
+/// An admitted connection: gives its place back when closed.
+pub struct Held {
+    conn: Conn,
+    ip: IpAddr,
+    counts: Arc<Mutex<PeerCounts>>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Ok(mut c) = self.counts.lock() {
+            c.release(self.ip);
+        }
+    }
+}
+
+impl Connected for Held {
+    type ConnectInfo = TcpConnectInfo;
+    fn connect_info(&self) -> TcpConnectInfo {
+        self.conn.connect_info()
+    }
+}
+
+impl AsyncRead for Held {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.conn).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Held {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.conn).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.conn).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.conn).poll_shutdown(cx)
+    }
+}
+
+/// The listener's connections, those over `max` per address left out
+/// (closed).
+pub fn limit(
+    incoming: impl Stream<Item = Result<Conn, std::io::Error>> + Send + 'static,
+    max: usize,
+) -> impl Stream<Item = Result<Held, std::io::Error>> + Send + 'static {
+    let counts = Arc::new(Mutex::new(PeerCounts::default()));
+    let warned: Arc<Mutex<HashMap<IpAddr, std::time::Instant>>> = Default::default();
+    incoming.filter_map(move |c| {
+        let conn = match c {
+            Ok(c) => c,
+            Err(e) => return Some(Err(e)),
+        };
+        let ip = conn.connect_info().remote_addr().map(|a| a.ip())?;
+        let ok = counts.lock().map(|mut c| c.take(ip, max)).unwrap_or(true);
+        if !ok {
+            let now = std::time::Instant::now();
+            let mut w = warned.lock().ok()?;
+            if w.get(&ip)
+                .is_none_or(|t| now.duration_since(*t).as_secs() >= 60)
+            {
+                w.insert(ip, now);
+                tracing::warn!(
+                    "connection from {ip} refused: it holds {max} already \
+                     (SlurmctldParameters=drover_conn_per_peer)"
+                );
+            }
+            return None;
+        }
+        Some(Ok(Held {
+            conn,
+            ip,
+            counts: counts.clone(),
+        }))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_per_address() {
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let mut c = PeerCounts::default();
+        assert!(c.take(a, 2));
+        assert!(c.take(a, 2));
+        assert!(!c.take(a, 2));
+        assert!(c.take(b, 2));
+        c.release(a);
+        assert!(c.take(a, 2));
+        assert_eq!(c.open(a), 2);
+        c.release(a);
+        c.release(a);
+        assert_eq!(c.open(a), 0);
+        // 0: no limit.
+        for _ in 0..100 {
+            assert!(c.take(a, 0));
+        }
+    }
+}
