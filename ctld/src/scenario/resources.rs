@@ -155,41 +155,12 @@ fn tasks_without_a_node_count_span_nodes() {
     assert!(env.submit(spec).is_err(), "refused at submit");
 }
 
-/// A task count without `-N` that fits one node is a one-node job: it is
-/// backfilled when it ends before the blocked job's planned start.
-#[test]
-fn a_task_count_job_is_backfilled() {
-    let mut env = TestEnv::new(
-        "SchedulerParameters=bf_resolution=1,bf_window=120\n\
-         NodeName=n1 CPUs=4 RealMemory=8000\n\
-         PartitionName=p Nodes=n1 Default=YES MaxTime=UNLIMITED",
-    );
-    let tasks = |n: u32, minutes: u32| {
-        let mut s = job(minutes);
-        s.ntasks = n;
-        s
-    };
-    let a = env.sbatch(tasks(2, 10));
-    env.advance(T0 + 1);
-    assert_eq!(env.launched(), vec![a]);
-    env.launch_ok(a);
-    let b = env.sbatch(tasks(4, 10));
-    let cc = env.sbatch(tasks(2, 60));
-    let d = env.sbatch(tasks(2, 5));
-    env.advance(T0 + 2);
-    assert_eq!(
-        env.launched(),
-        vec![a, d],
-        "b {b} waits for a, cc {cc} would delay b"
-    );
-}
-
-/// Jobs asking for a node range (`-N1-4`) on one node: a range job that
-/// would run past the blocked job's planned start is not started; one that
-/// ends before it is backfilled (as with `-N1`).
+/// Jobs asking for a node range (`-N1-4`) on one node, or a task count
+/// without `-N`: a job that would run past the blocked job's planned start
+/// is not started; one that ends before it is backfilled (as with `-N1`).
 #[test]
 fn a_node_range_job_does_not_delay_the_top_job() {
-    for max_nodes in [1, 4] {
+    for (min_nodes, max_nodes) in [(1, 1), (1, 4), (0, 0)] {
         let mut env = TestEnv::new(
             "SchedulerParameters=bf_resolution=1,bf_window=120\n\
              NodeName=n1 CPUs=4 RealMemory=8000\n\
@@ -198,7 +169,7 @@ fn a_node_range_job_does_not_delay_the_top_job() {
         let tasks = |n: u32, minutes: u32| {
             let mut s = job(minutes);
             s.ntasks = n;
-            s.min_nodes = 1;
+            s.min_nodes = min_nodes;
             s.max_nodes = max_nodes;
             s
         };
@@ -213,7 +184,7 @@ fn a_node_range_job_does_not_delay_the_top_job() {
         assert_eq!(
             env.launched(),
             vec![a, d],
-            "-N1-{max_nodes}: b {b} waits for a, cc {cc} would delay b"
+            "-N{min_nodes}-{max_nodes}: b {b} waits for a, cc {cc} would delay b"
         );
         assert_eq!(env.reason(b), "Resources");
     }
