@@ -183,7 +183,7 @@ impl tower::Service<http::Request<Body>> for Signed {
             let bytes: Bytes = body.collect().await?.to_bytes();
             let bind = Binding::new(parts.uri.path(), &bytes);
             if targets.chans.len() == 1 {
-                return send(&mut inner, &cred, &bind, &bytes, parts).await;
+                return recovering(&mut inner, &cred, &bind, &bytes, parts).await;
             }
             failover(&targets, &cred, &bind, &bytes, parts).await
         })
@@ -244,6 +244,31 @@ async fn send_once(
     }
     tracing::debug!("{}: the daemon restarted, fresh credential", bind.method);
     attempt(inner, cred, bind, bytes, again).await
+}
+
+/// How long a lone controller that is still recovering its state (it
+/// answers "not the active controller" until it serves) is waited for.
+const RECOVERY_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Send to the one controller, again every 200 ms while it says it is not
+/// active yet (recovering its state after a restart), for up to
+/// [`RECOVERY_PATIENCE`].
+async fn recovering(
+    inner: &mut Channel,
+    cred: &Credential,
+    bind: &Binding,
+    bytes: &Bytes,
+    parts: http::request::Parts,
+) -> Result<http::Response<Body>, BoxError> {
+    let deadline = Instant::now() + RECOVERY_PATIENCE;
+    loop {
+        let resp = send(inner, cred, bind, bytes, head(&parts)).await?;
+        if !crate::standby::is_not_active(&resp) || Instant::now() >= deadline {
+            return Ok(resp);
+        }
+        tracing::debug!("{}: the controller is recovering, waiting", bind.method);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Try the controllers in turn from the one that answered last, skipping

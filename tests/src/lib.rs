@@ -167,15 +167,19 @@ impl Cluster {
             ..spec
         });
         // The controller may count a node before its agent has logged the
-        // reply; tests that count an agent's registrations start after it.
+        // reply, and the agent serves its host's auth socket after that;
+        // tests start once every agent has done both.
         let hosts: Vec<String> = c.host_agents.iter().map(|(h, _)| h.clone()).collect();
         for h in hosts {
             let log = format!("droverd-{h}");
             let deadline = Instant::now() + Duration::from_secs(30);
-            while !c.log_text(&log).contains("registered 1 node(s)") {
+            let ready = |t: &str| {
+                t.contains("registered 1 node(s)") && t.contains("serving the auth socket")
+            };
+            while !ready(&c.log_text(&log)) {
                 assert!(
                     Instant::now() < deadline,
-                    "{h}'s agent never logged its registration:\n{}",
+                    "{h}'s agent never registered and served its auth socket:\n{}",
                     c.log_text(&log)
                 );
                 std::thread::sleep(Duration::from_millis(20));

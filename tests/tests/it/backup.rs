@@ -244,7 +244,7 @@ fn takeover_deposes_a_frozen_primary_which_writes_nothing() {
         .unwrap_or_else(|| panic!("{log}"));
     println!("deposed primary: {line}");
     let o = late.wait_with_output().expect("sbatch");
-    assert!(o.status.success(), "sbatch: {}", text(&o));
+    assert!(o.status.success(), "sbatch ({}): {}", o.status, text(&o));
     let id: u32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
     let after = known_ids(&c, "ctl2");
     assert!(after.contains(&id), "job {id} acknowledged but unknown");
