@@ -176,6 +176,9 @@ pub fn classify(st: &tonic::Status) -> RpcError {
             RpcError::Status(format!("{CONNECT_FAILURE}: {NOT_ACTIVE}"))
         }
         Code::Unavailable => RpcError::Connect,
+        // The connection closed under the call (a controller that shuts
+        // new connections at once: its per-peer limit; or one that died).
+        Code::Cancelled => RpcError::Connect,
         Code::Unknown | Code::Internal
             if st.message().contains("transport error")
                 || st.message().contains("connection")
@@ -236,6 +239,10 @@ mod tests {
         );
         assert_eq!(
             classify(&tonic::Status::unknown("transport error")),
+            RpcError::Connect
+        );
+        assert_eq!(
+            classify(&tonic::Status::cancelled("operation was canceled")),
             RpcError::Connect
         );
         assert_eq!(

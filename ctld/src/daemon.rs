@@ -17,6 +17,8 @@ use std::sync::Arc;
 const USAGE: &str = "usage: droverctld [-f CONFIG] [-D] [-v...] [-V]\n\
   -f CONFIG  configuration file (default: $DROVER_CONF, $SLURM_CONF, /etc/drover/drover.conf)\n\
   -D         run in the foreground (always; accepted for Slurm compatibility)\n\
+  -R         recover state (always; accepted for Slurm compatibility)\n\
+  -c         Slurm's \"start with no jobs\": not supported, said at startup\n\
   -v         more logging (repeat for more); RUST_LOG overrides\n\
   -V         print the version";
 
@@ -41,6 +43,7 @@ pub fn main_entry() -> i32 {
     let mut args = std::env::args().skip(1);
     let mut config = None;
     let mut verbosity = 0u8;
+    let mut clear_asked = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "-f" => match args.next() {
@@ -50,7 +53,9 @@ pub fn main_entry() -> i32 {
                     return 2;
                 }
             },
-            "-D" | "-c" | "-R" => {}
+            // -D: always in the foreground; -R: state is always recovered.
+            "-D" | "-R" => {}
+            "-c" => clear_asked = true,
             "-V" | "--version" => {
                 println!("drover {}", env!("CARGO_PKG_VERSION"));
                 return 0;
@@ -69,6 +74,12 @@ pub fn main_entry() -> i32 {
         }
     }
     drover_proto::logging::init(verbosity, "");
+    if clear_asked {
+        tracing::warn!(
+            "-c (start with no jobs) is not supported: the state in StateSaveLocation \
+             is recovered; move that directory away to start empty"
+        );
+    }
     // One malloc arena: the controller's state lives in one task anyway, and
     // per-thread arenas keep freed reply buffers from going back to the system.
     // SAFETY: mallopt before any other thread exists.

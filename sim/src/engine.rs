@@ -66,6 +66,16 @@ enum Event {
     Resumed(Vec<String>),
 }
 
+/// What a node's agent says when it registers: the node as configured.
+fn registration(n: &drover_conf::slurmconf::NodeConf) -> NodeRegistration {
+    NodeRegistration {
+        name: n.name.clone(),
+        cpus: n.cpus,
+        real_memory: n.real_memory,
+        ..Default::default()
+    }
+}
+
 /// How long a node takes to boot and register after its ResumeProgram
 /// runs, in the simulation (within Slurm's default ResumeTimeout of 60 s).
 pub const RESUME_SECS: i64 = 30;
@@ -119,17 +129,7 @@ impl Sim {
         let t0 = trace.first().map_or(0, |j| j.submit);
         let last_submit = trace.last().map_or(t0, |j| j.submit);
         let mut core = Ctld::new(cfg, "slurm.conf".into(), t0, 0, "sim".into());
-        let nodes = core
-            .cfg
-            .nodes
-            .iter()
-            .map(|n| NodeRegistration {
-                name: n.name.clone(),
-                cpus: n.cpus,
-                real_memory: n.real_memory,
-                ..Default::default()
-            })
-            .collect();
+        let nodes = core.cfg.nodes.iter().map(registration).collect();
         core.register(RegisterRequest {
             nodes,
             ..Default::default()
@@ -356,13 +356,8 @@ impl Sim {
             Event::Resumed(names) => {
                 let nodes = names
                     .iter()
-                    .filter_map(|name| self.core.cfg.nodes.iter().find(|n| &n.name == name))
-                    .map(|n| NodeRegistration {
-                        name: n.name.clone(),
-                        cpus: n.cpus,
-                        real_memory: n.real_memory,
-                        ..Default::default()
-                    })
+                    .filter_map(|name| self.core.cfg.node(name))
+                    .map(registration)
                     .collect();
                 self.core.register(RegisterRequest {
                     nodes,
