@@ -11,6 +11,7 @@ use crate::ctld::{Ctld, Op, Reply};
 use crate::runtime::AgentPool;
 use crate::submit::msg;
 
+#[derive(Clone)]
 pub struct Svc {
     pub tx: mpsc::Sender<Op>,
     pub key: ClusterKey,
@@ -114,55 +115,15 @@ impl Controller for Svc {
     ) -> Result<Response<CreateStepResponse>, Status> {
         let who = self.who(&req)?;
         let r = req.into_inner();
-        let job_id = r.job_id;
-        let (resp, launches) = self
-            .call(move |c, reply| {
-                // The step is in the log (fsynced) before anything starts.
-                let v = c.create_step(&who, r);
-                c.reply_durable(reply, v);
-            })
-            .await?
-            .into_inner();
-        let step_id = resp.step_id;
-        // Every node at once: a fan-out, not one node after another.
-        let calls = launches.into_iter().map(|(node, addr, l)| {
-            let agent = addr.and_then(|a| self.agents.get(&a));
-            async move {
-                let res = match agent {
-                    Some(mut a) => a.step_launch(l).await.map(|_| ()),
-                    None => Err(Status::unavailable("no address for the node's agent")),
-                };
-                (node, res)
-            }
-        });
-        let mut failed = Vec::new();
-        for (node, res) in futures_join_all(calls).await {
-            if let Err(e) = res {
-                failed.push((node, e.message().to_string()));
-            }
-        }
-        if let Some((node, why)) = failed.first().cloned() {
-            let _ = self
-                .call(move |c, reply| {
-                    for (node, _) in failed {
-                        c.step_ended(StepEndedRequest {
-                            job_id,
-                            step_id,
-                            node,
-                            exit_code: 1,
-                            ..Default::default()
-                        });
-                    }
-                    let _ = reply.send(Ok(()));
-                })
-                .await;
-            return Err(Status::unavailable(format!(
-                "launch of step {job_id}.{step_id} failed on {node}: {why}"
-            )));
-        }
-        Ok(Response::new(resp))
+        // srun may go at any moment (killed, Ctrl-C), and its call with it.
+        // A step the log already holds must still be launched, or ended
+        // where its launch failed, so the rest runs as a task of its own:
+        // dropping its handle does not stop it.
+        let svc = self.clone();
+        tokio::spawn(async move { svc.create_and_launch_step(who, r).await })
+            .await
+            .map_err(|e| Status::internal(format!("step launch: {e}")))?
     }
-
     async fn complete_allocation(
         &self,
         req: Request<CompleteAllocationRequest>,
@@ -561,6 +522,64 @@ impl Controller for Svc {
             c.reply_durable(r, Ok(JobEndedResponse {}));
         })
         .await
+    }
+}
+
+impl Svc {
+    /// Create the step (durable), then launch it on its nodes; a node
+    /// whose launch fails has its part of the step ended.
+    async fn create_and_launch_step(
+        &self,
+        who: Identity,
+        r: StepRequest,
+    ) -> Result<Response<CreateStepResponse>, Status> {
+        let job_id = r.job_id;
+        let (resp, launches) = self
+            .call(move |c, reply| {
+                // The step is in the log (fsynced) before anything starts.
+                let v = c.create_step(&who, r);
+                c.reply_durable(reply, v);
+            })
+            .await?
+            .into_inner();
+        let step_id = resp.step_id;
+        // Every node at once: a fan-out, not one node after another.
+        let calls = launches.into_iter().map(|(node, addr, l)| {
+            let agent = addr.and_then(|a| self.agents.get(&a));
+            async move {
+                let res = match agent {
+                    Some(mut a) => a.step_launch(l).await.map(|_| ()),
+                    None => Err(Status::unavailable("no address for the node's agent")),
+                };
+                (node, res)
+            }
+        });
+        let mut failed = Vec::new();
+        for (node, res) in futures_join_all(calls).await {
+            if let Err(e) = res {
+                failed.push((node, e.message().to_string()));
+            }
+        }
+        if let Some((node, why)) = failed.first().cloned() {
+            let _ = self
+                .call(move |c, reply| {
+                    for (node, _) in failed {
+                        c.step_ended(StepEndedRequest {
+                            job_id,
+                            step_id,
+                            node,
+                            exit_code: 1,
+                            ..Default::default()
+                        });
+                    }
+                    let _ = reply.send(Ok(()));
+                })
+                .await;
+            return Err(Status::unavailable(format!(
+                "launch of step {job_id}.{step_id} failed on {node}: {why}"
+            )));
+        }
+        Ok(Response::new(resp))
     }
 }
 

@@ -97,3 +97,48 @@ fn a_step_in_a_missing_work_dir_runs_in_tmp() {
         "{stderr}"
     );
 }
+
+/// srun killed after the controller made its step but before the step's
+/// launch reached the agent (frozen here): no agent ever runs the step, so
+/// the controller must end it itself once the launch fails. It used to stay
+/// RUNNING for ever (the call's handler went with srun's connection).
+#[test]
+fn a_step_whose_srun_dies_before_its_launch_is_ended() {
+    use crate::steps::{allocation, srun_cmd};
+    use std::process::Stdio;
+    let c = Cluster::start(Spec::default());
+    let job = allocation(&c, &["-N1"]);
+    c.pause_agent(true);
+    let mut srun = srun_cmd(&c, job, &["-n1", "sleep", "41.5"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start srun");
+    let step = format!("{job}.0");
+    let listed = |c: &Cluster| c.ok("squeue", &["-s", "-h", "-o", "%i"]);
+    let mut seen = String::new();
+    for _ in 0..2400 {
+        seen = listed(&c);
+        if seen.contains(&step) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(seen.contains(&step), "step never made: {seen}");
+    srun.kill().expect("kill srun");
+    let _ = srun.wait();
+    c.pause_agent(false);
+    for _ in 0..2400 {
+        seen = listed(&c);
+        if !seen.contains(&step) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(!seen.contains(&step), "step {step} left running: {seen}");
+    assert!(
+        drover_tests::pids_mentioning("sleep 41.5").is_empty(),
+        "a task of the step runs"
+    );
+}
