@@ -36,6 +36,7 @@ pub mod scancel;
 pub mod scontrol;
 pub mod sdiag;
 pub mod seff;
+pub mod sigpipe;
 pub mod sinfo;
 pub mod sprio;
 pub mod squeue;
@@ -188,11 +189,9 @@ pub fn main_with_args(argv: Vec<String>) -> i32 {
 }
 
 pub fn main() -> i32 {
-    // Writing to a closed pipe (`squeue | head`) must end quietly.
-    // SAFETY: restoring the default SIGPIPE disposition has no preconditions.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // Writing to a closed pipe (`squeue | head`) must end quietly; a
+    // socket's peer going away must not.
+    sigpipe::install();
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();

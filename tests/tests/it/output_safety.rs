@@ -83,3 +83,26 @@ fn control_characters_in_names_print_as_question_marks() {
         "{json}"
     );
 }
+
+/// `scontrol show hostnames ... | head`: a closed standard output ends the
+/// command by SIGPIPE, quietly, as in Slurm (the handler that keeps socket
+/// writes from killing the command must not change this).
+#[test]
+fn a_closed_stdout_ends_a_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(drover_tests::bin_dir().join("drover"))
+        .args(["scontrol", "show", "hostnames", "n[1-900000]"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("scontrol");
+    drop(child.stdout.take());
+    let o = child.wait_with_output().expect("scontrol");
+    assert_eq!(o.status.signal(), Some(libc::SIGPIPE), "{:?}", o.status);
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
