@@ -90,6 +90,8 @@ impl Ctld {
                 } else {
                     1
                 };
+                // A held job is planned no more: StartTime=Unknown.
+                self.sched.expected.remove(&id);
                 let j = self.jobs.get_mut(&id).expect("present");
                 j.rt_mut().hold = level;
                 j.rt_mut().reason = if level == 2 {
