@@ -144,6 +144,8 @@ impl Ctld {
             Gate::Closed("Dependency")
         } else if dep == Verdict::Never {
             Gate::Never
+        } else if self.partitions_inactive(job) {
+            Gate::Closed("PartitionInactive")
         } else if self.array_throttled(job) {
             Gate::Closed("JobArrayTaskLimit")
         } else {
@@ -591,6 +593,20 @@ impl Ctld {
             });
         }
         out
+    }
+
+    /// Every partition `job` may run in is INACTIVE (Slurm's
+    /// WAIT_PART_INACTIVE; DOWN ones are the planner's PartitionDown).
+    fn partitions_inactive(&self, job: &Job) -> bool {
+        let inactive = |p: &crate::cluster::Partition| p.conf.state.eq_ignore_ascii_case("INACTIVE");
+        if !self.cluster.parts.iter().any(inactive) {
+            return false;
+        }
+        job.spec().partition.split(',').all(|n| {
+            self.cluster
+                .part_idx(n.trim())
+                .is_some_and(|i| inactive(&self.cluster.parts[i]))
+        })
     }
 
     /// The array `job` belongs to (its meta record, or a task split off
