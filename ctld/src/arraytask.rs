@@ -124,7 +124,10 @@ impl Ctld {
     /// the meta record, or its own record. None: the array has no such task
     /// (or `array` is no array).
     fn task_seen(&self, array: u32, task: u32) -> Option<Seen> {
-        let meta = self.jobs.get(&array).filter(|j| j.rt().array_job_id == array);
+        let meta = self
+            .jobs
+            .get(&array)
+            .filter(|j| j.rt().array_job_id == array);
         if let Some(m) = meta {
             if m.is_meta() {
                 if m.pending_tasks.binary_search(&task).is_ok() {

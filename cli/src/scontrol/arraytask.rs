@@ -18,7 +18,12 @@ pub(super) fn as_task(jobs: &mut [JobInfo], t: u32) {
 /// `scontrol show job A_i` naming no task of an array that exists:
 /// Slurm's `Job A_i not found` (on stdout, exit 1); without the array,
 /// `Invalid job id specified`.
-pub(super) async fn show_missing_task(client: &mut Controller, flags: &Flags, a: u32, t: u32) -> i32 {
+pub(super) async fn show_missing_task(
+    client: &mut Controller,
+    flags: &Flags,
+    a: u32,
+    t: u32,
+) -> i32 {
     let filter = JobFilter {
         job_ids: vec![a.to_string()],
         all_states: true,

@@ -94,32 +94,32 @@ impl Ctld {
         };
         let rt = job.rt();
         let name = &job.spec().name;
-        let verdicts: Vec<Verdict> = dep
-            .conds
-            .iter()
-            .enumerate()
-            .map(|(i, c)| match c.kind {
-                deps::Kind::Singleton => {
-                    let busy = self.jobs.values().any(|o| {
-                        o.id() < job.id()
-                            && o.rec.uid == job.rec.uid
-                            && &o.spec().name == name
-                            && !o.state().is_final()
-                    });
-                    if busy {
-                        Verdict::Wait
-                    } else {
-                        Verdict::Satisfied
+        let verdicts: Vec<Verdict> =
+            dep.conds
+                .iter()
+                .enumerate()
+                .map(|(i, c)| match c.kind {
+                    deps::Kind::Singleton => {
+                        let busy = self.jobs.values().any(|o| {
+                            o.id() < job.id()
+                                && o.rec.uid == job.rec.uid
+                                && &o.spec().name == name
+                                && !o.state().is_final()
+                        });
+                        if busy {
+                            Verdict::Wait
+                        } else {
+                            Verdict::Satisfied
+                        }
                     }
-                }
-                deps::Kind::AfterCorr => deps::decided(&rt.dep_state, i)
-                    .unwrap_or_else(|| self.corr_verdict(job, c, t)),
-                _ => deps::decided(&rt.dep_state, i).unwrap_or_else(|| {
-                    let (id, task) = c.job.unwrap_or((0, None));
-                    deps::eval_cond(c, &self.seen(id, task), t)
-                }),
-            })
-            .collect();
+                    deps::Kind::AfterCorr => deps::decided(&rt.dep_state, i)
+                        .unwrap_or_else(|| self.corr_verdict(job, c, t)),
+                    _ => deps::decided(&rt.dep_state, i).unwrap_or_else(|| {
+                        let (id, task) = c.job.unwrap_or((0, None));
+                        deps::eval_cond(c, &self.seen(id, task), t)
+                    }),
+                })
+                .collect();
         let keep: Vec<bool> = dep
             .conds
             .iter()
@@ -196,7 +196,11 @@ impl Ctld {
         let metas: Vec<u32> = pending
             .iter()
             .copied()
-            .filter(|id| self.jobs.get(id).is_some_and(|j| j.is_meta() && j.dep.is_some()))
+            .filter(|id| {
+                self.jobs
+                    .get(id)
+                    .is_some_and(|j| j.is_meta() && j.dep.is_some())
+            })
             .collect();
         let mut split = false;
         for id in metas {
@@ -598,7 +602,8 @@ impl Ctld {
     /// Every partition `job` may run in is INACTIVE (Slurm's
     /// WAIT_PART_INACTIVE; DOWN ones are the planner's PartitionDown).
     fn partitions_inactive(&self, job: &Job) -> bool {
-        let inactive = |p: &crate::cluster::Partition| p.conf.state.eq_ignore_ascii_case("INACTIVE");
+        let inactive =
+            |p: &crate::cluster::Partition| p.conf.state.eq_ignore_ascii_case("INACTIVE");
         if !self.cluster.parts.iter().any(inactive) {
             return false;
         }

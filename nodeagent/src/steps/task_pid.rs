@@ -142,7 +142,12 @@ mod tests {
         let slot = format!("{KEY}={SLOT}");
         assert_eq!(
             run(&["A=1", "SLURM_TASK_PIDX=0000000000", &slot, "B"], 4321),
-            vec!["A=1", "SLURM_TASK_PIDX=0000000000", "SLURM_TASK_PID=4321", "B"]
+            vec![
+                "A=1",
+                "SLURM_TASK_PIDX=0000000000",
+                "SLURM_TASK_PID=4321",
+                "B"
+            ]
         );
         assert_eq!(run(&[&slot], 4_294_967_295)[0], "SLURM_TASK_PID=4294967295");
         assert_eq!(run(&[&slot], 0)[0], "SLURM_TASK_PID=0");

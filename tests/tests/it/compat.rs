@@ -135,7 +135,12 @@ fn a_bare_srun_takes_the_allocations_shape() {
     let o = srun(
         &c,
         job,
-        &["-n2", "sh", "-c", "[ \"$SLURM_TASK_PID\" = \"$$\" ] && echo same || echo \"$SLURM_TASK_PID $$\""],
+        &[
+            "-n2",
+            "sh",
+            "-c",
+            "[ \"$SLURM_TASK_PID\" = \"$$\" ] && echo same || echo \"$SLURM_TASK_PID $$\"",
+        ],
     );
     assert_eq!(text(&o.stdout), "same\nsame\n", "{}", text(&o.stderr));
 }

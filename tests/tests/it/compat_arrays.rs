@@ -53,11 +53,17 @@ fn pending_array_tasks_are_shown_held_updated_and_cancelled_one_by_one() {
     let held = c.job_field(&t(2), "JobId").unwrap();
     assert_ne!(held, a.to_string());
     assert_eq!(c.job_field(&t(2), "ArrayTaskId").as_deref(), Some("2"));
-    assert_eq!(c.job_field(&t(2), "Reason").as_deref(), Some("JobHeldAdmin"));
+    assert_eq!(
+        c.job_field(&t(2), "Reason").as_deref(),
+        Some("JobHeldAdmin")
+    );
     assert_eq!(c.job_field(&t(2), "Priority").as_deref(), Some("0"));
     assert_ne!(c.job_field(&t(3), "Priority").as_deref(), Some("0"));
     // update acts on task 4 only.
-    c.ok("scontrol", &["update", &format!("jobid={}", t(4)), "TimeLimit=7"]);
+    c.ok(
+        "scontrol",
+        &["update", &format!("jobid={}", t(4)), "TimeLimit=7"],
+    );
     assert_eq!(c.job_field(&t(4), "TimeLimit").as_deref(), Some("00:07:00"));
     assert_ne!(c.job_field(&t(3), "TimeLimit").as_deref(), Some("00:07:00"));
     // scancel of pending task 3: dropped, no record left.
@@ -81,7 +87,10 @@ fn pending_array_tasks_are_shown_held_updated_and_cancelled_one_by_one() {
     c.start_ctld().expect("controller restarts");
     assert_eq!(tasks(&c, a), want);
     assert_eq!(c.job_field(&t(2), "JobId"), Some(held.clone()));
-    assert_eq!(c.job_field(&t(2), "Reason").as_deref(), Some("JobHeldAdmin"));
+    assert_eq!(
+        c.job_field(&t(2), "Reason").as_deref(),
+        Some("JobHeldAdmin")
+    );
     assert_eq!(c.job_field(&t(4), "TimeLimit").as_deref(), Some("00:07:00"));
     assert_eq!(c.job_field(&t(1), "JobId"), Some(a.to_string()));
     assert!(c.job_field(&t(3), "JobId").is_none());
@@ -97,13 +106,21 @@ fn pending_array_tasks_are_shown_held_updated_and_cancelled_one_by_one() {
     c.ok("scancel", &[&t(4)]);
     c.wait_state(&t(2), &["RUNNING"], Duration::from_secs(20));
     c.ok("scancel", &[&a.to_string()]);
-    wait_until("array ended", Duration::from_secs(20), || tasks(&c, a).is_empty());
+    wait_until("array ended", Duration::from_secs(20), || {
+        tasks(&c, a).is_empty()
+    });
 
     // Accounting: every task that was run, none for the dropped one.
     let ids = a.to_string();
-    let text = c.wait_sacct(&["-X", "-n", "-P", "-j", &ids, "-o", "JobID,State"], Duration::from_secs(30), |t| {
-        [0, 1, 2, 4].iter().all(|i| t.contains(&format!("{a}_{i}|CANCELLED")))
-    });
+    let text = c.wait_sacct(
+        &["-X", "-n", "-P", "-j", &ids, "-o", "JobID,State"],
+        Duration::from_secs(30),
+        |t| {
+            [0, 1, 2, 4]
+                .iter()
+                .all(|i| t.contains(&format!("{a}_{i}|CANCELLED")))
+        },
+    );
     assert!(!text.contains(&format!("{a}_3")), "{text}");
 }
 
@@ -116,7 +133,13 @@ fn aftercorr_waits_for_the_corresponding_task_only() {
         "#!/bin/sh\nif [ \"$SLURM_ARRAY_TASK_ID\" = 0 ]; then sleep 30; exit 1; fi\n",
     );
     let b = c.sbatch(
-        &["--array=0-1", "-o", "/dev/null", "-d", &format!("aftercorr:{a}")],
+        &[
+            "--array=0-1",
+            "-o",
+            "/dev/null",
+            "-d",
+            &format!("aftercorr:{a}"),
+        ],
         "#!/bin/sh\ntrue\n",
     );
     c.wait_state(&format!("{b}_1"), &["COMPLETED"], Duration::from_secs(30));

@@ -70,7 +70,10 @@ fn backfill_starts_what_fits_and_shows_expected_starts() {
     let b_end = c.job_field(&b.to_string(), "EndTime").unwrap();
     assert_eq!(start(cc), b_end);
     // scontrol shows the planned start too.
-    assert_eq!(c.job_field(&b.to_string(), "StartTime"), Some(a_end.clone()));
+    assert_eq!(
+        c.job_field(&b.to_string(), "StartTime"),
+        Some(a_end.clone())
+    );
     let s = c.ok("squeue", &["--start"]);
     assert!(s.lines().next().unwrap().contains("START_TIME"), "{s}");
     assert!(
