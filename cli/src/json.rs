@@ -240,7 +240,16 @@ pub fn job<'a>(row: &Row<'a>, now: i64, cluster: &'a str) -> J<'a> {
         ("group_name", J::Str(&j.group_name)),
         ("het_job_id", J::num(0)),
         ("job_id", J::Int(i64::from(j.job_id))),
-        ("job_state", J::strs(&[state.long_name()])),
+        // Slurm's base state and its flags: a requeuehold State=SpecialExit
+        // job is PENDING with SPECIAL_EXIT.
+        (
+            "job_state",
+            if jf::special_exit(j, state) {
+                J::strs(&["PENDING", "SPECIAL_EXIT"])
+            } else {
+                J::strs(&[state.long_name()])
+            },
+        ),
         ("last_sched_evaluation", J::num(0)),
         ("mail_type", jlist(&j.mail_type)),
         ("mail_user", J::Str(&j.mail_user)),
@@ -745,6 +754,15 @@ mod tests {
         );
         assert_eq!(v["meta"]["slurm"]["cluster"], "lab");
         assert!(out.starts_with("{\n  \"jobs\": [\n    {\n      \"account\": \"\",\n"));
+        // requeuehold State=SpecialExit: Slurm's PENDING with its flag.
+        j.hold = crate::squeue::format::SPECIAL_EXIT;
+        let mut se = String::new();
+        squeue(&mut se, &[Row::new(&j)], 1_700_000_000, "lab", &cmd);
+        let v: Value = serde_json::from_str(&se).unwrap();
+        assert_eq!(
+            v["jobs"][0]["job_state"],
+            serde_json::json!(["PENDING", "SPECIAL_EXIT"])
+        );
         let mut empty = String::new();
         squeue(&mut empty, &[], 0, "lab", &cmd);
         let v: Value = serde_json::from_str(&empty).unwrap();

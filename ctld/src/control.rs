@@ -302,24 +302,13 @@ impl Ctld {
             if req.signal != 0 && req.signal != libc::SIGKILL as u32 {
                 return Err(msg::PENDING);
             }
-            let pending: Vec<u32> = match tasks {
-                Some(t) => job
-                    .pending_tasks
-                    .iter()
-                    .copied()
-                    .filter(|x| t.contains(x))
-                    .collect(),
-                None => job.pending_tasks.clone(),
-            };
-            if tasks.is_none() {
+            let Some(tasks) = tasks else {
                 self.cancel_pending(id, who.uid, "None");
                 return Ok(());
-            }
-            for t in pending {
-                if let Some(nid) = self.split_task(id, t) {
-                    self.cancel_pending(nid, who.uid, "None");
-                }
-            }
+            };
+            // Slurm drops cancelled pending tasks from the meta record: no
+            // record of them is left.
+            self.drop_pending_tasks(id, tasks, who.uid);
             return Ok(());
         }
         match state {

@@ -1,5 +1,5 @@
 //! Job dependencies: `after`, `afterok`, `afternotok`, `afterany`,
-//! `aftercorr` (read as afterany per task), `singleton`; `,` joins
+//! `aftercorr` (afterok of the corresponding array task), `singleton`; `,` joins
 //! conditions that must all hold, `?` conditions of which one must hold.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -8,6 +8,10 @@ pub enum Kind {
     AfterOk,
     AfterNotOk,
     AfterAny,
+    /// `aftercorr`: task `i` of this array waits for task `i` of the named
+    /// one to complete successfully (the whole job when it has no such
+    /// task); see `Ctld::corr_verdict`.
+    AfterCorr,
     Singleton,
 }
 
@@ -78,7 +82,8 @@ pub fn parse(s: &str) -> Result<Option<Dependency>, String> {
             "after" => Kind::After,
             "afterok" => Kind::AfterOk,
             "afternotok" => Kind::AfterNotOk,
-            "afterany" | "aftercorr" | "afterburstbuffer" => Kind::AfterAny,
+            "afterany" | "afterburstbuffer" => Kind::AfterAny,
+            "aftercorr" => Kind::AfterCorr,
             _ => return Err(bad()),
         };
         for id in ids.split(':') {
@@ -122,7 +127,7 @@ pub fn eval_cond(c: &Cond, seen: &[Seen], now: i64) -> Verdict {
                     Wait
                 }
             }
-            (Kind::AfterOk, Seen::Ended { ok, .. }) => {
+            (Kind::AfterOk | Kind::AfterCorr, Seen::Ended { ok, .. }) => {
                 if ok {
                     Satisfied
                 } else {
@@ -235,6 +240,10 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert_eq!(parse("").unwrap(), None);
+        assert_eq!(
+            parse("aftercorr:7").unwrap().unwrap().conds[0].kind,
+            Kind::AfterCorr
+        );
     }
 
     #[test]
@@ -253,6 +262,8 @@ mod tests {
             Verdict::Wait
         );
         assert_eq!(eval_cond(&c(Kind::AfterNotOk), &[ok], 0), Verdict::Never);
+        assert_eq!(eval_cond(&c(Kind::AfterCorr), &[ok], 0), Verdict::Satisfied);
+        assert_eq!(eval_cond(&c(Kind::AfterCorr), &[bad], 0), Verdict::Never);
         assert_eq!(eval_cond(&c(Kind::AfterAny), &[bad], 0), Verdict::Satisfied);
         assert_eq!(
             eval_cond(&c(Kind::After), &[Seen::Running { since: 0 }], 0),

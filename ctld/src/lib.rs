@@ -15,6 +15,7 @@ pub mod agents;
 /// Associations and QOS: the scheduler's input, kept below it (`sched/assoc.rs`).
 pub use sched::assoc;
 pub mod array;
+pub mod arraytask;
 pub mod cluster;
 pub mod configless;
 pub mod control;

@@ -24,9 +24,13 @@ impl Ctld {
             "suspend" | "resume"
         ) && self.is_operator(&who);
         for text in &req.job_ids {
-            let ids = parse_selector(text)
-                .map(|s| self.select_ids(&s))
-                .unwrap_or_default();
+            let sel = parse_selector(text);
+            if let Some(sel) = &sel {
+                // Pending tasks named one by one get records of their own.
+                let admin = self.is_admin(&who) || operator;
+                self.split_for_update(sel, |j| admin || j.rec.uid == who.uid);
+            }
+            let ids = sel.map(|s| self.select_ids(&s)).unwrap_or_default();
             if ids.is_empty() {
                 results.push(JobResult {
                     job_id: text.clone(),
@@ -86,6 +90,8 @@ impl Ctld {
                 } else {
                     1
                 };
+                // A held job is planned no more: StartTime=Unknown.
+                self.sched.expected.remove(&id);
                 let j = self.jobs.get_mut(&id).expect("present");
                 j.rt_mut().hold = level;
                 j.rt_mut().reason = if level == 2 {

@@ -1,5 +1,6 @@
 //! `scontrol`: view and change jobs, nodes, partitions and the controller.
 
+mod arraytask;
 mod configkeys;
 mod daemons;
 mod ha;
@@ -451,7 +452,7 @@ pub fn run(args: &[String]) -> i32 {
     })
 }
 
-fn report(flags: &Flags, prefix: &str, st: &tonic::Status) -> i32 {
+pub(super) fn report(flags: &Flags, prefix: &str, st: &tonic::Status) -> i32 {
     if !flags.quiet {
         conn::report("scontrol", prefix, st);
     }
@@ -537,7 +538,13 @@ async fn execute(
                 all_states: true,
                 ..Default::default()
             };
-            let jobs = match client
+            // `A_i`: Slurm prints a pending task still in its array's meta
+            // record as that record with ArrayTaskId=i.
+            let task = match id.as_deref().and_then(crate::jobids::parse_job_id) {
+                Some(crate::jobids::JobIdArg::Task(a, t)) => Some((a, t)),
+                _ => None,
+            };
+            let mut jobs = match client
                 .get_jobs(GetJobsRequest {
                     filter: Some(filter),
                     details: true,
@@ -545,8 +552,15 @@ async fn execute(
                 .await
             {
                 Ok(r) => r.into_inner().jobs,
+                Err(st) if st.code() == tonic::Code::NotFound && task.is_some() => {
+                    let (a, t) = task.unwrap_or_default();
+                    return arraytask::show_missing_task(client, flags, a, t).await;
+                }
                 Err(st) => return report(flags, "slurm_load_jobs error: ", &st),
             };
+            if let Some((_, t)) = task {
+                arraytask::as_task(&mut jobs, t);
+            }
             if jobs.is_empty() {
                 if id.is_some() {
                     if !flags.quiet {

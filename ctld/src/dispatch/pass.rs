@@ -31,23 +31,26 @@ struct Gated {
 }
 
 impl Ctld {
-    fn seen(&self, id: u32, task: Option<u32>) -> Vec<Seen> {
-        let of = |j: &Job| -> Seen {
-            let rt = j.rt();
-            match j.state() {
-                JobState::Pending => Seen::Pending,
-                JobState::Running
-                | JobState::Suspended
-                | JobState::Completing
-                | JobState::Configuring => Seen::Running {
-                    since: rt.start_time,
-                },
-                s => Seen::Ended {
-                    ok: s == JobState::Completed && rt.exit_code == 0,
-                    at: rt.end_time,
-                },
-            }
-        };
+    /// Where job record `j` stands, as a dependency sees it.
+    pub(crate) fn seen_of(&self, j: &Job) -> Seen {
+        let rt = j.rt();
+        match j.state() {
+            JobState::Pending => Seen::Pending,
+            JobState::Running
+            | JobState::Suspended
+            | JobState::Completing
+            | JobState::Configuring => Seen::Running {
+                since: rt.start_time,
+            },
+            s => Seen::Ended {
+                ok: s == JobState::Completed && rt.exit_code == 0,
+                at: rt.end_time,
+            },
+        }
+    }
+
+    pub(crate) fn seen(&self, id: u32, task: Option<u32>) -> Vec<Seen> {
+        let of = |j: &Job| self.seen_of(j);
         let mut out = Vec::new();
         let tasks = self.array_tasks.get(&id);
         let meta = self.jobs.get(&id).filter(|j| j.rt().array_job_id == id);
@@ -91,30 +94,32 @@ impl Ctld {
         };
         let rt = job.rt();
         let name = &job.spec().name;
-        let verdicts: Vec<Verdict> = dep
-            .conds
-            .iter()
-            .enumerate()
-            .map(|(i, c)| match c.kind {
-                deps::Kind::Singleton => {
-                    let busy = self.jobs.values().any(|o| {
-                        o.id() < job.id()
-                            && o.rec.uid == job.rec.uid
-                            && &o.spec().name == name
-                            && !o.state().is_final()
-                    });
-                    if busy {
-                        Verdict::Wait
-                    } else {
-                        Verdict::Satisfied
+        let verdicts: Vec<Verdict> =
+            dep.conds
+                .iter()
+                .enumerate()
+                .map(|(i, c)| match c.kind {
+                    deps::Kind::Singleton => {
+                        let busy = self.jobs.values().any(|o| {
+                            o.id() < job.id()
+                                && o.rec.uid == job.rec.uid
+                                && &o.spec().name == name
+                                && !o.state().is_final()
+                        });
+                        if busy {
+                            Verdict::Wait
+                        } else {
+                            Verdict::Satisfied
+                        }
                     }
-                }
-                _ => deps::decided(&rt.dep_state, i).unwrap_or_else(|| {
-                    let (id, task) = c.job.unwrap_or((0, None));
-                    deps::eval_cond(c, &self.seen(id, task), t)
-                }),
-            })
-            .collect();
+                    deps::Kind::AfterCorr => deps::decided(&rt.dep_state, i)
+                        .unwrap_or_else(|| self.corr_verdict(job, c, t)),
+                    _ => deps::decided(&rt.dep_state, i).unwrap_or_else(|| {
+                        let (id, task) = c.job.unwrap_or((0, None));
+                        deps::eval_cond(c, &self.seen(id, task), t)
+                    }),
+                })
+                .collect();
         let keep: Vec<bool> = dep
             .conds
             .iter()
@@ -139,10 +144,9 @@ impl Ctld {
             Gate::Closed("Dependency")
         } else if dep == Verdict::Never {
             Gate::Never
-        } else if job.is_meta()
-            && rt.array_max_running > 0
-            && self.array_running(job.id()) >= rt.array_max_running
-        {
+        } else if self.partitions_inactive(job) {
+            Gate::Closed("PartitionInactive")
+        } else if self.array_throttled(job) {
             Gate::Closed("JobArrayTaskLimit")
         } else {
             Gate::Open
@@ -183,9 +187,27 @@ impl Ctld {
         };
         let depth = if full { usize::MAX } else { quick_depth };
         let examine = if full { usize::MAX } else { quick_depth * 10 };
-        let pending: Vec<u32> = self.queue.iter().take(examine).map(|(_, id)| *id).collect();
+        let mut pending: Vec<u32> = self.queue.iter().take(examine).map(|(_, id)| *id).collect();
         if pending.is_empty() {
             return;
+        }
+        // Arrays with an aftercorr dependency: tasks split out to be
+        // judged one by one (they join this pass's candidates).
+        let metas: Vec<u32> = pending
+            .iter()
+            .copied()
+            .filter(|id| {
+                self.jobs
+                    .get(id)
+                    .is_some_and(|j| j.is_meta() && j.dep.is_some())
+            })
+            .collect();
+        let mut split = false;
+        for id in metas {
+            split |= self.split_for_aftercorr(id);
+        }
+        if split {
+            pending = self.queue.iter().take(examine).map(|(_, id)| *id).collect();
         }
         let mut candidates: Vec<(u32, u32)> = Vec::new();
         let mut never: Vec<u32> = Vec::new();
@@ -368,6 +390,7 @@ impl Ctld {
                         j.state() == JobState::Pending
                             && j.rt().hold == 0
                             && (!j.is_meta() || !j.pending_tasks.is_empty())
+                            && !self.array_throttled(j)
                     }) && self.jobs.get(&job).is_some_and(|j| {
                         let share = self.cluster.share_limit(partition, j.spec());
                         self.cluster.still_free(&allocs, nodes, share)
@@ -574,6 +597,36 @@ impl Ctld {
             });
         }
         out
+    }
+
+    /// Every partition `job` may run in is INACTIVE (Slurm's
+    /// WAIT_PART_INACTIVE; DOWN ones are the planner's PartitionDown).
+    fn partitions_inactive(&self, job: &Job) -> bool {
+        let inactive =
+            |p: &crate::cluster::Partition| p.conf.state.eq_ignore_ascii_case("INACTIVE");
+        if !self.cluster.parts.iter().any(inactive) {
+            return false;
+        }
+        job.spec().partition.split(',').all(|n| {
+            self.cluster
+                .part_idx(n.trim())
+                .is_some_and(|i| inactive(&self.cluster.parts[i]))
+        })
+    }
+
+    /// The array `job` belongs to (its meta record, or a task split off
+    /// it while pending) runs as many tasks as its throttle allows.
+    fn array_throttled(&self, job: &Job) -> bool {
+        let rt = job.rt();
+        if rt.array_job_id == 0 || job.state() != JobState::Pending {
+            return false;
+        }
+        let max = self
+            .jobs
+            .get(&rt.array_job_id)
+            .filter(|m| m.is_meta())
+            .map_or(rt.array_max_running, |m| m.rt().array_max_running);
+        max > 0 && self.array_running(rt.array_job_id) >= max
     }
 
     fn array_running(&self, array_id: u32) -> u32 {

@@ -14,6 +14,7 @@ mod gpubind;
 pub mod here;
 mod start_tasks;
 pub mod task_env;
+mod task_pid;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock, Mutex};

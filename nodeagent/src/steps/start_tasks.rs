@@ -355,7 +355,7 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
                 }
             }
         }
-        let env = task_environment(
+        let mut env = task_environment(
             req,
             this,
             TaskPlace {
@@ -438,10 +438,11 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
             continue;
         };
         let mut cmd = Command::new(prog);
-        cmd.args(&step.argv[1..])
-            .env_clear()
-            .envs(env)
-            .kill_on_drop(false);
+        // The environment is installed in the child (with its pid in
+        // SLURM_TASK_PID), not given to Command.
+        super::task_pid::reserve(&mut env);
+        let envp = super::task_pid::Envp::new(&env);
+        cmd.args(&step.argv[1..]).kill_on_drop(false);
         let file = |pattern: &str, truncated: &mut Vec<String>| -> Stdio {
             if pattern == "none" || pattern == "/dev/null" {
                 return Stdio::null();
@@ -514,6 +515,7 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
         // memory prepared before the fork.
         unsafe {
             cmd.pre_exec(move || {
+                envp.install();
                 libc::setsid();
                 if ctty {
                     // The terminal becomes the session's controlling tty.

@@ -126,6 +126,7 @@ impl Sim {
                 Kind::AfterOk => "afterok",
                 Kind::AfterNotOk => "afternotok",
                 Kind::AfterAny => "afterany",
+                Kind::AfterCorr => "aftercorr",
                 Kind::Singleton => {
                     parts.push("singleton".to_string());
                     continue;

@@ -131,6 +131,18 @@ fn a_bare_srun_takes_the_allocations_shape() {
     );
     let port: u32 = text(&o.stdout).trim().parse().unwrap_or(0);
     assert!(port > 0, "{}", text(&o.stdout));
+    // Every task knows its own pid (SLURM_TASK_PID), as in Slurm.
+    let o = srun(
+        &c,
+        job,
+        &[
+            "-n2",
+            "sh",
+            "-c",
+            "[ \"$SLURM_TASK_PID\" = \"$$\" ] && echo same || echo \"$SLURM_TASK_PID $$\"",
+        ],
+    );
+    assert_eq!(text(&o.stdout), "same\nsame\n", "{}", text(&o.stderr));
 }
 
 #[test]

@@ -80,6 +80,14 @@ fn create_update_delete_partition() {
         c.job_field(&id.to_string(), "JobState").as_deref(),
         Some("PENDING")
     );
+    // INACTIVE: Slurm's own reason, PartitionInactive.
+    c.ok(
+        "scontrol",
+        &["update", "PartitionName=short", "State=INACTIVE"],
+    );
+    wait_reason(&c, id, "PartitionInactive");
+    c.ok("scontrol", &["update", "PartitionName=short", "State=DOWN"]);
+    wait_reason(&c, id, "PartitionDown");
 
     // In use: not deleted, in Slurm's words.
     let o = c.run("scontrol", &["delete", "PartitionName=short"]);
@@ -206,6 +214,18 @@ fn requeuehold_special_exit() {
         "SPECIAL_EXIT"
     );
     assert_eq!(c.job_field(&js, "Restarts").as_deref(), Some("1"));
+    // JSON: Slurm's base state with the flag, in squeue and scontrol alike.
+    for (prog, args) in [
+        ("squeue", vec!["--json", "-j", js.as_str()]),
+        ("scontrol", vec!["show", "job", "--json", js.as_str()]),
+    ] {
+        let v: serde_json::Value = serde_json::from_str(&c.ok(prog, &args)).unwrap();
+        assert_eq!(
+            v["jobs"][0]["job_state"],
+            serde_json::json!(["PENDING", "SPECIAL_EXIT"]),
+            "{prog}"
+        );
+    }
     // -t SE: only such jobs; -t PD: they are pending ones too.
     let other = c.sbatch(&["-H", "-o", "/dev/null"], TRUE).to_string();
     assert_eq!(c.ok("squeue", &["-h", "-t", "SE", "-o", "%i"]).trim(), js);

@@ -11,6 +11,7 @@ mod batch;
 mod binding;
 mod commands;
 mod compat;
+mod compat_arrays;
 mod compat_partitions;
 mod configless;
 mod dashboard;

@@ -69,12 +69,24 @@ fn backfill_starts_what_fits_and_shows_expected_starts() {
     assert_eq!(start(b), a_end, "b starts when a's limit ends");
     let b_end = c.job_field(&b.to_string(), "EndTime").unwrap();
     assert_eq!(start(cc), b_end);
+    // scontrol shows the planned start too.
+    assert_eq!(
+        c.job_field(&b.to_string(), "StartTime"),
+        Some(a_end.clone())
+    );
     let s = c.ok("squeue", &["--start"]);
     assert!(s.lines().next().unwrap().contains("START_TIME"), "{s}");
     assert!(
         s.contains(&a_end) && s.contains("(Resources)") && s.contains("(Priority)"),
         "{s}"
     );
+    // A held job is planned no more: Unknown, as Slurm shows it.
+    c.ok("scontrol", &["hold", &b.to_string()]);
+    assert_eq!(
+        c.job_field(&b.to_string(), "StartTime").as_deref(),
+        Some("Unknown")
+    );
+    assert_eq!(start(b), "N/A");
     for id in [a, b, cc, d] {
         c.run("scancel", &[&id.to_string()]);
     }
