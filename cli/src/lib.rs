@@ -7,6 +7,8 @@
 //! array and hostlist texts) lives in I/O-free modules with unit tests; each
 //! command has one module for its I/O glue.
 
+#![deny(unsafe_code)]
+
 pub mod acctconn;
 pub mod advise;
 pub mod agentconn;
@@ -43,6 +45,9 @@ pub mod sreport;
 pub mod srun;
 pub mod sshare;
 pub mod sstat;
+/// Every `unsafe` block of the commands (terminal and time zone calls).
+#[allow(unsafe_code)]
+pub mod sys;
 pub mod timefmt;
 pub mod up;
 pub mod users;
@@ -189,10 +194,7 @@ pub fn main_with_args(argv: Vec<String>) -> i32 {
 
 pub fn main() -> i32 {
     // Writing to a closed pipe (`squeue | head`) must end quietly.
-    // SAFETY: restoring the default SIGPIPE disposition has no preconditions.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    drover_proto::sys::signal_default(libc::SIGPIPE);
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
