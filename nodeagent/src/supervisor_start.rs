@@ -30,8 +30,7 @@ impl std::fmt::Debug for Spawner {
 }
 
 fn start_server(exe: &Path) -> Result<Server, String> {
-    let (ours, theirs) =
-        sys::seqpacket_pair().map_err(|e| format!("socketpair: {e}"))?;
+    let (ours, theirs) = sys::seqpacket_pair().map_err(|e| format!("socketpair: {e}"))?;
     sys::set_recv_timeout(&ours, 10);
     let child = std::process::Command::new(exe)
         .arg("--stepd-server")

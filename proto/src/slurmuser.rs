@@ -98,10 +98,7 @@ mod tests {
     fn root_means_no_change() {
         assert_eq!(lookup("root").unwrap(), None);
         assert_eq!(lookup("0").unwrap(), None);
-        assert_eq!(
-            become_slurm_user("droverctld", "root", &[]).unwrap(),
-            None
-        );
+        assert_eq!(become_slurm_user("droverctld", "root", &[]).unwrap(), None);
         assert_eq!(
             lookup("no-such-user-here").unwrap_err(),
             "SlurmUser=no-such-user-here: no such user"

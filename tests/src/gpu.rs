@@ -11,8 +11,7 @@ use crate::{Cluster, Spec};
 pub fn fake_gpus(dir: &Path, n: u32) {
     for i in 0..n {
         let p = dir.join(format!("nvidia{i}"));
-        crate::sys::mknod_char(&p, 195, i)
-            .unwrap_or_else(|e| panic!("mknod {}: {e}", p.display()));
+        crate::sys::mknod_char(&p, 195, i).unwrap_or_else(|e| panic!("mknod {}: {e}", p.display()));
     }
 }
 

@@ -284,8 +284,11 @@ impl Cluster {
             for f in ["droverdbd.conf", "droverdbd-direct.conf"] {
                 let p = dir.path().join(f);
                 let text = fs::read_to_string(&p).map_err(|e| e.to_string())?;
-                fs::write(&p, text.replace("SlurmUser=root\n", &format!("SlurmUser={slurm_user}\n")))
-                    .map_err(|e| e.to_string())?;
+                fs::write(
+                    &p,
+                    text.replace("SlurmUser=root\n", &format!("SlurmUser={slurm_user}\n")),
+                )
+                .map_err(|e| e.to_string())?;
             }
             conf.push_str(&format!(
                 "AccountingStorageType=accounting_storage/slurmdbd\n\

@@ -141,7 +141,13 @@ pub fn mknod_char(path: &std::path::Path, major: u32, minor: u32) -> std::io::Re
     let c = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| std::io::Error::other("path contains a NUL byte"))?;
     // SAFETY: c is a valid NUL-terminated path for the call's duration.
-    let r = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(major, minor)) };
+    let r = unsafe {
+        libc::mknod(
+            c.as_ptr(),
+            libc::S_IFCHR | 0o666,
+            libc::makedev(major, minor),
+        )
+    };
     if r == 0 {
         Ok(())
     } else {

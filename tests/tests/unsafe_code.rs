@@ -63,7 +63,11 @@ fn unsafe_code_stays_in_the_sys_modules() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let mut files = Vec::new();
     sources(root, &mut files);
-    assert!(files.len() > 200, "the walk found the sources ({})", files.len());
+    assert!(
+        files.len() > 200,
+        "the walk found the sources ({})",
+        files.len()
+    );
     let mut outside = Vec::new();
     let mut unexplained = Vec::new();
     let mut per_crate: BTreeMap<String, usize> = BTreeMap::new();

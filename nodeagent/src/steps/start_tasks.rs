@@ -13,11 +13,11 @@ use super::task_env::{task_environment, TaskPlace};
 use super::{cpubind, gpubind};
 use crate::agent::Shared;
 use crate::asuser::Creds;
-use crate::sys::task::{cpu_set, open_pty, ChdirPlan, TaskBind, TaskStart};
 use crate::cgroup::job::JobCgroup;
 use crate::cgroup::plan::{denied_devices, Plan};
 use crate::cgroup::Dev;
 use crate::job_env::EnvContext;
+use crate::sys::task::{cpu_set, open_pty, ChdirPlan, TaskBind, TaskStart};
 use drover_proto::bindopt::{parse_cpu_bind, parse_gpu_bind};
 
 /// Slurm's exit code when a task cannot be started (execve failed).

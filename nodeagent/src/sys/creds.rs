@@ -184,10 +184,14 @@ pub fn verify_dropped(uid: u32, gid: u32) -> Result<(), SwitchError> {
     // SAFETY: setuid/setgid take integers; they must fail here.
     let (su, sg) = unsafe { (libc::setuid(0), if gid != 0 { libc::setgid(0) } else { -1 }) };
     if su == 0 {
-        return Err(SwitchError::left("root could be regained (setuid(0) succeeded)"));
+        return Err(SwitchError::left(
+            "root could be regained (setuid(0) succeeded)",
+        ));
     }
     if sg == 0 {
-        return Err(SwitchError::left("group root could be regained (setgid(0) succeeded)"));
+        return Err(SwitchError::left(
+            "group root could be regained (setgid(0) succeeded)",
+        ));
     }
     Ok(())
 }
@@ -280,12 +284,30 @@ mod tests {
         if !drover_proto::sys::is_root() {
             return; // nothing to drop
         }
-        let status = super::super::fork_and_wait(|| {
-            match become_user(65534, 65534, &[65534]) {
-                Ok(()) => 0,
-                Err(_) => 1,
-            }
+        let status = super::super::fork_and_wait(|| match become_user(65534, 65534, &[65534]) {
+            Ok(()) => 0,
+            Err(_) => 1,
         });
         assert_eq!(status, Some(0));
+    }
+
+    /// A switch of the effective uid only (root kept as real and saved
+    /// uid, as a thread-only switch does) is caught: root could come back.
+    #[test]
+    fn a_half_switch_is_refused() {
+        if !drover_proto::sys::is_root() {
+            return;
+        }
+        let status = super::super::fork_and_wait(|| {
+            if switch_this_thread(65534, 65534, &[65534]).is_err() {
+                return 2;
+            }
+            match verify_dropped(65534, 65534) {
+                Err(e) if e.step == "a user id other than the job's is left" => 1,
+                Err(_) => 3,
+                Ok(()) => 0,
+            }
+        });
+        assert_eq!(status, Some(1));
     }
 }

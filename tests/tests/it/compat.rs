@@ -284,7 +284,6 @@ fn verbose_dumps_and_input_variables_in_slurms_order() {
 /// a shell's job control and Ctrl-C reach the command, not salloc.
 #[test]
 fn sallocs_command_owns_the_terminal_foreground() {
-    use std::os::unix::process::CommandExt;
     let c = Cluster::start(Spec::default());
     let (master, tty) = drover_tests::sys::openpty().expect("openpty");
     let mut cmd = c.cmd("salloc");

@@ -4,7 +4,7 @@
 //! no `no_new_privs`, as in Slurm); the controller and droverdbd run as an
 //! unprivileged `SlurmUser`, and refuse a state directory that is not its.
 
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -89,7 +89,11 @@ fn jobs_run_with_no_privilege_left() {
     let _ = std::fs::remove_file(&out);
     assert_unprivileged("batch script", &status);
     // A step's task.
-    let o = c.run_as(NOBODY, "srun", &["-N1", "-D", "/tmp", "cat", "/proc/self/status"]);
+    let o = c.run_as(
+        NOBODY,
+        "srun",
+        &["-N1", "-D", "/tmp", "cat", "/proc/self/status"],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_unprivileged("step task", &String::from_utf8_lossy(&o.stdout));
 }
@@ -129,7 +133,10 @@ fn controller_and_dbd_run_as_slurm_user() {
     c.expect_end(id, "COMPLETED");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let o = c.run("sacct", &["-n", "-X", "-P", "-j", &id.to_string(), "-o", "JobID,State"]);
+        let o = c.run(
+            "sacct",
+            &["-n", "-X", "-P", "-j", &id.to_string(), "-o", "JobID,State"],
+        );
         let text = String::from_utf8_lossy(&o.stdout).into_owned();
         if text.trim() == format!("{id}|COMPLETED") {
             break;
@@ -150,6 +157,7 @@ fn a_state_directory_of_another_user_is_refused() {
     std::fs::create_dir(&state).unwrap();
     let key = dir.path().join("drover.key");
     std::fs::write(&key, "0123456789abcdef0123456789abcdef-test-key\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
     let conf = dir.path().join("drover.conf");
     let name = nobody_name();
     std::fs::write(

@@ -361,7 +361,6 @@ fn drover_up_cluster_has_fair_share_and_sprio() {
 #[test]
 fn drover_up_files_are_safe_whatever_the_umask() {
     use std::os::unix::fs::MetadataExt;
-    use std::os::unix::process::CommandExt;
     let dir = tempfile::tempdir().unwrap();
     let cluster = dir.path().join("c");
     let mut child = Command::new(drover_tests::bin_dir().join("drover"));
