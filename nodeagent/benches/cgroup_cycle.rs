@@ -5,7 +5,6 @@
 //!
 //!   cargo bench -p drover-nodeagent --bench cgroup_cycle [-- N]
 
-use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,6 @@
 //! program), killing everything, removal. Needs root and cgroups, as on
 //! the CI machine; elsewhere each test says why it did nothing.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

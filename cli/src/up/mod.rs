@@ -98,7 +98,7 @@ fn make_gpu_devices(dir: &Path, gpus: u32) -> Result<(), String> {
         let mut made = false;
         if crate::users::euid() == 0 {
             // A character device 195:i.
-            made = drover_proto::sys::mknod_char(&p, 195, i as u32).is_ok();
+            made = drover_proto::sys::mknod_char(&p, 195, i).is_ok();
         }
         if !made {
             fs::write(&p, b"").map_err(|e| format!("{}: {e}", p.display()))?;

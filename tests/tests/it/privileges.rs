@@ -5,6 +5,8 @@
 //! unprivileged `SlurmUser`, and refuse a state directory that is not its.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -146,6 +148,34 @@ fn controller_and_dbd_run_as_slurm_user() {
     }
 }
 
+/// A lone controller's files in `dir`: its config (SlurmUser nobody), key
+/// (0600) and `state` directory (made, owned by root).
+fn lone_controller(dir: &Path) -> (PathBuf, PathBuf) {
+    let state = dir.join("state");
+    std::fs::create_dir(&state).unwrap();
+    let key = dir.join("drover.key");
+    std::fs::write(&key, "0123456789abcdef0123456789abcdef-test-key\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let conf = dir.join("drover.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "ClusterName=t\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort={}\n\
+             SlurmUser={}\nStateSaveLocation={}\nAuthKeyFile={}\n\
+             AuthInfo=socket={}/auth.sock\n\
+             NodeName=n1 NodeAddr=127.0.0.1 CPUs=1 RealMemory=100\n\
+             PartitionName=p Nodes=ALL Default=YES\n",
+            drover_tests::free_port(),
+            nobody_name(),
+            state.display(),
+            key.display(),
+            dir.display()
+        ),
+    )
+    .unwrap();
+    (conf, state)
+}
+
 #[test]
 fn a_state_directory_of_another_user_is_refused() {
     if !drover_proto::sys::is_root() {
@@ -153,28 +183,8 @@ fn a_state_directory_of_another_user_is_refused() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    std::fs::create_dir(&state).unwrap();
-    let key = dir.path().join("drover.key");
-    std::fs::write(&key, "0123456789abcdef0123456789abcdef-test-key\n").unwrap();
-    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let conf = dir.path().join("drover.conf");
+    let (conf, state) = lone_controller(dir.path());
     let name = nobody_name();
-    std::fs::write(
-        &conf,
-        format!(
-            "ClusterName=t\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort={}\n\
-             SlurmUser={name}\nStateSaveLocation={}\nAuthKeyFile={}\n\
-             AuthInfo=socket={}/auth.sock\n\
-             NodeName=n1 NodeAddr=127.0.0.1 CPUs=1 RealMemory=100\n\
-             PartitionName=p Nodes=ALL Default=YES\n",
-            drover_tests::free_port(),
-            state.display(),
-            key.display(),
-            dir.path().display()
-        ),
-    )
-    .unwrap();
     let o = Command::new(bin_dir().join("droverctld"))
         .arg("-f")
         .arg(&conf)
@@ -189,4 +199,47 @@ fn a_state_directory_of_another_user_is_refused() {
         )),
         "{err}"
     );
+}
+
+/// Started as SlurmUser itself, the controller just runs (as that user).
+#[test]
+fn started_as_slurm_user_it_just_runs() {
+    if !drover_proto::sys::is_root() {
+        eprintln!("needs root (to make files for another user)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (conf, state) = lone_controller(dir.path());
+    let key = dir.path().join("drover.key");
+    for p in [dir.path(), state.as_path(), key.as_path()] {
+        std::os::unix::fs::chown(p, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    let log = dir.path().join("ctld.log");
+    let mut child = Command::new(bin_dir().join("droverctld"))
+        .arg("-f")
+        .arg(&conf)
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("listening on") {
+            break;
+        }
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("droverctld exited {st}: {text}");
+        }
+        assert!(Instant::now() < deadline, "droverctld not up: {text}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(status_field(&status, "Uid"), vec![NOBODY.to_string(); 4]);
 }
