@@ -7,6 +7,8 @@
 //! array and hostlist texts) lives in I/O-free modules with unit tests; each
 //! command has one module for its I/O glue.
 
+#![deny(unsafe_code)]
+
 pub mod acctconn;
 pub mod advise;
 pub mod agentconn;
@@ -36,7 +38,6 @@ pub mod scancel;
 pub mod scontrol;
 pub mod sdiag;
 pub mod seff;
-pub mod sigpipe;
 pub mod sinfo;
 pub mod sprio;
 pub mod squeue;
@@ -44,6 +45,9 @@ pub mod sreport;
 pub mod srun;
 pub mod sshare;
 pub mod sstat;
+/// Every `unsafe` block of the commands (terminal and time zone calls).
+#[allow(unsafe_code)]
+pub mod sys;
 pub mod timefmt;
 pub mod up;
 pub mod users;
@@ -191,7 +195,7 @@ pub fn main_with_args(argv: Vec<String>) -> i32 {
 pub fn main() -> i32 {
     // Writing to a closed pipe (`squeue | head`) must end quietly; a
     // socket's peer going away must not.
-    sigpipe::install();
+    sys::install_sigpipe();
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();

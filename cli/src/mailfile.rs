@@ -6,7 +6,6 @@
 //! without a mail server.
 
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// The name `drover up` links MailProg to; the mail goes to `../mail.log`.
@@ -60,10 +59,7 @@ fn asctime(t: i64) -> String {
 fn append(file: &Path, text: &str) -> Result<(), String> {
     let mut f =
         drover_proto::private::append(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    // SAFETY: flock on a file descriptor we own.
-    unsafe {
-        libc::flock(f.as_raw_fd(), libc::LOCK_EX);
-    }
+    let _ = drover_proto::sys::flock(&f, libc::LOCK_EX);
     f.write_all(text.as_bytes())
         .and_then(|_| f.flush())
         .map_err(|e| format!("{}: {e}", file.display()))

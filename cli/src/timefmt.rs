@@ -14,22 +14,17 @@ pub struct Local;
 
 impl Zone for Local {
     fn to_tm(&self, t: i64) -> Tm {
-        // SAFETY: localtime_r only writes into the tm we pass.
-        unsafe {
-            let tt: libc::time_t = t as libc::time_t;
-            let mut tm: libc::tm = std::mem::zeroed();
-            if libc::localtime_r(&tt, &mut tm).is_null() {
-                return Tm::default();
-            }
-            Tm {
-                year: tm.tm_year + 1900,
-                month: (tm.tm_mon + 1).clamp(1, 12) as u32,
-                day: tm.tm_mday.max(0) as u32,
-                hour: tm.tm_hour.max(0) as u32,
-                min: tm.tm_min.max(0) as u32,
-                sec: tm.tm_sec.max(0) as u32,
-                wday: tm.tm_wday.clamp(0, 6) as u32,
-            }
+        let Some((year, month, day, hour, min, sec, wday)) = crate::sys::localtime(t) else {
+            return Tm::default();
+        };
+        Tm {
+            year,
+            month: month.clamp(1, 12) as u32,
+            day: day.max(0) as u32,
+            hour: hour.max(0) as u32,
+            min: min.max(0) as u32,
+            sec: sec.max(0) as u32,
+            wday: wday.clamp(0, 6) as u32,
         }
     }
 
@@ -42,23 +37,7 @@ impl Zone for Local {
         min: i32,
         sec: i32,
     ) -> Option<i64> {
-        // SAFETY: mktime reads and normalises the tm we own.
-        unsafe {
-            let mut tm: libc::tm = std::mem::zeroed();
-            tm.tm_year = year - 1900;
-            tm.tm_mon = month0;
-            tm.tm_mday = day;
-            tm.tm_hour = hour;
-            tm.tm_min = min;
-            tm.tm_sec = sec;
-            tm.tm_isdst = -1;
-            let t = libc::mktime(&mut tm);
-            if t == -1 {
-                None
-            } else {
-                Some(t as i64)
-            }
-        }
+        crate::sys::mktime(year, month0, day, hour, min, sec)
     }
 }
 

@@ -26,18 +26,15 @@ pub fn group_name(gid: u32) -> String {
 }
 
 pub fn euid() -> u32 {
-    // SAFETY: never fails.
-    unsafe { libc::geteuid() }
+    drover_proto::sys::geteuid()
 }
 
 pub fn uid() -> u32 {
-    // SAFETY: never fails.
-    unsafe { libc::getuid() }
+    drover_proto::sys::getuid()
 }
 
 pub fn is_tty(fd: i32) -> bool {
-    // SAFETY: isatty only inspects the descriptor.
-    unsafe { libc::isatty(fd) == 1 }
+    drover_proto::sys::isatty(fd)
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@
 //! only I/O is in the `load` functions, which read the file and its
 //! `Include`s and then call the text parser.
 
+#![forbid(unsafe_code)]
+
 pub mod cgroupconf;
 pub mod datetime;
 pub mod dbdconf;

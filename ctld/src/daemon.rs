@@ -82,15 +82,12 @@ pub fn main_entry() -> i32 {
     }
     // One malloc arena: the controller's state lives in one task anyway, and
     // per-thread arenas keep freed reply buffers from going back to the system.
-    // SAFETY: mallopt before any other thread exists.
     // A fixed mmap threshold: glibc's adaptive one rises to the size of
     // the largest block freed (a big squeue reply), after which such
     // buffers come from the heap and leave it fragmented; mapped, they go
     // back to the system as soon as they are freed.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
-    }
+    drover_proto::sys::mallopt(libc::M_ARENA_MAX, 1);
+    drover_proto::sys::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
     let path = config.unwrap_or_else(default_config_path);
     let (cfg, warnings) = match drover_conf::slurmconf::load(&path) {
         Ok(c) => c,
@@ -109,6 +106,29 @@ pub fn main_entry() -> i32 {
             return 1;
         }
     };
+    // The auth socket's directory may be root's: bind it first.
+    let auth_path = PathBuf::from(cfg.auth_socket());
+    let auth_listener = match drover_proto::authsock::bind_auth_socket(&auth_path) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::error!("auth socket {}: {e}", auth_path.display());
+            None
+        }
+    };
+    // What needs root is read and bound: from here on run as SlurmUser.
+    let state_dir = std::path::Path::new(&cfg.state_save_location);
+    match drover_proto::slurmuser::become_slurm_user(
+        "droverctld",
+        &cfg.slurm_user,
+        &[("StateSaveLocation", state_dir)],
+    ) {
+        Ok(Some(pw)) => tracing::info!("running as SlurmUser {}({})", pw.name, pw.uid),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("droverctld: error: {e}");
+            return 1;
+        }
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -120,10 +140,15 @@ pub fn main_entry() -> i32 {
             return 1;
         }
     };
-    rt.block_on(serve(cfg, path, key))
+    rt.block_on(serve(cfg, path, key, auth_listener))
 }
 
-async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterKey) -> i32 {
+async fn serve(
+    cfg: drover_conf::slurmconf::Config,
+    path: PathBuf,
+    key: ClusterKey,
+    auth_listener: Option<std::os::unix::net::UnixListener>,
+) -> i32 {
     let host = drover_proto::auth::hostname();
     let slurm_user_uid = crate::users::user_uid(&cfg.slurm_user).unwrap_or(0);
     let ha = match Ha::new(&cfg, &host, slurm_user_uid, crate::runtime::clock()) {
@@ -208,16 +233,16 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         }
     };
     tracing::info!("listening on {bind}");
-    {
+    if let Some(l) = auth_listener {
         let key = key.clone();
-        let auth_path = auth_path.clone();
+        let path = auth_path.clone();
         tokio::spawn(async move {
-            if let Err(e) = drover_proto::auth::serve_auth_socket(&auth_path, key, ttl).await {
-                tracing::error!("auth socket {}: {e}", auth_path.display());
+            if let Err(e) = drover_proto::authsock::serve_auth_listener(l, key, ttl).await {
+                tracing::error!("auth socket {}: {e}", path.display());
             }
         });
+        tracing::info!("auth socket {}", auth_path.display());
     }
-    tracing::info!("auth socket {}", auth_path.display());
     let svc = ControllerServer::new(Svc {
         tx: tx.clone(),
         key: key.clone(),

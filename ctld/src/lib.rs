@@ -10,6 +10,8 @@
 //!   [`suspend`], [`steps`], [`reservation`], [`reconfig`], ...
 //! - [`sched`]: the pure planner the core calls (no controller types).
 
+#![forbid(unsafe_code)]
+
 pub mod acct;
 pub mod agents;
 /// Associations and QOS: the scheduler's input, kept below it (`sched/assoc.rs`).

@@ -115,6 +115,21 @@ pub fn main_entry() -> i32 {
             return 1;
         }
     };
+    // What needs root is read: from here on run as SlurmUser (glibc's
+    // set*id calls switch the runtime's threads too).
+    let state_dir = std::path::Path::new(&cfg.state_save_location);
+    match drover_proto::slurmuser::become_slurm_user(
+        "droverdbd",
+        &cfg.slurm_user,
+        &[("StateSaveLocation", state_dir)],
+    ) {
+        Ok(Some(pw)) => tracing::info!("running as SlurmUser {}({})", pw.name, pw.uid),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("droverdbd: error: {e}");
+            return 1;
+        }
+    }
     rt.block_on(serve(cfg, path, key))
 }
 

@@ -6,6 +6,8 @@
 //! the association set (sacctmgr); [`usage`] rolls usage up per hour for
 //! sreport and fair-share; [`server`] is the gRPC front.
 
+#![forbid(unsafe_code)]
+
 pub mod assocs;
 mod daemon;
 pub mod edit;

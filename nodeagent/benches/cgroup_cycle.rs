@@ -5,7 +5,6 @@
 //!
 //!   cargo bench -p drover-nodeagent --bench cgroup_cycle [-- N]
 
-use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -18,8 +17,7 @@ fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(200);
-    // SAFETY: geteuid never fails.
-    if unsafe { libc::geteuid() } != 0 {
+    if drover_proto::sys::geteuid() != 0 {
         println!("cgroup_cycle: needs root");
         return;
     }
@@ -52,19 +50,7 @@ fn main() {
         let files = cg.join_files();
         let mut cmd = Command::new("/bin/sh");
         cmd.args(["-c", "true"]);
-        // SAFETY: the pre-exec hook only makes raw syscalls.
-        unsafe {
-            cmd.pre_exec(move || {
-                for f in &files {
-                    let fd = libc::open(f.as_ptr(), libc::O_WRONLY);
-                    if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    libc::close(fd);
-                }
-                Ok(())
-            });
-        }
+        drover_proto::sys::join_cgroups_in_child(&mut cmd, files);
         assert!(cmd.status().expect("run").success());
         let t2 = Instant::now();
         cg.kill_all();

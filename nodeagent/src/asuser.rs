@@ -16,52 +16,15 @@ pub struct Creds<'a> {
     pub groups: &'a [u32],
 }
 
-/// Switch the calling thread (only) to `c`: groups and gid first, while
-/// still allowed, then the effective uid (the real and saved ids stay, but
-/// the thread never switches back: it ends).
-fn switch_this_thread(c: &Creds) -> std::io::Result<()> {
-    const KEEP: libc::c_long = -1;
-    let check = |r: libc::c_long| {
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
-    };
-    // SAFETY: raw credential system calls on this thread, with a valid
-    // pointer and length for the group list.
-    unsafe {
-        check(libc::syscall(
-            libc::SYS_setgroups,
-            c.groups.len() as libc::c_long,
-            c.groups.as_ptr(),
-        ))?;
-        check(libc::syscall(
-            libc::SYS_setresgid,
-            KEEP,
-            libc::c_long::from(c.gid),
-            KEEP,
-        ))?;
-        check(libc::syscall(
-            libc::SYS_setresuid,
-            KEEP,
-            libc::c_long::from(c.uid),
-            KEEP,
-        ))?;
-    }
-    Ok(())
-}
-
 /// Run `f` with `c`'s credentials. Without root there is nothing to switch
 /// (the agent can do no more than itself) and `f` runs here.
 pub fn run<T: Send>(c: Creds, f: impl FnOnce() -> std::io::Result<T> + Send) -> std::io::Result<T> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || c.uid == 0 {
+    if !drover_proto::sys::is_root() || c.uid == 0 {
         return f();
     }
     std::thread::scope(|s| {
         s.spawn(|| {
-            switch_this_thread(&c)?;
+            crate::sys::creds::switch_this_thread(c.uid, c.gid, c.groups)?;
             f()
         })
         .join()
@@ -76,8 +39,7 @@ mod tests {
 
     #[test]
     fn acts_with_the_users_rights_only_on_its_own_thread() {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if !drover_proto::sys::is_root() {
             return; // nothing to switch from
         }
         let dir = tempfile::tempdir().unwrap();
@@ -101,6 +63,6 @@ mod tests {
         assert_eq!(std::fs::metadata(&made).unwrap().gid(), 65534);
         // The caller's thread is still root.
         assert_eq!(std::fs::read(&secret).unwrap(), b"root only");
-        assert_eq!(unsafe { libc::geteuid() }, 0);
+        assert_eq!(drover_proto::sys::geteuid(), 0);
     }
 }

@@ -1,21 +1,18 @@
 //! Process setup: standard descriptors, detaching, pid file, logging.
 
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
 /// Make sure fds 0, 1 and 2 are open (on /dev/null if they were closed), so
 /// no file or socket the agent opens later lands on them.
 pub fn ensure_std_fds() {
     for fd in 0..3 {
-        // SAFETY: fcntl(F_GETFD) only queries the descriptor.
-        if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        if !crate::sys::fd_is_open(fd) {
             if let Ok(f) = std::fs::OpenOptions::new()
                 .read(true)
                 .write(true)
                 .open("/dev/null")
             {
-                // SAFETY: duplicating an fd we own onto a closed slot.
-                unsafe { libc::dup2(f.as_raw_fd(), fd) };
+                let _ = crate::sys::dup2(&f, fd);
             }
         }
     }
@@ -35,18 +32,7 @@ pub fn detach(log: Option<&Path>) -> Result<(), String> {
     };
     let null =
         std::fs::File::open("/dev/null").map_err(|e| format!("cannot open /dev/null: {e}"))?;
-    // SAFETY: the process is single-threaded here; the parent leaves with _exit.
-    unsafe {
-        match libc::fork() {
-            -1 => return Err(format!("fork: {}", std::io::Error::last_os_error())),
-            0 => {}
-            _ => libc::_exit(0),
-        }
-        libc::setsid();
-        libc::dup2(null.as_raw_fd(), 0);
-        libc::dup2(out.as_raw_fd(), 1);
-        libc::dup2(out.as_raw_fd(), 2);
-    }
+    crate::sys::detach_process(&null, &out)?;
     let _ = std::env::set_current_dir("/");
     Ok(())
 }

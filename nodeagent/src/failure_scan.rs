@@ -84,9 +84,7 @@ mod tests {
         assert_eq!(small, b"of memory\n");
         // A FIFO nobody writes to: nothing, at once.
         let fifo = dir.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid C string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        drover_proto::sys::mkfifo(&fifo, 0o600).unwrap();
         assert!(read_tail(&fifo, 100).unwrap().is_empty());
         assert!(read_tail(&dir.path().join("none"), 100).is_err());
     }

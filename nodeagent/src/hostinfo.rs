@@ -2,13 +2,7 @@
 
 /// Online CPUs (sysconf).
 pub fn online_cpus() -> u32 {
-    // SAFETY: sysconf has no memory effects.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    if n < 1 {
-        1
-    } else {
-        n.min(i64::from(u32::MAX) as libc::c_long) as u32
-    }
+    drover_proto::sys::online_cpus()
 }
 
 /// A `/proc/meminfo` field in MB (`MemTotal`, `MemAvailable`, ...). Pure.
@@ -68,19 +62,7 @@ pub fn boot_time() -> i64 {
 
 /// `Linux 6.1.0-...` from uname.
 pub fn os_name() -> String {
-    // SAFETY: uname fills a zeroed struct with NUL-terminated strings.
-    unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) != 0 {
-            return "Linux".into();
-        }
-        let s = |f: &[libc::c_char]| {
-            std::ffi::CStr::from_ptr(f.as_ptr())
-                .to_string_lossy()
-                .into_owned()
-        };
-        format!("{} {}", s(&u.sysname), s(&u.release))
-    }
+    crate::sys::uname().map_or_else(|| "Linux".into(), |(sys, rel)| format!("{sys} {rel}"))
 }
 
 #[cfg(test)]

@@ -18,7 +18,6 @@
 //! small pool are deleted.
 
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -198,17 +197,14 @@ fn fill_dir(dir: &Path, req: &LaunchRequest, extra: &ExtraFiles) -> Result<(), S
         .map_err(|e| format!("cannot create {}: {e}", script_path.display()))?;
     f.write_all(script)
         .map_err(|e| format!("cannot write {}: {e}", script_path.display()))?;
-    // SAFETY: geteuid never fails.
-    if unsafe { libc::geteuid() } == 0 {
-        // SAFETY: fchown on a descriptor we own.
-        let rc = unsafe { libc::fchown(f.as_raw_fd(), req.uid, req.gid) };
-        if rc != 0 {
+    if drover_proto::sys::is_root() {
+        if let Err(e) = std::os::unix::fs::fchown(&f, Some(req.uid), Some(req.gid)) {
             return Err(format!(
                 "cannot chown {} to {}:{}: {}",
                 script_path.display(),
                 req.uid,
                 req.gid,
-                std::io::Error::last_os_error()
+                e
             ));
         }
     }
@@ -376,8 +372,8 @@ mod tests {
         let spool = tempfile::tempdir().unwrap();
         let req = LaunchRequest {
             job_id: 9,
-            uid: unsafe { libc::geteuid() },
-            gid: unsafe { libc::getegid() },
+            uid: drover_proto::sys::geteuid(),
+            gid: drover_proto::sys::getegid(),
             spec: Some(JobSpec {
                 script: b"#!/bin/sh\necho hi\n".to_vec(),
                 ..Default::default()
@@ -417,8 +413,8 @@ mod tests {
         let rec = Recycler::new(spool.path());
         let mut req = LaunchRequest {
             job_id: 1,
-            uid: unsafe { libc::geteuid() },
-            gid: unsafe { libc::getegid() },
+            uid: drover_proto::sys::geteuid(),
+            gid: drover_proto::sys::getegid(),
             spec: Some(JobSpec {
                 script: b"#!/bin/sh\necho a long first script\n".to_vec(),
                 ..Default::default()

@@ -5,6 +5,8 @@
 //! JOBDIR`, see [`stepd`]) that survives agent restarts; the agent talks to
 //! it over `JOBDIR/stepd.sock` and reports job ends to the controller.
 
+#![deny(unsafe_code)]
+
 pub mod agent;
 pub mod allocation;
 pub mod args;
@@ -40,6 +42,10 @@ pub mod steps;
 pub mod supervisor_start;
 pub mod supervisors;
 pub mod suspend;
+/// Every `unsafe` block of the agent and the supervisor: safe wrappers
+/// over system calls, each block with its `SAFETY:` reason.
+#[allow(unsafe_code)]
+pub mod sys;
 pub mod usage;
 pub mod usercalls;
 

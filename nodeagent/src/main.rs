@@ -1,3 +1,5 @@
+#![forbid(unsafe_code)]
+
 fn main() {
     std::process::exit(drover_nodeagent::main_entry());
 }

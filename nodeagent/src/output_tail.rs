@@ -97,8 +97,7 @@ mod tests {
             tonic::Code::PermissionDenied
         );
         // As root, a file only its owner may read is refused to another user.
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } == 0 {
+        if drover_proto::sys::is_root() {
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
             let e = read_as(&me, p.to_str().unwrap(), 4).unwrap_err();
             assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e}");

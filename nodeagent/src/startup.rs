@@ -147,8 +147,7 @@ pub fn run(args: Args) -> i32 {
 fn setup_cgroups(settings: &mut Settings) -> Result<(), String> {
     let conf = &settings.cgroup_conf;
     let wanted = conf.constrain_ram_space || conf.constrain_cores || conf.constrain_devices;
-    // SAFETY: geteuid never fails.
-    if unsafe { libc::geteuid() } != 0 {
+    if !drover_proto::sys::is_root() {
         if wanted {
             warn!("cgroup.conf asks for Constrain* but droverd is not root: jobs run without cgroup limits");
         }

@@ -2,7 +2,7 @@
 //! (`droverd --stepd-server`, one per agent) to fork one; if the server is
 //! not available the agent exec's `droverd --stepd JOBDIR` itself.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -30,35 +30,8 @@ impl std::fmt::Debug for Spawner {
 }
 
 fn start_server(exe: &Path) -> Result<Server, String> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: fds has room for two descriptors.
-    let rc = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(format!("socketpair: {}", std::io::Error::last_os_error()));
-    }
-    // SAFETY: socketpair just returned these descriptors; we own them.
-    let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    let timeout = libc::timeval {
-        tv_sec: 10,
-        tv_usec: 0,
-    };
-    // SAFETY: setsockopt with a valid timeval.
-    unsafe {
-        libc::setsockopt(
-            ours.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&timeout as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        );
-    }
+    let (ours, theirs) = sys::seqpacket_pair().map_err(|e| format!("socketpair: {e}"))?;
+    sys::set_recv_timeout(&ours, 10);
     let child = std::process::Command::new(exe)
         .arg("--stepd-server")
         .stdin(std::process::Stdio::from(theirs))
@@ -101,13 +74,8 @@ impl Spawner {
         if !self.enabled {
             return Err("fork server disabled".into());
         }
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: fds has room for two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(format!("pipe: {}", std::io::Error::last_os_error()));
-        }
-        // SAFETY: pipe2 just returned these descriptors; we own them.
-        let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (rd, wr) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
+        let (rd, wr) = (OwnedFd::from(rd), OwnedFd::from(wr));
         let mut msg = Vec::new();
         msg.extend_from_slice(dir.as_os_str().as_encoded_bytes());
         msg.push(0);
@@ -146,8 +114,8 @@ impl Spawner {
         match sys::recv_with_fds(chan, &mut buf) {
             Ok((n, extra)) if n > 0 => {
                 for fd in extra {
-                    // SAFETY: unexpected descriptors are closed.
-                    unsafe { libc::close(fd) };
+                    // Unexpected descriptors are closed.
+                    sys::close(fd);
                 }
                 let answer = String::from_utf8_lossy(&buf[..n]).into_owned();
                 if answer.starts_with("ok ") {

@@ -107,8 +107,7 @@ fn status_after_supervisor_gone(dir: &Path, script_pid: Option<i32>, no_launch: 
             .and_then(|t| crate::proctree::parse_stat(&t))
             .is_some_and(|p| p.pgrp == pid);
         if leader_alive {
-            // SAFETY: kill has no memory effects.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            let _ = drover_proto::sys::kill(-pid, libc::SIGKILL);
         }
     }
     let st = if no_launch {

@@ -86,28 +86,11 @@ pub fn supervisor_pid(jobdir: &Path) -> Option<i32> {
     use std::os::fd::AsRawFd;
     let s =
         std::os::unix::net::UnixStream::connect(jobdir.join(crate::status::SOCKET_FILE)).ok()?;
-    let mut cred: libc::ucred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: cred/len are valid out-pointers for SO_PEERCRED.
-    let r = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    (r == 0 && cred.pid > 0).then_some(cred.pid)
+    crate::sys::peer_pid(s.as_raw_fd()).filter(|p| *p > 0)
 }
 
 fn clk_tck() -> u64 {
-    // SAFETY: sysconf has no memory effects.
-    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64
+    drover_proto::sys::clock_ticks()
 }
 
 /// (utime+stime ticks, RSS KiB) of one process from /proc/PID/stat.
@@ -124,8 +107,7 @@ pub fn parse_stat(text: &str) -> Option<(u64, u64)> {
     let ut: u64 = f.get(11)?.parse().ok()?;
     let stt: u64 = f.get(12)?.parse().ok()?;
     let rss_pages: u64 = f.get(21)?.parse().ok()?;
-    // SAFETY: sysconf has no memory effects.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    let page = drover_proto::sys::page_size();
     Some((ut + stt, rss_pages * page / 1024))
 }
 
@@ -138,8 +120,7 @@ mod tests {
         let line = "1234 (my (odd) cmd) S 1 1234 1234 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 1 0 100 12345678 300 18446744073709551615";
         let (ticks, rss) = parse_stat(line).unwrap();
         assert_eq!(ticks, 300);
-        // SAFETY: sysconf has no memory effects.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+        let page = drover_proto::sys::page_size();
         assert_eq!(rss, 300 * page / 1024);
         assert!(parse_stat("garbage").is_none());
         assert!(parse_stat("1 (x)").is_none());

@@ -324,8 +324,7 @@ impl Cluster {
 
     fn stop_agent(&mut self) {
         if let Some(mut c) = self.agent.take() {
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let _ = drover_proto::sys::kill(c.id() as i32, libc::SIGTERM);
             let t0 = Instant::now();
             loop {
                 if let Ok(Some(_)) = c.try_wait() {
@@ -387,8 +386,7 @@ impl Cluster {
     }
 
     fn launch_request(&self, job_id: u32, node: &str, script: &str) -> LaunchRequest {
-        // SAFETY: getuid/getgid never fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let (uid, gid) = (drover_proto::sys::getuid(), drover_proto::sys::getgid());
         LaunchRequest {
             job_id,
             spec: Some(JobSpec {

@@ -3,7 +3,6 @@
 //! program), killing everything, removal. Needs root and cgroups, as on
 //! the CI machine; elsewhere each test says why it did nothing.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -12,8 +11,7 @@ use drover_nodeagent::cgroup::job::JobCgroup;
 use drover_nodeagent::cgroup::{char_dev, Dev, Plan, System, Version};
 
 fn root() -> bool {
-    // SAFETY: geteuid never fails.
-    unsafe { libc::geteuid() == 0 }
+    drover_proto::sys::is_root()
 }
 
 fn system(plugin: &str, mountpoint: &str) -> Option<System> {
@@ -57,19 +55,7 @@ fn run_in(cg: &JobCgroup, script: &str) -> Output {
     let files = cg.join_files();
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c").arg(script);
-    // SAFETY: the pre-exec hook only makes raw syscalls.
-    unsafe {
-        cmd.pre_exec(move || {
-            for f in &files {
-                let fd = libc::open(f.as_ptr(), libc::O_WRONLY);
-                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                libc::close(fd);
-            }
-            Ok(())
-        });
-    }
+    drover_proto::sys::join_cgroups_in_child(&mut cmd, files);
     cmd.output().expect("run sh in cgroup")
 }
 
@@ -165,11 +151,8 @@ fn fake_gpus(dir: &Path, n: u32) -> Vec<PathBuf> {
     (0..n)
         .map(|i| {
             let p = dir.join(format!("nvidia{i}"));
-            let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
-            // SAFETY: mknod with a valid path.
-            let r =
-                unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(195, i)) };
-            assert_eq!(r, 0, "mknod {}", p.display());
+            drover_proto::sys::mknod_char(&p, 195, i)
+                .unwrap_or_else(|e| panic!("mknod {}: {e}", p.display()));
             p
         })
         .collect()

@@ -19,8 +19,7 @@ fn exe() -> PathBuf {
 }
 
 fn is_root() -> bool {
-    // SAFETY: geteuid never fails.
-    unsafe { libc::geteuid() == 0 }
+    drover_proto::sys::is_root()
 }
 
 /// A scratch area: spool dir and work dir, reachable by any user.
@@ -47,8 +46,7 @@ fn area() -> Area {
 }
 
 fn request(job_id: u32, script: &str, work: &Path) -> LaunchRequest {
-    // SAFETY: getuid/getgid never fail.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let (uid, gid) = (drover_proto::sys::getuid(), drover_proto::sys::getgid());
     LaunchRequest {
         job_id,
         spec: Some(JobSpec {

@@ -287,8 +287,7 @@ impl ClusterKey {
 
     /// A daemon's own credential for one request (uid/gid of the process).
     pub fn issue_daemon(&self, host: &str, bind: &Binding) -> String {
-        // SAFETY: getuid/getgid never fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let (uid, gid) = (crate::sys::getuid(), crate::sys::getgid());
         self.issue('d', uid, gid, &[], host, 300, bind, now_millis())
     }
 
@@ -423,14 +422,7 @@ pub fn process_groups(pid: i32) -> Vec<u32> {
 
 /// This host's short name.
 pub fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: buf is valid for its length; gethostname NUL-terminates on success.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "localhost".into();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    crate::sys::gethostname().unwrap_or_else(|| "localhost".into())
 }
 
 pub use crate::authsock::{probe_socket, request_token, serve_auth_socket};

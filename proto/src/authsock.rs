@@ -19,14 +19,32 @@ const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serve the local auth socket until the task is dropped.
 pub async fn serve_auth_socket(path: &Path, key: ClusterKey, ttl: i64) -> std::io::Result<()> {
+    serve_auth_listener(bind_auth_socket(path)?, key, ttl).await
+}
+
+/// Bind the auth socket at `path` (replacing a stale one), open to every
+/// local user. A plain listener, so that a daemon can bind it before it
+/// gives up root (`SlurmUser`) and serve it afterwards.
+pub fn bind_auth_socket(path: &Path) -> std::io::Result<std::os::unix::net::UnixListener> {
     use std::os::unix::fs::PermissionsExt;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let _ = std::fs::remove_file(path);
-    let listener = tokio::net::UnixListener::bind(path)?;
+    let listener = std::os::unix::net::UnixListener::bind(path)?;
     // Every local user must be able to ask for their own credential.
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777))?;
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+/// Serve a socket [`bind_auth_socket`] made until the task is dropped.
+pub async fn serve_auth_listener(
+    listener: std::os::unix::net::UnixListener,
+    key: ClusterKey,
+    ttl: i64,
+) -> std::io::Result<()> {
+    let listener = tokio::net::UnixListener::from_std(listener)?;
     let host = hostname();
     loop {
         let (stream, _) = match listener.accept().await {

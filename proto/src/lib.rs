@@ -2,6 +2,8 @@
 //! needed), durable state records, and the credential tokens every call
 //! carries.
 
+#![deny(unsafe_code)]
+
 #[allow(clippy::all, clippy::pedantic)]
 mod generated {
     tonic::include_proto!("drover");
@@ -29,9 +31,13 @@ pub mod replay;
 pub mod sdnotify;
 pub mod seff;
 pub mod signing;
+pub mod slurmuser;
 pub mod standby;
 pub mod stepio;
-pub mod sysdb;
+/// Every `unsafe` block of this crate: thin safe wrappers over libc.
+#[allow(unsafe_code)]
+pub mod sys;
+pub use sys::db as sysdb;
 pub mod text;
 pub mod tls;
 pub mod tlsaccept;

@@ -170,10 +170,9 @@ mod tests {
 
     /// Run `f` with a wide-open umask, as a careless init script would.
     fn with_umask<T>(mask: u32, f: impl FnOnce() -> T) -> T {
-        // SAFETY: umask only changes this process's creation mask.
-        let old = unsafe { libc::umask(mask as libc::mode_t) };
+        let old = crate::sys::umask(mask);
         let r = f();
-        unsafe { libc::umask(old) };
+        crate::sys::umask(old);
         r
     }
 

@@ -70,24 +70,7 @@ pub struct Caller {
 /// Supplementary groups of `name` (primary `gid` included), from the
 /// system's group database.
 pub fn user_groups(name: &str, gid: u32) -> Vec<u32> {
-    let Ok(c) = std::ffi::CString::new(name) else {
-        return vec![gid];
-    };
-    let mut n: libc::c_int = 64;
-    loop {
-        let mut groups = vec![0 as libc::gid_t; n as usize];
-        let cap = n;
-        // SAFETY: groups has room for n entries; getgrouplist writes at most
-        // n and sets n to the count needed.
-        let rc = unsafe { libc::getgrouplist(c.as_ptr(), gid, groups.as_mut_ptr(), &mut n) };
-        if rc >= 0 {
-            groups.truncate(n.max(0) as usize);
-            return groups;
-        }
-        if n <= cap || n > 65_536 {
-            return vec![gid];
-        }
-    }
+    drover_proto::sys::grouplist(name, gid)
 }
 
 fn lookup(name: &str) -> Option<Caller> {

@@ -4,6 +4,8 @@
 //! call the matching command would make, with credentials for the
 //! request's user (see [`auth`] and [`ctl`]).
 
+#![forbid(unsafe_code)]
+
 pub mod auth;
 pub mod cluster;
 pub mod ctl;

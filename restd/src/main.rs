@@ -2,6 +2,8 @@
 //! LISTEN is `HOST:PORT` (JWT authentication) or `unix:PATH` (the peer's
 //! kernel identity); default `127.0.0.1:6820`, like slurmrestd's port.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -11,6 +11,8 @@
 //! - [`outcome`]: what a run produced; [`report`]: per-job rows (CSV), the summary, the side-by-side
 //!   comparison; [`svg`]: the plot.
 
+#![forbid(unsafe_code)]
+
 pub mod cli;
 pub mod engine;
 pub mod outcome;

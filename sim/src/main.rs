@@ -1,9 +1,8 @@
+#![forbid(unsafe_code)]
+
 fn main() {
     // Writing to a closed pipe (`drover sim ... | head`) must end quietly.
-    // SAFETY: restoring the default SIGPIPE disposition has no preconditions.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    drover_proto::sys::signal_default(libc::SIGPIPE);
     let args: Vec<String> = std::env::args().skip(1).collect();
     std::process::exit(drover_sim::cli::run(&args));
 }

@@ -11,18 +11,14 @@ use crate::{Cluster, Spec};
 pub fn fake_gpus(dir: &Path, n: u32) {
     for i in 0..n {
         let p = dir.join(format!("nvidia{i}"));
-        let cp = std::ffi::CString::new(p.to_str().expect("utf-8 path")).expect("no NUL");
-        // SAFETY: mknod with a valid NUL-terminated path.
-        let r = unsafe { libc::mknod(cp.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(195, i)) };
-        assert_eq!(r, 0, "mknod {}", p.display());
+        crate::sys::mknod_char(&p, 195, i).unwrap_or_else(|e| panic!("mknod {}: {e}", p.display()));
     }
 }
 
 /// Can this machine confine jobs with cgroup v1 devices and cpusets (and
 /// create device nodes)? Says why not when it cannot.
 pub fn can_bind_devices() -> bool {
-    // SAFETY: geteuid never fails.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = crate::sys::geteuid() == 0;
     let v1 = |c: &str| {
         Path::new("/sys/fs/cgroup")
             .join(c)

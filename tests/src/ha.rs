@@ -50,10 +50,7 @@ impl Cluster {
         if sig == libc::SIGKILL {
             Cluster::kill(&mut self.ctld, sig);
         } else if let Some(c) = &self.ctld {
-            // SAFETY: plain kill(2) on our own child's pid.
-            unsafe {
-                libc::kill(c.id() as i32, sig);
-            }
+            let _ = crate::sys::kill(c.id() as i32, sig);
         }
     }
 

@@ -7,7 +7,6 @@
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -54,8 +53,7 @@ impl Net {
     /// Why multi-host tests cannot run here, if they cannot (not root, no
     /// `ip`, namespaces forbidden). Tests print it and skip, visibly.
     pub fn unavailable() -> Option<String> {
-        // SAFETY: geteuid never fails.
-        if unsafe { libc::geteuid() } != 0 {
+        if crate::sys::geteuid() != 0 {
             return Some("multi-host tests need root (network namespaces)".into());
         }
         let probe = format!(
@@ -143,38 +141,9 @@ impl Net {
         let mut cmd = Command::new(prog);
         let netns = h.netns.as_raw_fd();
         let hostname = h.name.clone().into_bytes();
-        let slash = CString::new("/").expect("no NUL");
         let src = CString::new(h.run_dir.to_string_lossy().as_bytes()).expect("no NUL");
         let dst = CString::new(self.run_path.to_string_lossy().as_bytes()).expect("no NUL");
-        // SAFETY: only system calls on memory prepared before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                let check = |r: libc::c_int| {
-                    if r == 0 {
-                        Ok(())
-                    } else {
-                        Err(std::io::Error::last_os_error())
-                    }
-                };
-                check(libc::setns(netns, libc::CLONE_NEWNET))?;
-                check(libc::unshare(libc::CLONE_NEWUTS | libc::CLONE_NEWNS))?;
-                check(libc::sethostname(hostname.as_ptr().cast(), hostname.len()))?;
-                check(libc::mount(
-                    std::ptr::null(),
-                    slash.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_REC | libc::MS_PRIVATE,
-                    std::ptr::null(),
-                ))?;
-                check(libc::mount(
-                    src.as_ptr(),
-                    dst.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND,
-                    std::ptr::null(),
-                ))
-            });
-        }
+        crate::sys::enter_host_in_child(&mut cmd, netns, hostname, src, dst);
         cmd
     }
 
@@ -192,10 +161,8 @@ impl Net {
             .try_clone()
             .expect("duplicate the namespace fd");
         std::thread::spawn(move || {
-            // SAFETY: setns on a namespace fd this test holds; it changes
-            // the calling thread's network namespace only.
-            let r = unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(r, 0, "setns: {}", std::io::Error::last_os_error());
+            // The calling thread's network namespace only.
+            crate::sys::setns_net(&fd).expect("setns");
             f()
         })
     }

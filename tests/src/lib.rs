@@ -7,6 +7,8 @@
 //! restd included, has integration tests of its own, which makes cargo build
 //! its binaries).
 
+#![deny(unsafe_code)]
+
 pub mod acct;
 pub mod configless;
 pub mod gpu;
@@ -14,6 +16,9 @@ pub mod ha;
 pub mod hosts;
 pub mod procs;
 pub mod rest;
+/// Every `unsafe` block of the harness (namespaces, terminals).
+#[allow(unsafe_code)]
+pub mod sys;
 pub mod webdriver;
 
 pub use gpu::{can_bind_devices, fake_gpus, gpu_cluster, gpu_cluster_with};
@@ -104,6 +109,9 @@ pub struct Spec {
     /// `SlurmctldHost`, same StateSaveLocation), started by
     /// [`Cluster::start_backup_ctld`].
     pub backup_ctld: bool,
+    /// `SlurmUser` of the controller and droverdbd (default root): they
+    /// start as root and switch to this user.
+    pub slurm_user: Option<String>,
 }
 
 impl Default for Spec {
@@ -123,6 +131,7 @@ impl Default for Spec {
             configless: false,
             other_hosts: Vec::new(),
             backup_ctld: false,
+            slurm_user: None,
         }
     }
 }
@@ -260,9 +269,10 @@ impl Cluster {
                 format!("{d}/auth.sock"),
             ),
         };
+        let slurm_user = spec.slurm_user.as_deref().unwrap_or("root");
         let mut conf = format!(
             "# drover integration test\nClusterName=test\nSlurmctldHost={ctld_host}\n\
-             SlurmctldPort={ctld_port}\nSlurmdPort={agent_port}\nSlurmUser=root\n\
+             SlurmctldPort={ctld_port}\nSlurmdPort={agent_port}\nSlurmUser={slurm_user}\n\
              StateSaveLocation={d}/state\nSlurmdSpoolDir={spool}\nAuthInfo=socket={auth}\n\
              AuthKeyFile={d}/drover.key\nSlurmdTimeout={}\nMinJobAge=300\nKillWait=2\n\
              SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU_Memory\n",
@@ -271,6 +281,15 @@ impl Cluster {
         let mut acct = None;
         if let Some(backend) = &spec.accounting {
             let a = crate::acct::prepare(dir.path(), backend, spec.db_proxy)?;
+            for f in ["droverdbd.conf", "droverdbd-direct.conf"] {
+                let p = dir.path().join(f);
+                let text = fs::read_to_string(&p).map_err(|e| e.to_string())?;
+                fs::write(
+                    &p,
+                    text.replace("SlurmUser=root\n", &format!("SlurmUser={slurm_user}\n")),
+                )
+                .map_err(|e| e.to_string())?;
+            }
             conf.push_str(&format!(
                 "AccountingStorageType=accounting_storage/slurmdbd\n\
                  AccountingStorageHost=127.0.0.1\nAccountingStoragePort={}\n",
@@ -385,13 +404,7 @@ impl Cluster {
             None => Command::new(bin_dir().join(name)),
         };
         if let Some(mask) = self.spec.umask {
-            // SAFETY: umask(2) is async-signal-safe.
-            unsafe {
-                cmd.pre_exec(move || {
-                    libc::umask(mask as libc::mode_t);
-                    Ok(())
-                });
-            }
+            crate::sys::umask_in_child(&mut cmd, mask);
         }
         cmd
     }
@@ -510,10 +523,7 @@ impl Cluster {
                 continue;
             }
             let pid = self.host_agents[i].1.id() as i32;
-            // SAFETY: plain kill(2) on our own child's pid.
-            unsafe {
-                libc::kill(pid, sig);
-            }
+            let _ = crate::sys::kill(pid, sig);
             if keep {
                 i += 1;
             } else {
@@ -525,10 +535,7 @@ impl Cluster {
 
     fn kill(child: &mut Option<Child>, sig: i32) {
         if let Some(mut c) = child.take() {
-            // SAFETY: plain kill(2) on our own child's pid.
-            unsafe {
-                libc::kill(c.id() as i32, sig);
-            }
+            let _ = crate::sys::kill(c.id() as i32, sig);
             let _ = c.wait();
         }
     }
@@ -553,10 +560,7 @@ impl Cluster {
     pub fn pause_agent(&self, pause: bool) {
         if let Some(c) = &self.agent {
             let sig = if pause { libc::SIGSTOP } else { libc::SIGCONT };
-            // SAFETY: plain kill(2) on our own child's pid.
-            unsafe {
-                libc::kill(c.id() as i32, sig);
-            }
+            let _ = crate::sys::kill(c.id() as i32, sig);
         }
     }
 
@@ -848,10 +852,7 @@ impl Drop for Cluster {
         }
         Cluster::kill(&mut self.agent, libc::SIGTERM);
         for (_, mut c) in std::mem::take(&mut self.host_agents) {
-            // SAFETY: plain kill(2) on our own child's pid.
-            unsafe {
-                libc::kill(c.id() as i32, libc::SIGTERM);
-            }
+            let _ = crate::sys::kill(c.id() as i32, libc::SIGTERM);
             let _ = c.wait();
         }
         Cluster::kill(&mut self.ctld, libc::SIGTERM);
@@ -860,10 +861,7 @@ impl Drop for Cluster {
         self.drop_accounting_db();
         let me = self.path().display().to_string();
         for pid in pids_mentioning(&me) {
-            // SAFETY: kill(2) on processes of this test's own temp dir.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
+            let _ = crate::sys::kill(pid, libc::SIGKILL);
         }
     }
 }

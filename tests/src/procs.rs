@@ -12,8 +12,7 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     // utime and stime are fields 14 and 15 of stat(5); `rest` starts at 3.
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let hz = crate::sys::clock_ticks() as f64;
     (ticks(11) + ticks(12)) as f64 / hz
 }
 

@@ -40,7 +40,7 @@ const HELP: &str = "Usage: sacct [options]
   -V, --version         print the version";
 
 pub fn run(args: &[String]) -> i32 {
-    let euid = unsafe { libc::geteuid() };
+    let euid = drover_proto::sys::geteuid();
     let now = crate::timefmt::now();
     let parsed = match args::parse(args, euid, now, &crate::users::uid_of) {
         Ok(p) => p,

@@ -50,13 +50,11 @@ async fn end_command(pid: Option<i32>, wait: &mut Waited) -> i32 {
     let Some(p) = pid else {
         return 1;
     };
-    // SAFETY: kill has no memory effects; the child is not reaped yet.
-    unsafe { libc::kill(p, libc::SIGHUP) };
+    let _ = drover_proto::sys::kill(p, libc::SIGHUP);
     match tokio::time::timeout(Duration::from_secs(3), &mut *wait).await {
         Ok(st) => exit_code(st),
         Err(_) => {
-            // SAFETY: as above.
-            unsafe { libc::kill(p, libc::SIGKILL) };
+            let _ = drover_proto::sys::kill(p, libc::SIGKILL);
             exit_code(wait.await)
         }
     }
@@ -158,8 +156,7 @@ pub fn run(args: &[String]) -> i32 {
                     _ = alloc::ended(cfg.clone(), id) => {
                         eprintln!("salloc: Job allocation {id} has been revoked.");
                         if let Some(p) = pid {
-                            // SAFETY: kill has no memory effects.
-                            unsafe { libc::kill(p, libc::SIGHUP) };
+                            let _ = drover_proto::sys::kill(p, libc::SIGHUP);
                         }
                         None
                     }

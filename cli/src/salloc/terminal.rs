@@ -11,46 +11,23 @@ impl Foreground {
     /// Take the terminal on standard input when salloc runs in its
     /// foreground (Slurm's `is_interactive`); None otherwise.
     pub fn take() -> Option<Foreground> {
-        // SAFETY: plain system calls on fd 0 and this process; signal
-        // dispositions set to SIG_IGN.
-        unsafe {
-            if libc::isatty(0) != 1 {
-                return None;
-            }
-            let before = libc::tcgetpgrp(0);
-            if before < 0 || libc::getpgrp() != before {
-                return None;
-            }
-            libc::signal(libc::SIGTSTP, libc::SIG_IGN);
-            libc::signal(libc::SIGTTIN, libc::SIG_IGN);
-            libc::signal(libc::SIGTTOU, libc::SIG_IGN);
-            let me = libc::getpid();
-            libc::setpgid(me, me);
-            libc::tcsetpgrp(0, me);
-            Some(Foreground)
-        }
+        crate::sys::take_terminal().then_some(Foreground)
     }
 
     /// Make the command's group (`pid`) the foreground one.
     pub fn give(&self, pid: libc::pid_t) {
-        // SAFETY: as above; the child is not reaped yet.
-        unsafe {
-            libc::setpgid(pid, pid);
-            libc::tcsetpgrp(0, pid);
-        }
+        crate::sys::give_terminal(pid);
     }
 
     /// The command ended: salloc's group is the foreground again.
     pub fn take_back(&self) {
-        // SAFETY: as above.
-        unsafe { libc::tcsetpgrp(0, libc::getpgrp()) };
+        crate::sys::terminal_to_own_group();
     }
 }
 
 impl Drop for Foreground {
     fn drop(&mut self) {
-        // SAFETY: as above.
-        unsafe { libc::tcsetpgrp(0, libc::getpgid(libc::getppid())) };
+        crate::sys::terminal_to_parent_group();
     }
 }
 
@@ -58,13 +35,5 @@ impl Drop for Foreground {
 /// signals at their defaults (salloc ignores them).
 pub fn own_group(cmd: &mut tokio::process::Command) {
     cmd.process_group(0);
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTTIN, libc::SIGTTOU] {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-            Ok(())
-        });
-    }
+    crate::sys::default_job_signals(cmd);
 }

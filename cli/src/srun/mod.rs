@@ -707,44 +707,10 @@ async fn run_io(
 
 /// The size of srun's terminal (rows, columns), if stdin is one.
 fn term_size() -> Option<(u16, u16)> {
-    // SAFETY: TIOCGWINSZ writes a winsize into a valid pointer.
-    unsafe {
-        let mut ws: libc::winsize = std::mem::zeroed();
-        (libc::ioctl(0, libc::TIOCGWINSZ, &mut ws) == 0 && ws.ws_row > 0)
-            .then_some((ws.ws_row, ws.ws_col))
-    }
+    crate::sys::term_size()
 }
 
-/// stdin's terminal in raw mode; the saved settings come back on drop.
-struct RawMode(libc::termios);
-
-impl RawMode {
-    fn enter() -> Option<RawMode> {
-        // SAFETY: termios calls on fd 0 with valid pointers.
-        unsafe {
-            if libc::isatty(0) != 1 {
-                return None;
-            }
-            let mut t: libc::termios = std::mem::zeroed();
-            if libc::tcgetattr(0, &mut t) != 0 {
-                return None;
-            }
-            let saved = t;
-            libc::cfmakeraw(&mut t);
-            if libc::tcsetattr(0, libc::TCSANOW, &t) != 0 {
-                return None;
-            }
-            Some(RawMode(saved))
-        }
-    }
-}
-
-impl Drop for RawMode {
-    fn drop(&mut self) {
-        // SAFETY: restores the settings read in `enter`.
-        unsafe { libc::tcsetattr(0, libc::TCSANOW, &self.0) };
-    }
-}
+use crate::sys::RawMode;
 
 /// Slurm's `srun: error: node: task(s) N: Exited with exit code C` lines.
 fn report_tasks(

@@ -78,10 +78,7 @@ pub fn stop_instances(dir: &Path) {
             .ok()
             .and_then(|s| s.trim().parse::<i32>().ok());
         if let Some(pid) = pid.filter(|&p| p > 1) {
-            // SAFETY: kill(2) of an agent our ResumeProgram started.
-            unsafe {
-                libc::kill(pid, libc::SIGTERM);
-            }
+            let _ = drover_proto::sys::kill(pid, libc::SIGTERM);
         }
         let _ = std::fs::remove_file(e.path());
     }

@@ -12,7 +12,7 @@
 
 use std::fs;
 use std::io::BufRead;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -27,14 +27,8 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// Catch SIGINT, SIGTERM and SIGHUP: they only set a flag ([`interrupted`]).
 pub fn catch_signals() {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: a plain sigaction with an async-signal-safe handler (one
-        // atomic store).
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
+        // The handler is async-signal-safe: one atomic store.
+        drover_proto::sys::signal_handler(sig, on_signal);
     }
 }
 
@@ -110,26 +104,14 @@ impl Daemons {
         let f =
             drover_proto::private::append(log).map_err(|e| format!("{}: {e}", log.display()))?;
         let f2 = f.try_clone().map_err(|e| e.to_string())?;
-        // SAFETY: getpid has no preconditions.
-        let parent = unsafe { libc::getpid() };
+        let parent = drover_proto::sys::getpid();
         let mut cmd = Command::new(bin);
         cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::from(f2))
             .stderr(Stdio::from(f));
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // drover up died before the prctl: do not outlive it.
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
+        // If drover up died before the prctl, the daemon does not outlive it.
+        drover_proto::sys::die_with_parent(&mut cmd, libc::SIGTERM, Some(parent));
         let child = cmd
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
@@ -212,10 +194,7 @@ fn stop(child: &mut Child, grace: Duration) {
     if let Ok(Some(_)) = child.try_wait() {
         return;
     }
-    // SAFETY: kill(2) on our own unreaped child.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
+    let _ = drover_proto::sys::kill(child.id() as i32, libc::SIGTERM);
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {

@@ -97,13 +97,8 @@ fn make_gpu_devices(dir: &Path, gpus: u32) -> Result<(), String> {
         }
         let mut made = false;
         if crate::users::euid() == 0 {
-            if let Ok(c) = std::ffi::CString::new(p.as_os_str().to_string_lossy().as_bytes()) {
-                // SAFETY: mknod with a valid path; a character device 195:i.
-                let rc = unsafe {
-                    libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(195, i))
-                };
-                made = rc == 0;
-            }
+            // A character device 195:i.
+            made = drover_proto::sys::mknod_char(&p, 195, i).is_ok();
         }
         if !made {
             fs::write(&p, b"").map_err(|e| format!("{}: {e}", p.display()))?;
@@ -149,8 +144,7 @@ pub fn run(args: &[String]) -> i32 {
     // Whatever the caller's umask, nothing drover up writes is writable by
     // others (the config names programs the daemons run as root); private
     // files get 0600 explicitly.
-    // SAFETY: umask(2) only sets this process's file creation mask.
-    unsafe { libc::umask(0o022) };
+    drover_proto::sys::umask(0o022);
     let p = match opts::parse(TABLE, args, false) {
         Ok(p) => p,
         Err(e) => return err(&e.to_string()),

@@ -16,7 +16,6 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -39,10 +38,7 @@ pub struct Held<'a>(&'a File);
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        // SAFETY: flock on an open descriptor.
-        unsafe {
-            libc::flock(self.0.as_raw_fd(), libc::LOCK_UN);
-        }
+        let _ = drover_proto::sys::flock(self.0, libc::LOCK_UN);
     }
 }
 
@@ -63,11 +59,9 @@ fn lock<'a>(f: &'a File, path: &Path) -> Result<Held<'a>, String> {
     let started = Instant::now();
     let mut warned = false;
     loop {
-        // SAFETY: flock on an open descriptor.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        let Err(e) = drover_proto::sys::flock(f, libc::LOCK_EX | libc::LOCK_NB) else {
             return Ok(Held(f));
-        }
-        let e = std::io::Error::last_os_error();
+        };
         if e.raw_os_error() != Some(libc::EWOULDBLOCK)
             && e.kind() != std::io::ErrorKind::Interrupted
         {

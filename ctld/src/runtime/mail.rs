@@ -161,15 +161,9 @@ pub fn run_mail_prog(prog: &str, m: &MailRecord, timeout: Duration) -> Outcome {
         .stdout(writer)
         .stderr(writer2)
         .process_group(0);
-    // SAFETY: prctl is async-signal-safe; it only sets this child's death
-    // signal (tied to the mail-sender thread, which lives as long as the
-    // controller).
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    // The death signal is tied to the mail-sender thread, which lives as
+    // long as the controller.
+    drover_proto::sys::die_with_parent(&mut cmd, libc::SIGKILL, None);
     let spawned = cmd.spawn();
     // The pipe's write ends held by `cmd` must close, or the output never ends.
     drop(cmd);
@@ -209,10 +203,8 @@ pub fn run_mail_prog(prog: &str, m: &MailRecord, timeout: Duration) -> Outcome {
         match child.try_wait() {
             Ok(Some(st)) => break Some(st),
             Ok(None) if Instant::now() >= deadline => {
-                // SAFETY: kill(2) of the process group MailProg leads.
-                unsafe {
-                    libc::kill(-pid, libc::SIGKILL);
-                }
+                // The process group MailProg leads.
+                let _ = drover_proto::sys::kill(-pid, libc::SIGKILL);
                 let _ = child.wait();
                 break None;
             }

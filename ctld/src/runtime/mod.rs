@@ -148,10 +148,7 @@ impl Runtime {
                         }
                         // Give memory freed after a burst (big replies, many
                         // requests in flight) back to the system.
-                        // SAFETY: malloc_trim only releases free heap pages.
-                        unsafe {
-                            libc::malloc_trim(0);
-                        }
+                        drover_proto::sys::malloc_trim();
                     }
                 }
             }

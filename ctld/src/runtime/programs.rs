@@ -57,10 +57,8 @@ pub async fn run(
         Ok(Err(e)) => return Err(format!("waiting for {path}: {e}")),
         Err(_) => {
             if let Some(pid) = pid {
-                // SAFETY: signals the program's own process group.
-                unsafe {
-                    libc::kill(-(pid as i32), libc::SIGKILL);
-                }
+                // The program's own process group.
+                let _ = drover_proto::sys::kill(-(pid as i32), libc::SIGKILL);
             }
             let _ = child.kill().await;
             None

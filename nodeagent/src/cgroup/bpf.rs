@@ -3,7 +3,7 @@
 //! attached to the cgroup. This module assembles a small deny-list program
 //! (pure, unit-tested) and loads/attaches it with the raw `bpf(2)` call.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use super::plan::Dev;
@@ -144,21 +144,10 @@ impl Attr {
     }
 }
 
+/// The addresses put into `attr` point at buffers alive for the call
+/// (the instructions, license and log of [`attach_deny`]).
 fn bpf(cmd: libc::c_long, attr: &mut Attr) -> Result<i32, std::io::Error> {
-    // SAFETY: attr is a valid, initialised buffer of the size passed.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            cmd,
-            attr as *mut Attr as *mut libc::c_void,
-            std::mem::size_of::<Attr>() as libc::c_uint,
-        )
-    };
-    if r < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(r as i32)
-    }
+    crate::sys::bpf(cmd, &mut attr.0)
 }
 
 /// Load the deny program and attach it to the cgroup directory `cg`
@@ -186,8 +175,7 @@ pub fn attach_deny(cg: &Path, deny: &[Dev]) -> Result<(), String> {
         let verifier = verifier.trim_end_matches('\0').trim();
         format!("cannot load the device-control BPF program: {e} {verifier}")
     })?;
-    // SAFETY: the kernel just returned this new descriptor.
-    let prog = unsafe { OwnedFd::from_raw_fd(prog) };
+    let prog = crate::sys::own_new_fd(prog);
     let dir = std::fs::File::open(cg).map_err(|e| format!("cannot open {}: {e}", cg.display()))?;
     let mut a = Attr([0; 128]);
     a.put_u32(0, dir.as_raw_fd() as u32);

@@ -433,8 +433,7 @@ impl JobCgroup {
             }
         }
         for pid in self.pids() {
-            // SAFETY: kill has no memory effects.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = drover_proto::sys::kill(pid, libc::SIGKILL);
         }
         match self.plan.version {
             Version::V1 => {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use drover_proto::LaunchRequest;
 
-use super::sys::{cstring, errno, strerror};
+use super::sys::{self, cstring, strerror, CStrArray};
 
 /// Node-wide hook settings, written by the agent as `JOBDIR/hooks`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -142,41 +142,12 @@ pub fn hook_env(
 /// /dev/null; `Ok(())` on exit 0, else why not.
 pub fn run_root(program: &str, env: &[(String, String)], timeout: u64) -> Result<(), String> {
     let prog = cstring(program)?;
-    let argv = [prog.as_ptr(), std::ptr::null()];
     let envc: Vec<CString> = env
         .iter()
         .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
         .collect();
-    let mut envp: Vec<*const libc::c_char> = envc.iter().map(|c| c.as_ptr()).collect();
-    envp.push(std::ptr::null());
-    // SAFETY: the supervisor is single-threaded; the child only execs.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(format!("fork: {}", strerror(errno())));
-    }
-    if pid == 0 {
-        // SAFETY: plain syscalls in the child, then exec or _exit.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-            for sig in 1..32 {
-                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-                    libc::signal(sig, libc::SIG_DFL);
-                }
-            }
-            libc::setpgid(0, 0);
-            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-            if null >= 0 {
-                libc::dup2(null, 0);
-                libc::dup2(null, 1);
-                libc::dup2(null, 2);
-            }
-            libc::chdir(c"/".as_ptr());
-            libc::execve(prog.as_ptr(), argv.as_ptr(), envp.as_ptr());
-            libc::_exit(127);
-        }
-    }
+    let pid = sys::spawn_quiet(&prog, &CStrArray::new(envc))
+        .map_err(|e| format!("fork: {}", strerror(e)))?;
     let status = wait_with_timeout(pid, timeout);
     match status {
         None => Err(format!("{program} timed out after {timeout}s")),
@@ -200,23 +171,17 @@ fn wait_with_timeout(pid: i32, timeout: u64) -> Option<i32> {
     let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_secs(timeout));
     let mut delay = Duration::from_millis(1);
     loop {
-        let mut st = 0;
         let flags = if deadline.is_some() { libc::WNOHANG } else { 0 };
-        // SAFETY: st is a valid out-pointer.
-        let r = unsafe { libc::waitpid(pid, &mut st, flags) };
-        if r == pid {
-            return Some(st);
-        }
-        if r < 0 && errno() != libc::EINTR {
-            return Some(0);
+        match sys::waitpid(pid, flags) {
+            Ok(Some((r, st))) if r == pid => return Some(st),
+            Err(e) if e != libc::EINTR => return Some(0),
+            _ => {}
         }
         if let Some(d) = deadline {
             if Instant::now() >= d {
-                // SAFETY: signalling the hook's own process group, then reaping it.
-                unsafe {
-                    libc::kill(-pid, libc::SIGKILL);
-                    libc::waitpid(pid, &mut st, 0);
-                }
+                // The hook's own process group, then reap it.
+                let _ = drover_proto::sys::kill(-pid, libc::SIGKILL);
+                let _ = sys::waitpid(pid, 0);
                 return None;
             }
             std::thread::sleep(delay);
@@ -256,45 +221,28 @@ pub fn parse_task_prolog(out: &str) -> TaskPrologOutput {
 
 /// Run TaskProlog in the script's child (already the user, environment
 /// built): returns its standard output (at most 64 KiB).
-///
-/// # Safety
-/// Call only in a single-threaded process (the forked script child).
-pub unsafe fn run_task_prolog(
-    program: &CString,
-    envp: &[*const libc::c_char],
-) -> Result<String, String> {
-    let mut fds = [0; 2];
-    if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-        return Err(format!("pipe: {}", strerror(errno())));
-    }
-    let pid = libc::fork();
-    if pid < 0 {
-        return Err(format!("fork: {}", strerror(errno())));
-    }
-    if pid == 0 {
-        libc::dup2(fds[1], 1);
-        let argv = [program.as_ptr(), std::ptr::null()];
-        libc::execve(program.as_ptr(), argv.as_ptr(), envp.as_ptr());
-        libc::_exit(127);
-    }
-    libc::close(fds[1]);
+pub fn run_task_prolog(program: &CString, envp: &CStrArray) -> Result<String, String> {
+    let (pid, rd) = sys::spawn_stdout_to_pipe(program, envp)?;
     let mut out = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
-        let n = libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len());
-        if n < 0 && errno() == libc::EINTR {
-            continue;
-        }
-        if n <= 0 {
-            break;
-        }
+        let n = match sys::read_once(rd, &mut buf) {
+            Err(libc::EINTR) => continue,
+            Err(_) | Ok(0) => break,
+            Ok(n) => n,
+        };
         if out.len() < 64 * 1024 {
-            out.extend_from_slice(&buf[..n as usize]);
+            out.extend_from_slice(&buf[..n]);
         }
     }
-    libc::close(fds[0]);
-    let mut st = 0;
-    while libc::waitpid(pid, &mut st, 0) < 0 && errno() == libc::EINTR {}
+    sys::close(rd);
+    let st = loop {
+        match sys::waitpid(pid, 0) {
+            Err(libc::EINTR) => continue,
+            Ok(Some((_, st))) => break st,
+            _ => break 0,
+        }
+    };
     if libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 127 {
         return Err(format!(
             "TaskProlog {} could not be run",

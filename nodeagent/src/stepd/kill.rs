@@ -2,7 +2,7 @@
 
 use std::os::fd::RawFd;
 
-use super::sys::{drain_signalfd, errno, poll_one};
+use super::sys::{drain_signalfd, poll_one, waitpid};
 use crate::proctree;
 
 /// Send `sig` to every process of the job: the script's process group
@@ -11,12 +11,10 @@ use crate::proctree;
 pub fn signal_all(sig: i32, pgid: Option<i32>) {
     let me = std::process::id() as i32;
     if let Some(g) = pgid.filter(|g| *g > 1) {
-        // SAFETY: kill has no memory effects.
-        unsafe { libc::kill(-g, sig) };
+        let _ = drover_proto::sys::kill(-g, sig);
     }
     for pid in proctree::descendants(&proctree::scan(), me) {
-        // SAFETY: as above.
-        unsafe { libc::kill(pid, sig) };
+        let _ = drover_proto::sys::kill(pid, sig);
     }
 }
 
@@ -25,20 +23,12 @@ pub fn signal_all(sig: i32, pgid: Option<i32>) {
 pub fn reap_nohang() -> (Vec<(i32, i32)>, bool) {
     let mut out = Vec::new();
     loop {
-        let mut status = 0;
-        // SAFETY: status is a valid out-pointer.
-        let r = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-        if r > 0 {
-            out.push((r, status));
-            continue;
+        match waitpid(-1, libc::WNOHANG) {
+            Ok(Some((pid, status))) => out.push((pid, status)),
+            Ok(None) => return (out, true),
+            Err(e) if e == libc::EINTR => continue,
+            Err(_) => return (out, false), // ECHILD: no children at all
         }
-        if r == 0 {
-            return (out, true);
-        }
-        if errno() == libc::EINTR {
-            continue;
-        }
-        return (out, false); // ECHILD: no children at all
     }
 }
 
@@ -54,8 +44,7 @@ pub fn kill_all_and_reap(sigfd: RawFd) {
             return;
         }
         for pid in proctree::descendants(&proctree::scan(), me) {
-            // SAFETY: kill has no memory effects.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = drover_proto::sys::kill(pid, libc::SIGKILL);
         }
         // Wait for SIGCHLD, with a timeout in case a process forked between
         // the scan and the kill and has to be found again.

@@ -11,7 +11,7 @@ pub mod hooks;
 pub mod kill;
 pub mod protocol;
 pub mod run_script;
-pub mod sys;
+pub use crate::sys;
 pub mod zygote;
 
 use std::io::{ErrorKind, Read, Write};
@@ -102,22 +102,11 @@ impl Notify {
         let Some(fd) = fd.filter(|&fd| fd >= 0 && sys::is_fifo(fd)) else {
             return Notify(None);
         };
-        // SAFETY: plain descriptor juggling on fds this process owns.
-        unsafe {
-            let private = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3);
-            if private < 0 {
-                return Notify(None);
-            }
-            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
-            if null >= 0 {
-                libc::dup2(null, fd);
-                libc::close(null);
-            } else if fd > 2 {
-                libc::close(fd);
-            }
-            sys::set_blocking(private);
-            Notify(Some(private))
-        }
+        let Some(private) = sys::move_to_private_fd(fd) else {
+            return Notify(None);
+        };
+        sys::set_blocking(private);
+        Notify(Some(private))
     }
 
     fn send(&self, line: &str) {
@@ -130,8 +119,7 @@ impl Notify {
 impl Drop for Notify {
     fn drop(&mut self) {
         if let Some(fd) = self.0.take() {
-            // SAFETY: closing the fd we own.
-            unsafe { libc::close(fd) };
+            sys::close(fd);
         }
     }
 }
@@ -191,12 +179,11 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
     // Hold no directory busy (the job itself runs in its work dir).
     let _ = std::env::set_current_dir("/");
     let notify = Notify::take(opts.notify_fd);
-    // SAFETY: process-wide settings of this single-threaded process.
-    unsafe {
-        libc::setsid();
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        // Children must be waited for (an inherited SIG_IGN would auto-reap them).
-        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+    sys::setsid();
+    sys::set_child_subreaper();
+    // Children must be waited for (an inherited SIG_IGN would auto-reap them).
+    drover_proto::sys::signal_default(libc::SIGCHLD);
+    {
         for sig in [
             libc::SIGHUP,
             libc::SIGINT,
@@ -206,7 +193,7 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
             libc::SIGUSR2,
             libc::SIGPIPE,
         ] {
-            libc::signal(sig, libc::SIG_IGN);
+            drover_proto::sys::signal_ignore(sig);
         }
     }
     let conf = opts.conf;
@@ -465,12 +452,7 @@ fn finish_failed(jobdir: &Path, notify: &Notify, st: JobStatus) -> i32 {
 }
 
 fn children_usage() -> (u64, u64) {
-    // SAFETY: getrusage writes into a zeroed struct.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
-        ru
-    };
+    let ru = sys::children_rusage();
     let usec = |t: libc::timeval| (t.tv_sec.max(0) as u64) * 1_000_000 + t.tv_usec.max(0) as u64;
     (
         usec(ru.ru_utime) + usec(ru.ru_stime),
@@ -517,8 +499,7 @@ impl Supervisor {
                     left.as_millis().min(60_000) as i32
                 }
             };
-            // SAFETY: pfds is a valid array of pollfd of the given length.
-            unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+            sys::poll(&mut pfds, timeout_ms);
 
             if let Some(d) = self.kill_deadline {
                 if Instant::now() >= d {
@@ -612,8 +593,8 @@ impl Supervisor {
             Request::Signal { signal, batch_only } => {
                 debug(&format!("signal {signal} (batch only: {batch_only})"));
                 if batch_only {
-                    // SAFETY: kill has no memory effects; the script is not reaped yet.
-                    unsafe { libc::kill(self.script_pid, signal) };
+                    // The script is not reaped yet: its pid is still its own.
+                    let _ = drover_proto::sys::kill(self.script_pid, signal);
                 } else {
                     self.signal_job(signal);
                 }
@@ -662,8 +643,7 @@ impl Supervisor {
             }
             let me = std::process::id() as i32;
             for pid in cg.pids().into_iter().filter(|p| *p != me) {
-                // SAFETY: kill has no memory effects.
-                unsafe { libc::kill(pid, sig) };
+                let _ = drover_proto::sys::kill(pid, sig);
             }
         }
     }

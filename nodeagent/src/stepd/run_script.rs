@@ -7,7 +7,7 @@ use std::path::Path;
 use drover_proto::pattern::{expand_path, PatternVars};
 use drover_proto::LaunchRequest;
 
-use super::sys::{cstring, errno, last_error, strerror, write_fd};
+use super::sys::{self, cstring, strerror, write_fd, CStrArray};
 use crate::job_env::{default_stdout_pattern, job_environment, EnvContext};
 
 /// Where the script's standard streams go and where it runs.
@@ -106,8 +106,8 @@ pub fn job_umask(req: &LaunchRequest) -> u32 {
 /// Everything the child needs, prepared before fork.
 struct Prepared {
     script: CString,
-    argv: Vec<CString>,
-    sh_argv: Vec<CString>,
+    argv: CStrArray,
+    sh_argv: CStrArray,
     sh: CString,
     work_dir: CString,
     work_dir_text: String,
@@ -147,14 +147,12 @@ fn prepare(req: &LaunchRequest, script: &Path) -> Result<Prepared, String> {
     let sh = cstring("/bin/sh")?;
     let mut sh_argv = vec![sh.clone()];
     sh_argv.extend(argv.iter().cloned());
-    let mut groups: Vec<libc::gid_t> = req.groups.clone();
-    if groups.is_empty() {
-        groups.push(req.gid);
-    }
+    // The user's groups as initgroups gives them (see sys::creds).
+    let groups = crate::sys::creds::job_groups(req.uid, req.gid, &req.groups);
     Ok(Prepared {
         script: script_c,
-        argv,
-        sh_argv,
+        argv: CStrArray::new(argv),
+        sh_argv: CStrArray::new(sh_argv),
         sh,
         work_dir: cstring(&io.work_dir)?,
         work_dir_text: io.work_dir.clone(),
@@ -175,12 +173,6 @@ fn prepare(req: &LaunchRequest, script: &Path) -> Result<Prepared, String> {
     })
 }
 
-fn nul_terminated(v: &[CString]) -> Vec<*const libc::c_char> {
-    let mut p: Vec<*const libc::c_char> = v.iter().map(|c| c.as_ptr()).collect();
-    p.push(std::ptr::null());
-    p
-}
-
 /// Fork and exec the batch script. Returns its pid once the exec succeeded,
 /// or the reason it could not start (the child has then been reaped).
 pub fn spawn_script(
@@ -191,26 +183,20 @@ pub fn spawn_script(
 ) -> Result<i32, String> {
     let p = prepare(req, script)?;
     let (home, shell) = super::sys::user_home_shell(req.uid);
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: fds has room for two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!("pipe: {}", last_error()));
-    }
-    let (rd, wr) = (fds[0], fds[1]);
-    // SAFETY: the supervisor is single-threaded, so the child may allocate freely.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        let e = last_error();
-        // SAFETY: closing our own pipe ends.
-        unsafe {
-            libc::close(rd);
-            libc::close(wr);
+    let (rd, wr) = sys::pipe_raw().map_err(|e| format!("pipe: {}", strerror(e)))?;
+    // The supervisor is single-threaded (sys::fork checks), so the child
+    // may allocate freely.
+    let pid = match sys::fork() {
+        Err(e) => {
+            sys::close(rd);
+            sys::close(wr);
+            return Err(format!("fork: {e}"));
         }
-        return Err(format!("fork: {e}"));
-    }
+        Ok(sys::Forked::Parent(pid)) => pid,
+        Ok(sys::Forked::Child) => 0,
+    };
     if pid == 0 {
-        // SAFETY: closing the read end in the child.
-        unsafe { libc::close(rd) };
+        sys::close(rd);
         let msg = child(
             req,
             &p,
@@ -220,39 +206,31 @@ pub fn spawn_script(
             shell.as_deref(),
         );
         write_fd(wr, msg.as_bytes());
-        // SAFETY: leave the child without running the parent's destructors.
-        unsafe { libc::_exit(127) };
+        // Leave the child without running the parent's destructors.
+        sys::exit_now(127);
     }
-    // SAFETY: closing the write end in the parent; setpgid on our child
-    // (mirrors the child's own call; whichever runs first wins).
-    unsafe {
-        libc::close(wr);
-        libc::setpgid(pid, pid);
-    }
+    sys::close(wr);
+    // Mirrors the child's own call; whichever runs first wins.
+    sys::setpgid(pid, pid);
     let mut msg = Vec::new();
     let mut buf = [0u8; 1024];
     loop {
-        // SAFETY: buf is valid for its length.
-        let n = unsafe { libc::read(rd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 && errno() == libc::EINTR {
-            continue;
-        }
-        if n <= 0 {
-            break;
-        }
-        msg.extend_from_slice(&buf[..n as usize]);
+        let n = match sys::read_once(rd, &mut buf) {
+            Err(libc::EINTR) => continue,
+            Err(_) | Ok(0) => break,
+            Ok(n) => n,
+        };
+        msg.extend_from_slice(&buf[..n]);
         if msg.len() > 64 * 1024 {
             break;
         }
     }
-    // SAFETY: closing our read end.
-    unsafe { libc::close(rd) };
+    sys::close(rd);
     if msg.is_empty() {
         return Ok(pid);
     }
-    let mut status = 0;
-    // SAFETY: reaping the failed child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
+    // Reap the failed child.
+    let _ = sys::waitpid(pid, 0);
     Err(String::from_utf8_lossy(&msg).trim().to_string())
 }
 
@@ -265,61 +243,53 @@ fn child(
     home: Option<&str>,
     shell: Option<&str>,
 ) -> String {
-    // SAFETY: plain syscalls in a single-threaded child process.
-    unsafe {
-        libc::setpgid(0, 0);
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-        for sig in 1..65 {
-            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-        }
+    sys::setpgid(0, 0);
+    sys::reset_signals(65);
 
-        // Into the job's cgroups while still root; every process the job
-        // starts from here on is inside.
-        for f in &extras.join {
-            let fd = libc::open(f.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-            if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                return format!(
-                    "cannot join cgroup {}: {}",
-                    f.to_string_lossy(),
-                    last_error()
-                );
+    // Into the job's cgroups while still root; every process the job
+    // starts from here on is inside.
+    for f in &extras.join {
+        let joined = sys::open(f, libc::O_WRONLY | libc::O_CLOEXEC, 0).and_then(|fd| {
+            let r = sys::write_once(fd, b"0");
+            sys::close(fd);
+            match r {
+                Ok(1) => Ok(()),
+                Ok(_) => Err(0),
+                Err(e) => Err(e),
             }
-            libc::close(fd);
-        }
-
-        if libc::geteuid() == 0 {
-            if libc::setgroups(p.groups.len(), p.groups.as_ptr()) != 0 {
-                return format!("setgroups: {}", last_error());
-            }
-            if libc::setgid(p.gid) != 0 {
-                return format!("setgid({}): {}", p.gid, last_error());
-            }
-            if libc::setuid(p.uid) != 0 {
-                return format!("setuid({}): {}", p.uid, last_error());
-            }
-        } else if p.uid != libc::getuid() {
+        });
+        if let Err(e) = joined {
             return format!(
-                "cannot run the job as uid {}: droverd is not running as root (it runs as uid {})",
-                p.uid,
-                libc::getuid()
+                "cannot join cgroup {}: {}",
+                f.to_string_lossy(),
+                strerror(e)
             );
         }
-        libc::umask(p.umask as libc::mode_t);
+    }
 
-        let mut chdir_err = None;
-        if libc::chdir(p.work_dir.as_ptr()) != 0 {
-            chdir_err = Some(errno());
-            libc::chdir(p.tmp.as_ptr());
+    if drover_proto::sys::is_root() {
+        if let Err(e) = crate::sys::creds::become_user(p.uid, p.gid, &p.groups) {
+            return e.message(p.uid);
         }
-        let chdir_failure = |e: i32| format!("chdir({}): {}", p.work_dir_text, strerror(e));
+    } else if p.uid != drover_proto::sys::getuid() {
+        return format!(
+            "cannot run the job as uid {}: droverd is not running as root (it runs as uid {})",
+            p.uid,
+            drover_proto::sys::getuid()
+        );
+    }
+    drover_proto::sys::umask(p.umask);
 
-        let fd_in = libc::open(p.stdin.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-        if fd_in < 0 {
-            let e = errno();
+    let mut chdir_err = None;
+    if let Err(e) = sys::chdir(&p.work_dir) {
+        chdir_err = Some(e);
+        let _ = sys::chdir(&p.tmp);
+    }
+    let chdir_failure = |e: i32| format!("chdir({}): {}", p.work_dir_text, strerror(e));
+
+    let fd_in = match sys::open(&p.stdin, libc::O_RDONLY | libc::O_CLOEXEC, 0) {
+        Ok(fd) => fd,
+        Err(e) => {
             return match chdir_err {
                 Some(c) => chdir_failure(c),
                 None => format!(
@@ -329,17 +299,18 @@ fn child(
                 ),
             };
         }
-        let mode = libc::O_WRONLY
-            | libc::O_CREAT
-            | libc::O_CLOEXEC
-            | if p.append {
-                libc::O_APPEND
-            } else {
-                libc::O_TRUNC
-            };
-        let fd_out = libc::open(p.stdout.as_ptr(), mode, 0o666 as libc::c_uint);
-        if fd_out < 0 {
-            let e = errno();
+    };
+    let mode = libc::O_WRONLY
+        | libc::O_CREAT
+        | libc::O_CLOEXEC
+        | if p.append {
+            libc::O_APPEND
+        } else {
+            libc::O_TRUNC
+        };
+    let fd_out = match sys::open(&p.stdout, mode, 0o666) {
+        Ok(fd) => fd,
+        Err(e) => {
             return match chdir_err {
                 Some(c) => chdir_failure(c),
                 None => format!(
@@ -349,74 +320,72 @@ fn child(
                 ),
             };
         }
-        let fd_err = match &p.stderr {
-            None => fd_out,
-            Some((c, text)) => {
-                let fd = libc::open(c.as_ptr(), mode, 0o666 as libc::c_uint);
-                if fd < 0 {
-                    let e = errno();
-                    return match chdir_err {
-                        Some(c) => chdir_failure(c),
-                        None => format!("Could not open stderr file {text}: {}", strerror(e)),
-                    };
-                }
-                fd
+    };
+    let fd_err = match &p.stderr {
+        None => fd_out,
+        Some((c, text)) => match sys::open(c, mode, 0o666) {
+            Ok(fd) => fd,
+            Err(e) => {
+                return match chdir_err {
+                    Some(c) => chdir_failure(c),
+                    None => format!("Could not open stderr file {text}: {}", strerror(e)),
+                };
             }
-        };
-        if libc::dup2(fd_in, 0) < 0 || libc::dup2(fd_out, 1) < 0 || libc::dup2(fd_err, 2) < 0 {
-            return format!("dup2: {}", last_error());
-        }
-        if let Some(e) = chdir_err {
-            write_fd(2, chdir_warning(&p.work_dir_text, &strerror(e)).as_bytes());
-        }
+        },
+    };
+    if let Err(e) = sys::dup2_raw(fd_in, 0)
+        .and_then(|()| sys::dup2_raw(fd_out, 1))
+        .and_then(|()| sys::dup2_raw(fd_err, 2))
+    {
+        return format!("dup2: {}", strerror(e));
+    }
+    if let Some(e) = chdir_err {
+        write_fd(2, chdir_warning(&p.work_dir_text, &strerror(e)).as_bytes());
+    }
 
-        let ctx = EnvContext {
-            task_pid: libc::getpid() as u32,
-            conf_path,
-            home,
-            shell,
-            now: super::sys::now_secs(),
-            local_gpu_index: extras.local_gpu_index,
-            step_gpus_only: false,
-        };
-        let mut vars = job_environment(req, &ctx);
-        if let Some(tp) = &extras.task_prolog {
-            let env: Vec<CString> = vars
-                .iter()
-                .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
-                .collect();
-            match super::hooks::run_task_prolog(tp, &nul_terminated(&env)) {
-                Ok(out) => {
-                    let o = super::hooks::parse_task_prolog(&out);
-                    for line in &o.print {
-                        write_fd(1, format!("{line}\n").as_bytes());
-                    }
-                    vars.retain(|(k, _)| !o.unset.contains(k));
-                    for (k, v) in o.export {
-                        match vars.iter_mut().find(|(x, _)| *x == k) {
-                            Some(slot) => slot.1 = v,
-                            None => vars.push((k, v)),
-                        }
-                    }
-                }
-                Err(e) => write_fd(2, format!("drover-stepd: error: {e}\n").as_bytes()),
-            }
-        }
+    let ctx = EnvContext {
+        task_pid: drover_proto::sys::getpid() as u32,
+        conf_path,
+        home,
+        shell,
+        now: super::sys::now_secs(),
+        local_gpu_index: extras.local_gpu_index,
+        step_gpus_only: false,
+    };
+    let mut vars = job_environment(req, &ctx);
+    if let Some(tp) = &extras.task_prolog {
         let env: Vec<CString> = vars
-            .into_iter()
+            .iter()
             .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
             .collect();
-        let envp = nul_terminated(&env);
-        let argv = nul_terminated(&p.argv);
-        libc::execve(p.script.as_ptr(), argv.as_ptr(), envp.as_ptr());
-        let e = errno();
-        if e == libc::ENOEXEC {
-            // No "#!" line: run it with the shell, like execvp does.
-            let sh_argv = nul_terminated(&p.sh_argv);
-            libc::execve(p.sh.as_ptr(), sh_argv.as_ptr(), envp.as_ptr());
+        match super::hooks::run_task_prolog(tp, &CStrArray::new(env)) {
+            Ok(out) => {
+                let o = super::hooks::parse_task_prolog(&out);
+                for line in &o.print {
+                    write_fd(1, format!("{line}\n").as_bytes());
+                }
+                vars.retain(|(k, _)| !o.unset.contains(k));
+                for (k, v) in o.export {
+                    match vars.iter_mut().find(|(x, _)| *x == k) {
+                        Some(slot) => slot.1 = v,
+                        None => vars.push((k, v)),
+                    }
+                }
+            }
+            Err(e) => write_fd(2, format!("drover-stepd: error: {e}\n").as_bytes()),
         }
-        format!("execve({}): {}", p.script.to_string_lossy(), strerror(e))
     }
+    let env: Vec<CString> = vars
+        .into_iter()
+        .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+        .collect();
+    let envp = CStrArray::new(env);
+    let e = sys::execve(&p.script, &p.argv, &envp);
+    if e == libc::ENOEXEC {
+        // No "#!" line: run it with the shell, like execvp does.
+        sys::execve(&p.sh, &p.sh_argv, &envp);
+    }
+    format!("execve({}): {}", p.script.to_string_lossy(), strerror(e))
 }
 
 #[cfg(test)]

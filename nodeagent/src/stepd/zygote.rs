@@ -18,21 +18,15 @@ use super::sys;
 const CHANNEL: RawFd = 0;
 
 fn reply(msg: &str) {
-    // SAFETY: sending from a live buffer on our socket.
-    unsafe {
-        libc::send(CHANNEL, msg.as_ptr().cast(), msg.len(), libc::MSG_NOSIGNAL);
-    }
+    let _ = sys::send(CHANNEL, msg.as_bytes());
 }
 
 pub fn run() -> i32 {
     sys::set_process_name("drover-stepsrv");
-    // SAFETY: process-wide settings of this single-threaded process; children
-    // are reaped automatically (each child restores SIGCHLD first thing).
-    unsafe {
-        libc::signal(libc::SIGCHLD, libc::SIG_IGN);
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+    // Children are reaped automatically (each child restores SIGCHLD first
+    // thing).
+    for sig in [libc::SIGCHLD, libc::SIGPIPE, libc::SIGINT, libc::SIGHUP] {
+        drover_proto::sys::signal_ignore(sig);
     }
     let mut buf = vec![0u8; 16 * 1024];
     loop {
@@ -42,15 +36,14 @@ pub fn run() -> i32 {
         };
         if n == 0 {
             for fd in fds {
-                // SAFETY: closing descriptors we were given.
-                unsafe { libc::close(fd) };
+                sys::close(fd);
             }
             return 0; // the agent is gone
         }
         let answer = serve_one(&buf[..n], &fds);
         for fd in fds {
-            // SAFETY: the parent's copies; the child has its own.
-            unsafe { libc::close(fd) };
+            // The parent's copies; the child has its own.
+            sys::close(fd);
         }
         reply(&answer);
     }
@@ -68,34 +61,26 @@ fn serve_one(msg: &[u8], fds: &[RawFd]) -> String {
     let Some(&notify) = fds.first() else {
         return "error no notify pipe".into();
     };
-    // SAFETY: fork of a single-threaded process; the child only runs the
-    // supervisor and exits.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return format!("error fork: {}", sys::last_error());
-    }
+    // The child only runs the supervisor and exits.
+    let pid = match sys::fork() {
+        Err(e) => return format!("error fork: {e}"),
+        Ok(sys::Forked::Parent(pid)) => pid,
+        Ok(sys::Forked::Child) => 0,
+    };
     if pid == 0 {
-        // SAFETY: child-side descriptor and signal setup.
-        unsafe {
-            libc::signal(libc::SIGCHLD, libc::SIG_DFL);
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            libc::signal(libc::SIGHUP, libc::SIG_DFL);
-            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
-            if null >= 0 {
-                libc::dup2(null, 0);
-                libc::close(null);
-            } else {
-                libc::close(CHANNEL);
-            }
+        for sig in [libc::SIGCHLD, libc::SIGINT, libc::SIGHUP] {
+            drover_proto::sys::signal_default(sig);
         }
+        // The request socket (our stdin, CHANNEL) is the server's.
+        sys::stdin_to_dev_null();
         let opts = super::Options {
             notify_fd: Some(notify),
             conf: conf.to_string(),
             debug: debug == "1",
         };
         let code = super::run_with(Path::new(dir), opts);
-        // SAFETY: leave without running anything inherited from the server.
-        unsafe { libc::_exit(code) };
+        // Leave without running anything inherited from the server.
+        sys::exit_now(code);
     }
     format!("ok {pid}")
 }

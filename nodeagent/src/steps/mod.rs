@@ -14,7 +14,6 @@ mod gpubind;
 pub mod here;
 mod start_tasks;
 pub mod task_env;
-mod task_pid;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -51,8 +50,7 @@ fn running() -> std::sync::MutexGuard<'static, Running> {
 
 fn kill_groups(pgids: &[i32], sig: i32) {
     for &p in pgids {
-        // SAFETY: kill has no memory effects.
-        unsafe { libc::kill(-p, sig) };
+        let _ = drover_proto::sys::kill(-p, sig);
     }
 }
 
@@ -427,15 +425,7 @@ async fn run_step(
 
 /// Tell the terminal (and the job in it: SIGWINCH) its new size.
 fn set_winsize(t: &std::fs::File, rows: u16, cols: u16) {
-    use std::os::fd::AsRawFd;
-    let ws = libc::winsize {
-        ws_row: rows,
-        ws_col: cols,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCSWINSZ reads a winsize from a valid pointer.
-    unsafe { libc::ioctl(t.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
+    crate::sys::set_winsize(t, rows, cols);
 }
 
 /// Stream one task's output, wait for it, send its exit status.

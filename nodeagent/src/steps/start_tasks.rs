@@ -2,7 +2,7 @@
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::process::Stdio;
 
 use drover_proto::pattern::{expand_path, PatternVars};
@@ -17,10 +17,15 @@ use crate::cgroup::job::JobCgroup;
 use crate::cgroup::plan::{denied_devices, Plan};
 use crate::cgroup::Dev;
 use crate::job_env::EnvContext;
+use crate::sys::task::{cpu_set, open_pty, ChdirPlan, TaskBind, TaskStart};
 use drover_proto::bindopt::{parse_cpu_bind, parse_gpu_bind};
 
 /// Slurm's exit code when a task cannot be started (execve failed).
 const EXEC_FAILED: i32 = 2;
+
+/// The errno a task's child reports when its switch to the user left a
+/// way back to root (nothing else between fork and exec returns it).
+const PRIVILEGES_LEFT: i32 = libc::ENOTRECOVERABLE;
 
 pub struct Task {
     pub task_id: u32,
@@ -35,39 +40,6 @@ pub struct Task {
     pub failed_msg: String,
     /// `--pty`: the terminal's master side (task 0).
     pub pty: Option<File>,
-}
-
-/// A new pseudo-terminal: (master, slave), the slave owned by the user.
-fn open_pty(uid: u32, gid: u32) -> std::io::Result<(File, File)> {
-    use std::os::fd::FromRawFd;
-    let err = std::io::Error::last_os_error;
-    // SAFETY: plain libc calls on descriptors this function owns; the name
-    // buffer is NUL-terminated by ptsname_r on success.
-    unsafe {
-        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
-        if m < 0 {
-            return Err(err());
-        }
-        let master = File::from_raw_fd(m);
-        if libc::grantpt(m) != 0 || libc::unlockpt(m) != 0 {
-            return Err(err());
-        }
-        let mut name = [0 as libc::c_char; 128];
-        if libc::ptsname_r(m, name.as_mut_ptr(), name.len()) != 0 {
-            return Err(err());
-        }
-        let s = libc::open(
-            name.as_ptr(),
-            libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
-        );
-        if s < 0 {
-            return Err(err());
-        }
-        let slave = File::from_raw_fd(s);
-        let _ = std::os::unix::fs::fchown(&slave, Some(uid), Some(gid));
-        let _ = slave.set_permissions(std::fs::Permissions::from_mode(0o620));
-        Ok((master, slave))
-    }
 }
 
 pub struct Started {
@@ -190,50 +162,6 @@ fn extra_denied(
         .collect()
 }
 
-/// A task's binding, applied between fork and exec.
-#[derive(Default)]
-struct Bind {
-    cpus: Option<libc::cpu_set_t>,
-    /// Written to the task's stderr first (verbose lines, Slurm's errors):
-    /// the part before the pid, the part after it (pid omitted when empty).
-    before_pid: Vec<u8>,
-    after_pid: Vec<u8>,
-    after_pid_failed: Vec<u8>,
-}
-
-/// The kernel's CPU set for `ids` (wrapping on hosts with fewer CPUs than
-/// the node is configured with, as the cpuset does).
-fn cpu_set(ids: &[u32], host_cpus: u32) -> libc::cpu_set_t {
-    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in ids {
-        let c = (c % host_cpus.max(1)) as usize;
-        if c < libc::CPU_SETSIZE as usize {
-            // SAFETY: c is below CPU_SETSIZE, inside the set.
-            unsafe { libc::CPU_SET(c, &mut set) };
-        }
-    }
-    set
-}
-
-fn write_all_fd(fd: i32, b: &[u8]) {
-    let mut off = 0;
-    while off < b.len() {
-        // SAFETY: write from a live buffer; async-signal-safe.
-        let n = unsafe { libc::write(fd, b[off..].as_ptr().cast(), b.len() - off) };
-        if n <= 0 {
-            return;
-        }
-        off += n as usize;
-    }
-}
-
-/// Decimal digits of `n` without allocating (after fork: itoa formats
-/// into a buffer on the stack).
-fn write_pid(fd: i32, n: i32) {
-    write_all_fd(fd, itoa::Buffer::new().format(n).as_bytes());
-}
-
 /// Open a task's output file as the job's user (never as root: the user
 /// names the path); `truncate` starts it afresh (the first task of the step
 /// on this node to use it), else output is appended.
@@ -321,14 +249,16 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
         .find(|d| !d.is_empty())
         .unwrap_or("/tmp")
         .to_string();
-    let chdir = ChdirPlan::new(&cwd);
+    let chdir = chdir_plan(&cwd);
     let input = parse_input(&step.input);
     let step_text = req.step_id.to_string();
     let mut truncated: Vec<String> = Vec::new();
+    // The user's groups as initgroups gives them (see sys::creds).
+    let job_groups = crate::sys::creds::job_groups(job.uid, job.gid, &job.groups);
     let creds = Creds {
         uid: job.uid,
         gid: job.gid,
-        groups: &job.groups,
+        groups: &job_groups,
     };
     let mut tasks = Vec::new();
     for (local, &task_id) in this.task_ids.iter().enumerate() {
@@ -367,7 +297,7 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
             },
             &ctx,
         );
-        let mut bind = Bind::default();
+        let mut bind = TaskBind::default();
         let set = cpu_plan.sets.get(local).cloned().flatten();
         if let Some(ids) = &set {
             bind.cpus = Some(cpu_set(ids, host_cpus));
@@ -440,8 +370,8 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
         let mut cmd = Command::new(prog);
         // The environment is installed in the child (with its pid in
         // SLURM_TASK_PID), not given to Command.
-        super::task_pid::reserve(&mut env);
-        let envp = super::task_pid::Envp::new(&env);
+        crate::sys::task_pid::reserve(&mut env);
+        let envp = crate::sys::task_pid::Envp::new(&env);
         cmd.args(&step.argv[1..]).kill_on_drop(false);
         let file = |pattern: &str, truncated: &mut Vec<String>| -> Stdio {
             if pattern == "none" || pattern == "/dev/null" {
@@ -506,55 +436,21 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
         } else {
             cmd.stderr(file(&step.error, &mut truncated));
         }
-        let join = task_join;
         let (uid, gid) = (job.uid, job.gid);
-        let groups: Vec<libc::gid_t> = job.groups.clone();
-        let ctty = pty.is_some();
-        let chdir = chdir.clone();
-        // SAFETY: the closure only makes async-signal-safe system calls on
-        // memory prepared before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                envp.install();
-                libc::setsid();
-                if ctty {
-                    // The terminal becomes the session's controlling tty.
-                    libc::ioctl(0, libc::TIOCSCTTY, 0);
-                }
-                for f in &join {
-                    let fd = libc::open(f.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                    if fd >= 0 {
-                        libc::write(fd, b"0".as_ptr().cast(), 1);
-                        libc::close(fd);
-                    }
-                }
-                let failed = bind.cpus.as_ref().is_some_and(|set| {
-                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
-                });
-                write_all_fd(2, &bind.before_pid);
-                if !bind.after_pid.is_empty() {
-                    write_pid(2, libc::getpid());
-                    write_all_fd(
-                        2,
-                        if failed {
-                            &bind.after_pid_failed
-                        } else {
-                            &bind.after_pid
-                        },
-                    );
-                }
-                if libc::getuid() == 0 {
-                    if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    if libc::setgid(gid) != 0 || libc::setuid(uid) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                chdir.enter();
-                Ok(())
-            });
-        }
+        crate::sys::task::set_task_start(
+            &mut cmd,
+            TaskStart {
+                ctty: pty.is_some(),
+                join: task_join,
+                bind,
+                uid,
+                gid,
+                groups: job_groups.clone(),
+                chdir: chdir.clone(),
+                privileges_left: PRIVILEGES_LEFT,
+                envp,
+            },
+        );
         match cmd.spawn() {
             Ok(mut child) => {
                 task.pgid = child.id().map(|p| p as i32);
@@ -563,6 +459,13 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
                 task.stderr = child.stderr.take();
                 task.child = Some(child);
                 task.pty = pty.map(|(m, _)| m);
+            }
+            Err(e) if e.raw_os_error() == Some(PRIVILEGES_LEFT) => {
+                let msg = format!(
+                    "cannot drop privileges to uid {uid}: root could be regained after the switch"
+                );
+                tracing::error!("task {task_id}: {msg}");
+                task.failed_msg = format!("slurmstepd: error: {msg}\n");
             }
             Err(e) => {
                 let msg = e.to_string();
@@ -582,54 +485,25 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
 
 /// A task's working directory and the lines to print when it cannot be
 /// entered, made before the fork (the child only calls chdir and write).
-#[derive(Clone)]
-struct ChdirPlan {
-    dir: std::ffi::CString,
-    tmp: std::ffi::CString,
-    /// (errno, line) for the usual reasons, then a line for any other.
-    lines: std::sync::Arc<Vec<(i32, String)>>,
-    other: std::sync::Arc<String>,
-}
-
-impl ChdirPlan {
-    fn new(dir: &str) -> ChdirPlan {
-        use crate::stepd::run_script::chdir_warning;
-        use crate::stepd::sys::strerror;
-        let lines = [
-            libc::ENOENT,
-            libc::EACCES,
-            libc::ENOTDIR,
-            libc::ELOOP,
-            libc::ENAMETOOLONG,
-            libc::EIO,
-        ]
-        .into_iter()
-        .map(|e| (e, chdir_warning(dir, &strerror(e))))
-        .collect();
-        ChdirPlan {
-            dir: std::ffi::CString::new(dir.replace('\0', "")).unwrap_or_default(),
-            tmp: c"/tmp".to_owned(),
-            lines: std::sync::Arc::new(lines),
-            other: std::sync::Arc::new(chdir_warning(dir, "cannot enter it")),
-        }
-    }
-
-    /// In the child: enter the directory, else say so on stderr and go to /tmp.
-    fn enter(&self) {
-        // SAFETY: chdir and write on memory prepared before the fork.
-        unsafe {
-            if libc::chdir(self.dir.as_ptr()) == 0 {
-                return;
-            }
-            let e = crate::stepd::sys::errno();
-            let line = self
-                .lines
-                .iter()
-                .find(|(n, _)| *n == e)
-                .map_or(self.other.as_str(), |(_, l)| l.as_str());
-            libc::write(2, line.as_ptr().cast(), line.len());
-            libc::chdir(self.tmp.as_ptr());
-        }
+fn chdir_plan(dir: &str) -> ChdirPlan {
+    use crate::stepd::run_script::chdir_warning;
+    use crate::stepd::sys::strerror;
+    let lines = [
+        libc::ENOENT,
+        libc::EACCES,
+        libc::ENOTDIR,
+        libc::ELOOP,
+        libc::ENAMETOOLONG,
+        libc::EIO,
+    ]
+    .into_iter()
+    .map(|e| (e, chdir_warning(dir, &strerror(e))))
+    .collect();
+    ChdirPlan {
+        dir: std::ffi::CString::new(dir.replace('\0', "")).unwrap_or_default(),
+        tmp: c"/tmp".to_owned(),
+        lines: std::sync::Arc::new(lines),
+        other: std::sync::Arc::new(chdir_warning(dir, "cannot enter it")),
     }
 }
 

@@ -213,8 +213,7 @@ fn gpu_oom_is_reported_everywhere_with_bigger_gpu_types() {
 }
 
 fn root() -> bool {
-    // SAFETY: geteuid never fails.
-    unsafe { libc::geteuid() == 0 }
+    drover_proto::sys::is_root()
 }
 
 #[test]

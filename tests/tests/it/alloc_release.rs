@@ -63,8 +63,7 @@ fn alive(pid: i32) -> bool {
 }
 
 fn signal(pid: u32, sig: i32) {
-    // SAFETY: kill(2) on a child of this test.
-    unsafe { libc::kill(pid as i32, sig) };
+    let _ = drover_proto::sys::kill(pid as i32, sig);
 }
 
 /// Wait for salloc to exit (on the condition, with a limit).
@@ -109,8 +108,7 @@ fn salloc_relinquishes_on_sighup_and_sigterm() {
 
 fn kill_leftover(pid: i32) {
     if alive(pid) {
-        // SAFETY: kill(2) on the test's own orphaned command.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let _ = drover_proto::sys::kill(pid, libc::SIGKILL);
     }
 }
 

@@ -296,22 +296,8 @@ fn verbose_dumps_and_input_variables_in_slurms_order() {
 /// a shell's job control and Ctrl-C reach the command, not salloc.
 #[test]
 fn sallocs_command_owns_the_terminal_foreground() {
-    use std::os::unix::process::CommandExt;
     let c = Cluster::start(Spec::default());
-    let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty writes two descriptors into valid pointers.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty");
-    // SAFETY: the descriptor was just opened and is owned here.
-    let tty = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(slave) };
+    let (master, tty) = drover_tests::sys::openpty().expect("openpty");
     let mut cmd = c.cmd("salloc");
     // The command prints its pid, process group and the terminal's
     // foreground group (fields 5 and 8 of /proc/PID/stat).
@@ -324,18 +310,10 @@ fn sallocs_command_owns_the_terminal_foreground() {
     .stdin(tty.try_clone().unwrap())
     .stderr(Stdio::null())
     .stdout(Stdio::piped());
-    // SAFETY: setsid and the TIOCSCTTY ioctl are async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            libc::ioctl(0, libc::TIOCSCTTY, 0);
-            Ok(())
-        });
-    }
+    drover_tests::sys::controlling_tty_in_child(&mut cmd);
     let o = cmd.output().unwrap();
     drop(tty);
-    // SAFETY: closing the master we opened.
-    unsafe { libc::close(master) };
+    drop(master);
     assert!(o.status.success());
     let f: Vec<String> = text(&o.stdout)
         .split_whitespace()

@@ -144,19 +144,7 @@ fn a_login_host_that_is_no_node_runs_the_commands() {
             cmd.current_dir("/");
             // After the switch into the host's namespaces (Command::uid
             // would drop root before it).
-            // SAFETY: only async-signal-safe system calls.
-            unsafe {
-                use std::os::unix::process::CommandExt;
-                cmd.pre_exec(move || {
-                    if libc::setgroups(0, std::ptr::null()) != 0
-                        || libc::setgid(uid) != 0
-                        || libc::setuid(uid) != 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
+            drover_tests::sys::become_in_child(&mut cmd, uid);
         }
         let o = cmd.output().unwrap();
         (

@@ -38,8 +38,7 @@ fn cluster(devs: &std::path::Path, extra: &[&str], accounting: bool) -> Option<C
         eprintln!("SKIPPED (dashboard): {why}");
         return None;
     }
-    // SAFETY: geteuid never fails.
-    if unsafe { libc::geteuid() } != 0 {
+    if drover_proto::sys::geteuid() != 0 {
         eprintln!("SKIPPED (dashboard): the fake GPUs' device nodes need root");
         return None;
     }

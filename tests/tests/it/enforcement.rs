@@ -9,8 +9,7 @@ use std::time::Duration;
 use drover_tests::{Cluster, Spec};
 
 fn root() -> bool {
-    // SAFETY: geteuid never fails.
-    unsafe { libc::geteuid() == 0 }
+    drover_proto::sys::is_root()
 }
 
 fn has_cgroup_v1(ctrl: &str) -> bool {
@@ -416,21 +415,10 @@ fn agent_restart_keeps_running_jobs_and_reaps_orphan_cgroups() {
     std::fs::create_dir_all(&orphan).unwrap();
     let procs = orphan.join("cgroup.procs");
     let mut sleeper = {
-        use std::os::unix::process::CommandExt;
         let p = std::ffi::CString::new(procs.to_str().unwrap()).unwrap();
         let mut cmd = std::process::Command::new("sleep");
         cmd.arg("300");
-        // SAFETY: raw syscalls only in the pre-exec hook.
-        unsafe {
-            cmd.pre_exec(move || {
-                let fd = libc::open(p.as_ptr(), libc::O_WRONLY);
-                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                libc::close(fd);
-                Ok(())
-            });
-        }
+        drover_proto::sys::join_cgroups_in_child(&mut cmd, vec![p]);
         cmd.spawn().unwrap()
     };
     c.start_agent().unwrap();

@@ -1,6 +1,8 @@
 //! Integration tests: real daemons (on loopback, or on hosts of their own
 //! in network namespaces), real commands.
 
+#![forbid(unsafe_code)]
+
 mod accounting;
 mod advice;
 mod alloc_release;
@@ -34,6 +36,7 @@ mod parsers;
 mod placement;
 mod power;
 mod privacy;
+mod privileges;
 mod raw_frames;
 mod reconfigure;
 mod recovery;

@@ -116,11 +116,9 @@ impl Drop for Leftovers {
             .map(|p| *p as i32)
             .chain(self.1.iter().flat_map(|m| tasks_marked(m, &[])));
         for p in pids {
-            // SAFETY: kill(2) on processes this test started.
-            unsafe {
-                libc::kill(p, libc::SIGKILL);
-                libc::kill(p, libc::SIGCONT);
-            }
+            // Processes this test started.
+            let _ = drover_proto::sys::kill(p, libc::SIGKILL);
+            let _ = drover_proto::sys::kill(p, libc::SIGCONT);
         }
     }
 }
@@ -162,8 +160,7 @@ fn a_failed_node_ends_srun_and_its_tasks_are_killed_when_it_returns() {
             tasks_marked(m, &sruns).len() >= 2
         });
     }
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(b.id() as i32, libc::SIGSTOP) };
+    let _ = drover_proto::sys::kill(b.id() as i32, libc::SIGSTOP);
     c.net.as_ref().unwrap().set_link("node2", false);
     // srun a reports the failure and exits while node2 is still away.
     let deadline = Instant::now() + Duration::from_secs(40);
@@ -197,8 +194,7 @@ fn a_failed_node_ends_srun_and_its_tasks_are_killed_when_it_returns() {
     });
     let log = c.log_text("droverd-node2");
     assert!(log.contains("killing its step tasks"), "{log}");
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(b.id() as i32, libc::SIGKILL) };
+    let _ = drover_proto::sys::kill(b.id() as i32, libc::SIGKILL);
     let _ = b.wait();
 }
 

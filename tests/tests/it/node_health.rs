@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use drover_tests::{field, Cluster, Spec};
 
 fn root() -> bool {
-    // SAFETY: geteuid never fails.
-    unsafe { libc::geteuid() == 0 }
+    drover_proto::sys::is_root()
 }
 
 /// Wait for node1's `Reason=` to satisfy `pred`; returns `scontrol show node`.

@@ -151,10 +151,7 @@ impl Drop for Instances {
                     .ok()
                     .and_then(|s| s.trim().parse::<i32>().ok());
                 if let Some(pid) = pid.filter(|&p| p > 1) {
-                    // SAFETY: kill(2) of an agent this test's script started.
-                    unsafe {
-                        libc::kill(pid, libc::SIGKILL);
-                    }
+                    let _ = drover_proto::sys::kill(pid, libc::SIGKILL);
                 }
             }
         }
@@ -429,8 +426,7 @@ fn drover_up_cloud_nodes_resume_for_a_job_and_stop_with_it() {
         "idle"
     );
     // drover up stops the cloud node's agent with the rest.
-    // SAFETY: kill(2) of our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = drover_proto::sys::kill(child.id() as i32, libc::SIGTERM);
     let _ = child.wait();
     let me = cluster.display().to_string();
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -441,8 +437,7 @@ fn drover_up_cloud_nodes_resume_for_a_job_and_stop_with_it() {
         }
         if Instant::now() > deadline {
             for p in &left {
-                // SAFETY: kill(2) of leftovers of this test's cluster.
-                unsafe { libc::kill(*p, libc::SIGKILL) };
+                let _ = drover_proto::sys::kill(*p, libc::SIGKILL);
             }
             panic!("processes outlived drover up: {left:?}");
         }

@@ -70,8 +70,7 @@ fn accounting_switched_on_by_reconfigure_records_jobs() {
         .into_iter()
         .find(|(n, _)| *n == "droverctld")
         .unwrap();
-    // SAFETY: kill(2) on the test's own daemon.
-    unsafe { libc::kill(pid as i32, libc::SIGHUP) };
+    let _ = drover_proto::sys::kill(pid as i32, libc::SIGHUP);
     let deadline = std::time::Instant::now() + WAIT;
     while !c.ok("sinfo", &["-h", "-o", "%P"]).contains("extra") {
         assert!(

@@ -9,8 +9,7 @@ use std::time::Duration;
 use drover_tests::{Cluster, Spec};
 
 fn can_limit_memory() -> bool {
-    // SAFETY: geteuid never fails.
-    let root = unsafe { libc::geteuid() == 0 };
+    let root = drover_proto::sys::is_root();
     root && Path::new("/sys/fs/cgroup/memory/cgroup.procs").exists()
 }
 

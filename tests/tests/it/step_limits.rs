@@ -17,8 +17,7 @@ fn text(b: &[u8]) -> String {
 
 #[test]
 fn srun_mem_limits_the_step_and_an_oom_is_reported() {
-    // SAFETY: geteuid never fails.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = drover_proto::sys::geteuid() == 0;
     if !root || !Path::new("/sys/fs/cgroup/memory/cgroup.procs").exists() {
         eprintln!("needs root and the v1 memory controller");
         return;

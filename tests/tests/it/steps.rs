@@ -231,8 +231,7 @@ fn ctrl_c_forwards_sigint() {
         .spawn()
         .unwrap();
     c.wait_file(&marker, |_| true);
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let _ = drover_proto::sys::kill(child.id() as i32, libc::SIGINT);
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(7), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains("got-int"));
@@ -452,8 +451,7 @@ fn pty_is_a_real_terminal() {
 
 #[test]
 fn steps_get_their_own_cgroup_under_the_job() {
-    // SAFETY: geteuid never fails.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = drover_proto::sys::geteuid() == 0;
     let memory = std::path::Path::new("/sys/fs/cgroup/memory");
     if !root || !memory.join("cgroup.procs").exists() {
         eprintln!("needs root and the v1 memory controller");
@@ -550,8 +548,7 @@ fn concurrent_steps_share_the_allocation() {
         "{msg}"
     );
     // Ctrl-C reaches step 0's tasks: sleep dies of SIGINT (130).
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(first.id() as i32, libc::SIGINT) };
+    let _ = drover_proto::sys::kill(first.id() as i32, libc::SIGINT);
     let st = first.wait().unwrap();
     assert_eq!(st.code(), Some(130));
     let o = waiting.wait_with_output().unwrap();
@@ -585,12 +582,10 @@ fn second_ctrl_c_within_a_second_kills_the_step() {
         .unwrap();
     c.wait_file(&marker, |_| true);
     // The first Ctrl-C reaches the task (which ignores it) ...
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let _ = drover_proto::sys::kill(child.id() as i32, libc::SIGINT);
     c.wait_file(&out, |t| t.contains("ignored"));
     // ... a second one within the second kills the step.
-    // SAFETY: as above.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let _ = drover_proto::sys::kill(child.id() as i32, libc::SIGINT);
     let o = child.wait_with_output().unwrap();
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(137), "{err}");
@@ -629,8 +624,7 @@ fn srun_reports_a_lost_node() {
     );
     // Clean up the task: it outlives its agent (as tasks outlive slurmd).
     for pid in drover_tests::pids_mentioning("sleep 43.75") {
-        // SAFETY: ending the test's own leftover task by pid.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let _ = drover_proto::sys::kill(pid, libc::SIGKILL);
     }
 }
 

@@ -121,7 +121,7 @@ fn drover_up_starts_runs_jobs_stops_and_resumes() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // Ctrl-C stops everything cleanly.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let _ = drover_proto::sys::kill(child.id() as i32, libc::SIGINT);
     let mut child = child;
     let st = child.wait().unwrap();
     assert!(st.success(), "drover up exited {st}");
@@ -145,7 +145,7 @@ fn drover_up_starts_runs_jobs_stops_and_resumes() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = drover_proto::sys::kill(child.id() as i32, libc::SIGTERM);
     let _ = child.wait();
     let _ = Duration::from_secs(0);
 }
@@ -210,7 +210,7 @@ fn none_left(cluster: &std::path::Path) {
         }
         if std::time::Instant::now() > deadline {
             for p in &left {
-                unsafe { libc::kill(*p, libc::SIGKILL) };
+                let _ = drover_proto::sys::kill(*p, libc::SIGKILL);
             }
             panic!("processes outlived drover up: {left:?}");
         }
@@ -230,7 +230,7 @@ fn drover_up_interrupted_during_startup_stops_what_it_started() {
             .any(|l| l.contains("droverdbd listening on 127.0.0.1:")),
         "{seen:?}"
     );
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let _ = drover_proto::sys::kill(child.id() as i32, libc::SIGINT);
     let st = child.wait().unwrap();
     assert!(!st.success(), "an interrupted start-up is a failure");
     none_left(&cluster);
@@ -238,7 +238,7 @@ fn drover_up_interrupted_during_startup_stops_what_it_started() {
     let (mut child, rx) = spawn_up(&cluster);
     let seen = until_all(&rx, &["export DROVER_CONF=", "drover up: ready"]);
     assert!(seen.iter().any(|l| l == "drover up: ready"), "{seen:?}");
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = drover_proto::sys::kill(child.id() as i32, libc::SIGTERM);
     assert!(child.wait().unwrap().success());
     none_left(&cluster);
 }
@@ -250,7 +250,7 @@ fn drover_up_killed_takes_its_daemons_along() {
     let (mut child, rx) = spawn_up(&cluster);
     until(&rx, "starting droverd ");
     // kill -9: no handler runs; the daemons must not live on.
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = drover_proto::sys::kill(child.id() as i32, libc::SIGKILL);
     let _ = child.wait();
     none_left(&cluster);
 }
@@ -278,7 +278,7 @@ fn drover_up_says_which_daemon_died_and_how() {
         })
         .collect();
     assert_eq!(ctld.len(), 1, "{ctld:?}");
-    unsafe { libc::kill(ctld[0], libc::SIGKILL) };
+    let _ = drover_proto::sys::kill(ctld[0], libc::SIGKILL);
     let seen = until(&rx, "last lines of");
     let want = format!(
         "drover up: error: droverctld (pid {}) was killed by signal 9 (SIGKILL); last lines of {}",
@@ -351,7 +351,7 @@ fn drover_up_cluster_has_fair_share_and_sprio() {
     let fs: f64 = f[8].parse().unwrap();
     assert!(fs > 0.0, "fair-share factor of a new user: {line}");
     run("scancel", &[&big, &waiting]);
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = drover_proto::sys::kill(child.id() as i32, libc::SIGTERM);
     assert!(child.wait().unwrap().success());
     none_left(&cluster);
 }
@@ -361,7 +361,6 @@ fn drover_up_cluster_has_fair_share_and_sprio() {
 #[test]
 fn drover_up_files_are_safe_whatever_the_umask() {
     use std::os::unix::fs::MetadataExt;
-    use std::os::unix::process::CommandExt;
     let dir = tempfile::tempdir().unwrap();
     let cluster = dir.path().join("c");
     let mut child = Command::new(drover_tests::bin_dir().join("drover"));
@@ -370,13 +369,7 @@ fn drover_up_files_are_safe_whatever_the_umask() {
         .args(["--cpus-per-node", "1", "--mem-per-node", "500"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    // SAFETY: umask(2) is async-signal-safe.
-    unsafe {
-        child.pre_exec(|| {
-            libc::umask(0);
-            Ok(())
-        });
-    }
+    drover_proto::sys::umask_in_child(&mut child, 0);
     let mut child = child.spawn().unwrap();
     let out = BufReader::new(child.stdout.take().unwrap());
     for l in out.lines().map_while(Result::ok) {
@@ -402,7 +395,7 @@ fn drover_up_files_are_safe_whatever_the_umask() {
     ] {
         assert_eq!(mode(p), 0o600, "{p}");
     }
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = drover_proto::sys::kill(child.id() as i32, libc::SIGTERM);
     assert!(child.wait().unwrap().success());
     none_left(&cluster);
 }

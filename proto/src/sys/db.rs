@@ -15,13 +15,7 @@ pub struct Passwd {
 }
 
 fn start_len() -> usize {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_GETPW_R_SIZE_MAX) };
-    if n > 0 {
-        (n as usize).clamp(4096, 1 << 20)
-    } else {
-        16384
-    }
+    super::passwd_buf_hint().map_or(16384, |n| n.clamp(4096, 1 << 20))
 }
 
 /// Call a `get*_r` function with a buffer that doubles on `ERANGE` (up to

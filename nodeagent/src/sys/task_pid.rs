@@ -76,6 +76,7 @@ impl Drop for Envp {
 /// # Safety
 /// `envp` is null or a null-terminated array of NUL-terminated, writable
 /// strings.
+// SAFETY: an unsafe fn: its callers uphold the contract above.
 pub unsafe fn fill(envp: *mut *mut c_char, pid: u32) {
     if envp.is_null() {
         return;

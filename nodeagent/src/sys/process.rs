@@ -1,0 +1,271 @@
+//! Processes: fork (refused with threads running), exec, wait, sessions
+//! and signals, and the quiet spawns of Prolog/Epilog and TaskProlog.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, RawFd};
+
+use super::{close, dup2, dup2_raw, errno, open, pipe_raw, strerror};
+
+/// Tests: run `f` in a forked child and return its exit code. `f` runs in
+/// the child of a multi-threaded process: it may only make
+/// async-signal-safe calls (no allocation, no locks).
+#[cfg(test)]
+pub(crate) fn fork_and_wait(f: impl FnOnce() -> i32) -> Option<i32> {
+    // SAFETY: the child only runs `f` (async-signal-safe by the contract
+    // above) and leaves with _exit; the parent reaps it.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            libc::_exit(f());
+        }
+        if pid < 0 {
+            return None;
+        }
+        let mut st = 0;
+        while libc::waitpid(pid, &mut st, 0) < 0 && errno() == libc::EINTR {}
+        libc::WIFEXITED(st).then(|| libc::WEXITSTATUS(st))
+    }
+}
+
+/// `waitpid(pid, flags)`: `Some((pid, status))` for a child that changed
+/// state, `None` when WNOHANG found none; the error is the errno.
+pub fn waitpid(pid: i32, flags: i32) -> Result<Option<(i32, i32)>, i32> {
+    let mut status = 0;
+    // SAFETY: status is a valid out-pointer.
+    let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+    match r {
+        r if r > 0 => Ok(Some((r, status))),
+        0 => Ok(None),
+        _ => Err(errno()),
+    }
+}
+
+/// Detach: fork, the parent leaves at once (exit 0), the child starts a
+/// new session with standard input on `null` and output and error on
+/// `out`. Only before any thread is started.
+pub fn detach_process(null: &impl AsRawFd, out: &impl AsRawFd) -> Result<(), String> {
+    if threads() > 1 {
+        return Err("cannot detach: threads are already running".into());
+    }
+    // SAFETY: the process is single-threaded (checked above); the parent
+    // leaves with _exit, running nothing of ours.
+    unsafe {
+        match libc::fork() {
+            -1 => return Err(format!("fork: {}", std::io::Error::last_os_error())),
+            0 => {}
+            _ => libc::_exit(0),
+        }
+        libc::setsid();
+    }
+    let _ = dup2(null, 0);
+    let _ = dup2(out, 1);
+    let _ = dup2(out, 2);
+    Ok(())
+}
+
+/// How many threads this process has (1 when /proc cannot tell).
+pub fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(1, |d| d.count().max(1))
+}
+
+/// Start a new session (setsid); harmless when already a group leader.
+pub fn setsid() {
+    // SAFETY: setsid takes no arguments and touches no memory.
+    unsafe {
+        libc::setsid();
+    }
+}
+
+/// Become a child subreaper: orphaned descendants are re-parented here.
+pub fn set_child_subreaper() {
+    // SAFETY: prctl with integer arguments only sets a process flag.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_CHILD_SUBREAPER,
+            1 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        );
+    }
+}
+
+/// Resource usage of the reaped children (getrusage(RUSAGE_CHILDREN)).
+pub fn children_rusage() -> libc::rusage {
+    // SAFETY: getrusage writes into a zeroed (valid) struct.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        ru
+    }
+}
+
+/// Which side of a [`fork`] this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forked {
+    Child,
+    Parent(i32),
+}
+
+/// fork(2), for a single-threaded process only (the supervisor, the fork
+/// server, a daemon before its runtime): refused when other threads run, so
+/// that the child may use anything (allocate, lock) until it execs or exits.
+pub fn fork() -> std::io::Result<Forked> {
+    if threads() > 1 {
+        return Err(std::io::Error::other(
+            "fork refused: the process has several threads",
+        ));
+    }
+    // SAFETY: the process is single-threaded (checked above), so the child
+    // is a full copy in a consistent state.
+    match unsafe { libc::fork() } {
+        -1 => Err(std::io::Error::last_os_error()),
+        0 => Ok(Forked::Child),
+        pid => Ok(Forked::Parent(pid)),
+    }
+}
+
+/// Leave this process now with `code`, running no destructor and no
+/// exit handler (a forked child that did not exec).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit ends the process; nothing after it runs.
+    unsafe { libc::_exit(code) }
+}
+
+/// Standard input on /dev/null (the old descriptor 0 closed with it).
+pub fn stdin_to_dev_null() {
+    // SAFETY: descriptor calls on fds this process owns; the path is a
+    // NUL-terminated literal.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if null >= 0 {
+            libc::dup2(null, 0);
+            libc::close(null);
+        } else {
+            libc::close(0);
+        }
+    }
+}
+
+/// NUL-terminated strings and the NULL-terminated pointer array execve(2)
+/// takes, made before a fork so that the child allocates nothing.
+pub struct CStrArray {
+    strings: Vec<CString>,
+    ptrs: Vec<*const libc::c_char>,
+}
+
+impl CStrArray {
+    pub fn new(strings: Vec<CString>) -> CStrArray {
+        let mut ptrs: Vec<*const libc::c_char> = strings.iter().map(|c| c.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        CStrArray { strings, ptrs }
+    }
+
+    pub fn strings(&self) -> &[CString] {
+        &self.strings
+    }
+}
+
+/// execve(2): returns only on failure, with the errno.
+pub fn execve(path: &std::ffi::CStr, argv: &CStrArray, envp: &CStrArray) -> i32 {
+    // SAFETY: path is NUL-terminated; both arrays are NULL-terminated and
+    // point into CStrings that `argv` and `envp` keep alive.
+    unsafe {
+        libc::execve(path.as_ptr(), argv.ptrs.as_ptr(), envp.ptrs.as_ptr());
+    }
+    errno()
+}
+
+/// setpgid(2) (0, 0: lead a new group).
+pub fn setpgid(pid: i32, pgid: i32) {
+    // SAFETY: integer arguments only.
+    unsafe {
+        libc::setpgid(pid, pgid);
+    }
+}
+
+/// Before exec: no signal blocked, and signals 1 to `below - 1` (but
+/// SIGKILL and SIGSTOP) at their default action. Async-signal-safe.
+pub fn reset_signals(below: i32) {
+    // SAFETY: sigset_t is plain data the libc calls initialise; signal
+    // takes integers.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+        for sig in 1..below {
+            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
+/// chdir(2) on a C path; the errno on failure.
+pub fn chdir(path: &std::ffi::CStr) -> Result<(), i32> {
+    // SAFETY: path is NUL-terminated for the call's duration.
+    if unsafe { libc::chdir(path.as_ptr()) } == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// The child side of a fork for exec: it makes only async-signal-safe
+/// calls, so it is sound even in the child of a multi-threaded process.
+/// `child` execs; when it returns (the exec failed) the child exits 127.
+fn fork_for_exec(child: impl FnOnce()) -> Result<i32, i32> {
+    // SAFETY: the child runs `child`, which (for every caller in this
+    // module) only makes async-signal-safe calls on memory prepared before
+    // the fork, then leaves with _exit.
+    match unsafe { libc::fork() } {
+        -1 => Err(errno()),
+        0 => {
+            child();
+            exit_now(127)
+        }
+        pid => Ok(pid),
+    }
+}
+
+/// Start `prog` (no arguments, environment `envp`) in a process group of
+/// its own, with every signal at its default, standard streams on
+/// /dev/null and `/` as its directory (Prolog/Epilog). Its pid or the errno
+/// of the fork; a program that cannot be run exits 127.
+pub fn spawn_quiet(prog: &std::ffi::CStr, envp: &CStrArray) -> Result<i32, i32> {
+    let argv = CStrArray::new(vec![prog.to_owned()]);
+    fork_for_exec(|| {
+        reset_signals(32);
+        setpgid(0, 0);
+        if let Ok(null) = open(c"/dev/null", libc::O_RDWR, 0) {
+            let _ = dup2_raw(null, 0);
+            let _ = dup2_raw(null, 1);
+            let _ = dup2_raw(null, 2);
+        }
+        let _ = chdir(c"/");
+        execve(prog, &argv, envp);
+    })
+}
+
+/// Start `prog` (no arguments, environment `envp`) with its standard
+/// output on a pipe: its pid and the pipe's read end (close it with
+/// [`close`]). A program that cannot be run exits 127.
+pub fn spawn_stdout_to_pipe(
+    prog: &std::ffi::CStr,
+    envp: &CStrArray,
+) -> Result<(i32, RawFd), String> {
+    let argv = CStrArray::new(vec![prog.to_owned()]);
+    let (rd, wr) = pipe_raw().map_err(|e| format!("pipe: {}", strerror(e)))?;
+    let pid = fork_for_exec(|| {
+        let _ = dup2_raw(wr, 1);
+        execve(prog, &argv, envp);
+    });
+    close(wr);
+    match pid {
+        Ok(pid) => Ok((pid, rd)),
+        Err(e) => {
+            close(rd);
+            Err(format!("fork: {}", strerror(e)))
+        }
+    }
+}
