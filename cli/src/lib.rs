@@ -26,6 +26,7 @@ pub mod optdump;
 pub mod opts;
 #[cfg(test)]
 mod proptests;
+pub mod refuse;
 pub mod sacct;
 pub mod sacctmgr;
 pub mod salloc;

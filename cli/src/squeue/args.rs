@@ -6,6 +6,14 @@ use super::format::{self, JobField};
 use crate::fmtspec::Format;
 use crate::jobids::{self, JobIdArg};
 use crate::opts::{self, opt, Arg, OptDef};
+use crate::refuse::{self, ClustersFrom};
+
+/// Options Drover recognises and refuses (`Requested operation not
+/// supported on this system`): licenses are not scheduled, a job has one
+/// partition list and one priority, there is no YAML output.
+pub const REFUSED: &[&str] = &["licenses", "priority", "yaml"];
+/// Their environment variables, refused the same way.
+pub const REFUSED_ENV: &[&str] = &["SQUEUE_LICENSES", "SQUEUE_PRIORITY"];
 
 pub const TABLE: &[OptDef] = &[
     opt("accounts", Some('A'), Arg::Required, "accounts"),
@@ -118,6 +126,16 @@ pub struct Params {
     /// `-s`: list job steps instead of jobs, with the `-o` text if any.
     pub steps: bool,
     pub step_format: Option<String>,
+    /// `-s LIST`: only these steps (job id, step id; `None` = every step).
+    pub step_list: Option<Vec<(u32, Option<u32>)>>,
+    /// `-a` (or `-p`, `SQUEUE_ALL`): jobs in hidden partitions too;
+    /// `--hide` turns it off again.
+    pub all: bool,
+    /// `-M` (or `SLURM_CLUSTERS`): checked against the cluster's name.
+    pub clusters: Option<(String, ClustersFrom)>,
+    /// Hidden partitions (slurm.conf `Hidden=YES`) whose jobs are not shown:
+    /// filled in by `run` unless `all` or the caller is root.
+    pub hidden_partitions: Vec<String>,
 }
 
 /// What a command line amounts to.
@@ -182,6 +200,8 @@ pub fn parse_args(
     if p.has("version") {
         return Ok(Parsed::Version);
     }
+    refuse::refuse_options("squeue", &p, REFUSED)?;
+    refuse::refuse_env("squeue", env, REFUSED_ENV)?;
     let mut warnings = Vec::new();
     let fatal = |m: String| vec![format!("squeue: error: {m}")];
 
@@ -233,6 +253,14 @@ pub fn parse_args(
         }
         fmt
     };
+    let mut format = format;
+    if p.has("noconvert") {
+        for f in &mut format.fields {
+            if f.kind == JobField::MinMemory {
+                f.kind = JobField::MinMemoryExact;
+            }
+        }
+    }
 
     // Jobs: -j LIST, --jobs=LIST, or `-j` followed by a positional list.
     let mut positional = p.positional.clone();
@@ -247,6 +275,17 @@ pub fn parse_args(
             job_texts = jobids::split_job_list(&positional.remove(0));
         }
     }
+    let mut steps_text = p.value("steps").map(str::to_string);
+    if p.has("steps") && !p.has("jobs") && steps_text.is_none() && !positional.is_empty() {
+        steps_text = Some(positional.remove(0));
+    }
+    if p.has("steps") && p.has("jobs") && job_texts.is_empty() {
+        return Err(fatal("Incompatible options --jobs and --steps".into()));
+    }
+    let step_list = match &steps_text {
+        Some(t) => Some(parse_step_list(t).map_err(|bad| fatal(format!("Invalid job step id: {bad}")))?),
+        None => None,
+    };
     if let Some(extra) = positional.first() {
         return Err(vec![
             format!("squeue: error: Unrecognized option: {extra}"),
@@ -395,8 +434,24 @@ pub fn parse_args(
         Vec::new()
     };
 
+    // -a shows jobs in hidden partitions; -p and SQUEUE_PARTITION imply it,
+    // --hide undoes it (the last of -a/--hide wins, as Slurm reads them).
+    let all_pos = p.opts.iter().rposition(|f| f.key == "all" || f.key == "partitions");
+    let hide_pos = p.opts.iter().rposition(|f| f.key == "hide");
+    let all = match (all_pos, hide_pos) {
+        (Some(a), Some(h)) => a > h,
+        (Some(_), None) => true,
+        (None, Some(_)) => false,
+        (None, None) => env("SQUEUE_ALL").is_some() || env("SQUEUE_PARTITION").is_some(),
+    };
+    let clusters = refuse::clusters_asked(p.value("clusters"), env);
+
     Ok(Parsed::Run(Box::new(Params {
         dump,
+        step_list,
+        all,
+        clusters,
+        hidden_partitions: Vec::new(),
         steps: p.has("steps"),
         step_format: p.value("format").map(str::to_string),
         format,
@@ -496,6 +551,30 @@ fn options_dump(o: &OptionsShown) -> Vec<String> {
         String::new(),
         String::new(),
     ]
+}
+
+/// `-s` list: `JOB.STEP` or `JOB` (every step of the job), comma separated.
+pub fn parse_step_list(t: &str) -> Result<Vec<(u32, Option<u32>)>, String> {
+    let mut v = Vec::new();
+    for id in t.split(',').filter(|x| !x.is_empty()) {
+        let (job, step) = match id.split_once('.') {
+            Some((j, s)) => (j, Some(s)),
+            None => (id, None),
+        };
+        let job: u32 = job.trim().parse().map_err(|_| id.to_string())?;
+        let step = match step {
+            Some(s) => Some(
+                match s.trim() {
+                    "batch" => u32::MAX - 3,
+                    "extern" => u32::MAX - 4,
+                    n => n.parse::<u32>().map_err(|_| id.to_string())?,
+                },
+            ),
+            None => None,
+        };
+        v.push((job, step));
+    }
+    Ok(v)
 }
 
 const SORT_KEYS: &str = "ABCDGLMNPQSTUVaceghijlmnpqtuvz";
