@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod fields;
+pub mod filter;
 pub mod json;
 pub mod output;
 
@@ -96,6 +97,11 @@ async fn query_and_print(cfg: drover_conf::Config, mut opts: Opts, now: i64) -> 
                 }
             }
         }
+        for n in opts.local.columns() {
+            if !cols.iter().any(|x| x == n) {
+                cols.push(n.to_string());
+            }
+        }
         if cols.is_empty() {
             cols.push("state".into());
         }
@@ -109,6 +115,7 @@ async fn query_and_print(cfg: drover_conf::Config, mut opts: Opts, now: i64) -> 
             return 1;
         }
     };
+    let jobs = opts.local.apply(jobs);
     timer.mark("query");
     let mut out = String::with_capacity(64 * (jobs.len() + 2));
     if opts.json {
@@ -116,10 +123,11 @@ async fn query_and_print(cfg: drover_conf::Config, mut opts: Opts, now: i64) -> 
         out.push('\n');
     } else {
         if !opts.noheader {
-            output::header(&mut out, &opts.cols, opts.mode);
+            output::header_delim(&mut out, &opts.cols, opts.mode, &opts.delimiter);
         }
         let group = |g: u32| crate::users::group_name(g);
         let ctx = Ctx { now, group: &group };
+        let d = opts.delimiter.as_str();
         for j in &jobs {
             // -j J.S: only the steps asked for (none when there is no such
             // step), not the job's own line.
@@ -133,15 +141,15 @@ async fn query_and_print(cfg: drover_conf::Config, mut opts: Opts, now: i64) -> 
             if !picked.is_empty() {
                 for s in &j.steps {
                     if picked.contains(&fields::step_suffix(s.step_id).as_str()) {
-                        output::line(&mut out, &opts.cols, Row::Step(j, s), &ctx, opts.mode);
+                        output::line_delim(&mut out, &opts.cols, Row::Step(j, s), &ctx, opts.mode, d);
                     }
                 }
                 continue;
             }
-            output::line(&mut out, &opts.cols, Row::Job(j), &ctx, opts.mode);
+            output::line_delim(&mut out, &opts.cols, Row::Job(j), &ctx, opts.mode, d);
             if !opts.query.no_steps {
                 for s in &j.steps {
-                    output::line(&mut out, &opts.cols, Row::Step(j, s), &ctx, opts.mode);
+                    output::line_delim(&mut out, &opts.cols, Row::Step(j, s), &ctx, opts.mode, d);
                 }
             }
         }

@@ -588,3 +588,86 @@ fn check_sort(spec: &str) -> Result<(), char> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(a: &[&str], vars: &[(&str, &str)]) -> Result<Params, Vec<String>> {
+        let args: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+        let env = |k: &str| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        };
+        match parse_args(&args, &env, &|u| u.parse().ok(), 1000)? {
+            Parsed::Run(p) => Ok(*p),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn all_and_hide() {
+        assert!(!run(&[], &[]).unwrap().all);
+        assert!(run(&["-a"], &[]).unwrap().all);
+        assert!(run(&["-p", "x"], &[]).unwrap().all);
+        assert!(!run(&["-a", "--hide"], &[]).unwrap().all);
+        assert!(run(&["--hide", "-a"], &[]).unwrap().all);
+        assert!(run(&[], &[("SQUEUE_ALL", "1")]).unwrap().all);
+        assert!(!run(&["--hide"], &[("SQUEUE_ALL", "1")]).unwrap().all);
+        assert!(run(&[], &[("SQUEUE_PARTITION", "x")]).unwrap().all);
+    }
+
+    #[test]
+    fn steps_list() {
+        let p = run(&["-s", "5.0,6"], &[]).unwrap();
+        assert!(p.steps);
+        assert_eq!(p.step_list, Some(vec![(5, Some(0)), (6, None)]));
+        // `--steps LIST` as a separate word, as Slurm takes it.
+        let p = run(&["--steps", "7.1"], &[]).unwrap();
+        assert_eq!(p.step_list, Some(vec![(7, Some(1))]));
+        assert_eq!(run(&["-s"], &[]).unwrap().step_list, None);
+        assert_eq!(
+            run(&["-s", "-j"], &[]).unwrap_err(),
+            vec!["squeue: error: Incompatible options --jobs and --steps"]
+        );
+        assert!(run(&["-s", "-j", "5"], &[]).is_ok());
+        assert_eq!(
+            run(&["-sx.1"], &[]).unwrap_err(),
+            vec!["squeue: error: Invalid job step id: x.1"]
+        );
+    }
+
+    #[test]
+    fn noconvert_keeps_megabytes() {
+        let p = run(&["--noconvert", "-o", "%m"], &[]).unwrap();
+        assert_eq!(p.format.fields[0].kind, JobField::MinMemoryExact);
+        let p = run(&["-o", "%m"], &[]).unwrap();
+        assert_eq!(p.format.fields[0].kind, JobField::MinMemory);
+    }
+
+    #[test]
+    fn clusters_from_option_or_environment() {
+        assert_eq!(run(&[], &[]).unwrap().clusters, None);
+        assert_eq!(
+            run(&["-M", "c1"], &[("SLURM_CLUSTERS", "c2")])
+                .unwrap()
+                .clusters,
+            Some(("c1".to_string(), ClustersFrom::Option))
+        );
+        assert_eq!(
+            run(&[], &[("SLURM_CLUSTERS", "c2")]).unwrap().clusters,
+            Some(("c2".to_string(), ClustersFrom::Env))
+        );
+    }
+
+    #[test]
+    fn federation_flags_accepted() {
+        for a in ["--federation", "--local", "--sibling", "--sib"] {
+            assert!(run(&[a], &[]).is_ok(), "{a}");
+        }
+        for v in ["SQUEUE_FEDERATION", "SQUEUE_LOCAL", "SQUEUE_SIB", "SQUEUE_SIBLING"] {
+            assert!(run(&[], &[(v, "1")]).is_ok(), "{v}");
+        }
+    }
+}
