@@ -8,6 +8,7 @@ pub mod part;
 pub mod resv;
 pub mod show;
 pub mod token;
+pub mod unsupported;
 pub mod update;
 pub mod write;
 
@@ -26,6 +27,7 @@ use show::ShowOpts;
 pub const TABLE: &[OptDef] = &[
     opt("all", Some('a'), Arg::No, "all"),
     opt("details", Some('d'), Arg::No, "details"),
+    opt("federation", None, Arg::No, "federation"),
     opt("future", Some('F'), Arg::No, "future"),
     opt("help", Some('h'), Arg::No, "help"),
     opt("hide", None, Arg::No, "hide"),
@@ -77,6 +79,12 @@ pub struct Flags {
     pub json: bool,
     pub quiet: bool,
     pub verbose: u32,
+    /// `-a` (not undone by a later `--hide`): hidden partitions too.
+    pub all: bool,
+    /// `-F`: nodes in the FUTURE state too.
+    pub future: bool,
+    /// `-M` (or `SLURM_CLUSTERS`): checked against the cluster's name.
+    pub clusters: Option<(String, crate::refuse::ClustersFrom)>,
 }
 
 /// The command words, resolved.
@@ -108,6 +116,8 @@ pub enum Command {
     Shutdown,
     Version,
     Help,
+    /// `exit` / `quit` on the command line: nothing to do.
+    Quit,
 }
 
 /// Match a keyword allowing unambiguous abbreviations (at least `min` chars).
@@ -152,6 +162,11 @@ pub fn parse_command(words: &[String]) -> Result<Command, Vec<String>> {
             Command::Hostlist(arg.unwrap_or_default(), true)
         } else if kw(w, "hostlist", 5) {
             Command::Hostlist(arg.unwrap_or_default(), false)
+        } else if let Some(e) = unsupported::show_entity(w) {
+            return Err(vec![crate::refuse::not_supported(
+                "scontrol",
+                &format!("show {e}"),
+            )]);
         } else {
             return Err(vec![format!(
                 "scontrol: error: invalid entity:{w} for keyword:show"
@@ -262,7 +277,11 @@ pub fn parse_command(words: &[String]) -> Result<Command, Vec<String>> {
             }
             Ok(Command::Update(rest.to_vec()))
         }
-        _ => Err(vec![format!("invalid keyword: {c}")]),
+        _ if kw(c, "exit", 2) || kw(c, "quit", 4) => Ok(Command::Quit),
+        _ => match unsupported::keyword(c) {
+            Some(k) => Err(vec![crate::refuse::not_supported("scontrol", k)]),
+            None => Err(vec![format!("invalid keyword: {c}")]),
+        },
     }
 }
 
@@ -273,12 +292,18 @@ pub fn parse_args(args: &[String]) -> Result<(Flags, Command), Vec<String>> {
             "Try \"scontrol --help\" for more information".to_string(),
         ]
     })?;
+    crate::refuse::refuse_options("scontrol", &p, unsupported::REFUSED_OPTIONS)?;
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let flags = Flags {
         one_liner: p.has("oneliner"),
         details: p.has("details"),
         json: p.has("json"),
         quiet: p.has("quiet"),
         verbose: p.count("verbose") as u32,
+        all: p.opts.iter().rposition(|f| f.key == "all")
+            > p.opts.iter().rposition(|f| f.key == "hide"),
+        future: p.has("future"),
+        clusters: crate::refuse::clusters_asked(p.value("clusters"), &env),
     };
     if p.has("help") || p.has("usage") {
         return Ok((flags, Command::Help));
@@ -295,6 +320,8 @@ pub fn parse_args(args: &[String]) -> Result<(Flags, Command), Vec<String>> {
             "details" => flags.details = true,
             "oneliner" => flags.one_liner = true,
             "quiet" => flags.quiet = true,
+            "all" => flags.all = true,
+            "hide" => flags.all = false,
             _ => break,
         }
         words.remove(0);
@@ -362,6 +389,7 @@ pub fn run(args: &[String]) -> i32 {
             print!("{USAGE}");
             return 0;
         }
+        Command::Quit => return 0,
         Command::Version => {
             crate::print_version();
             return 0;
@@ -427,6 +455,12 @@ pub fn run(args: &[String]) -> i32 {
         Ok(v) => v,
         Err(rc) => return rc,
     };
+    if let Some((list, from)) = &flags.clusters {
+        if let Err(m) = crate::refuse::check_clusters(list, *from, &cfg.cluster_name) {
+            eprintln!("scontrol: error: {m}");
+            return 1;
+        }
+    }
     rt.block_on(async move {
         if let Command::ListPids(job, node) = &cmd {
             return listpids::run(&cfg, job.as_deref(), node.as_deref()).await;
@@ -592,6 +626,14 @@ async fn execute(
                 Ok(r) => r.into_inner().nodes,
                 Err(st) => return report(flags, "slurm_load_node error: ", &st),
             };
+            // FUTURE nodes only with -F (Slurm's SHOW_FUTURE).
+            let nodes: Vec<_> = nodes
+                .into_iter()
+                .filter(|n| {
+                    flags.future
+                        || crate::nodestate::NodeState::of(n).base != crate::nodestate::Base::Future
+                })
+                .collect();
             if nodes.is_empty() {
                 match &name {
                     Some(n) => {
@@ -628,10 +670,14 @@ async fn execute(
                 Ok(r) => r.into_inner().partitions,
                 Err(st) => return report(flags, "slurm_load_partitions error: ", &st),
             };
-            let parts: Vec<_> = match &name {
-                Some(n) => parts.into_iter().filter(|p| &p.name == n).collect(),
-                None => parts,
-            };
+            // Hidden partitions only with -a (or for root), as slurmctld
+            // answers without SHOW_ALL.
+            let see_hidden = flags.all || crate::users::euid() == 0;
+            let parts: Vec<_> = parts
+                .into_iter()
+                .filter(|p| name.as_ref().is_none_or(|n| &p.name == n))
+                .filter(|p| see_hidden || !p.hidden)
+                .collect();
             if parts.is_empty() {
                 match &name {
                     Some(n) => {
@@ -738,6 +784,7 @@ async fn execute(
         | Command::Takeover(_)
         | Command::Version
         | Command::Help
+        | Command::Quit
         | Command::Hostnames(_)
         | Command::ShowDaemons
         | Command::Resv(_)
