@@ -572,4 +572,53 @@ empty        up    1:00:00      0    n/a
         assert_eq!(e(&["--nope"])[0], "sinfo: unrecognized option '--nope'");
         assert!(e(&["-a", "-p", "x"])[0].contains("Conflicting"));
     }
+
+    #[test]
+    fn future_nodes_only_with_f() {
+        let (parts, mut nodes) = cluster();
+        nodes[0].state = "FUTURE".into();
+        let mut o = String::new();
+        render(&mut o, &params(&["-N", "-h", "-o", "%N"]), &parts, &nodes);
+        assert_eq!(o, "node2\nnode3\n");
+        let mut o = String::new();
+        render(&mut o, &params(&["-F", "-N", "-h", "-o", "%N"]), &parts, &nodes);
+        assert_eq!(o, "node1\nnode2\nnode3\n");
+        let env = |k: &str| (k == "SINFO_FUTURE").then(|| "1".to_string());
+        let args: Vec<String> = vec![];
+        match parse_args(&args, &env).unwrap() {
+            Parsed::Run(p) => assert!(p.future),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn all_hide_and_environment() {
+        let env_all = |k: &str| (k == "SINFO_ALL").then(|| "1".to_string());
+        let run = |a: &[&str], env: &dyn Fn(&str) -> Option<String>| {
+            let args: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+            match parse_args(&args, env).unwrap() {
+                Parsed::Run(p) => p.all,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(!run(&[], &|_| None));
+        assert!(run(&["-a"], &|_| None));
+        assert!(!run(&["-a", "--hide"], &|_| None));
+        assert!(run(&[], &env_all));
+        assert!(!run(&["--hide"], &env_all));
+        for a in ["--federation", "--local", "-e", "--noconvert", "-v"] {
+            assert!(parse_args(&[a.to_string()], &|_| None).is_ok(), "{a}");
+        }
+        // -S / SINFO_SORT and --yaml are refused.
+        let args: Vec<String> = vec!["-S".into(), "-P".into()];
+        assert_eq!(
+            parse_args(&args, &|_| None).unwrap_err(),
+            vec!["sinfo: error: -S: Requested operation not supported on this system"]
+        );
+        let env_sort = |k: &str| (k == "SINFO_SORT").then(|| "P".to_string());
+        assert_eq!(
+            parse_args(&[], &env_sort).unwrap_err(),
+            vec!["sinfo: error: SINFO_SORT: Requested operation not supported on this system"]
+        );
+    }
 }
