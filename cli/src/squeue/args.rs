@@ -15,6 +15,53 @@ pub const REFUSED: &[&str] = &["licenses", "priority", "yaml"];
 /// Their environment variables, refused the same way.
 pub const REFUSED_ENV: &[&str] = &["SQUEUE_LICENSES", "SQUEUE_PRIORITY"];
 
+/// `-O` fields of Slurm 23.11's squeue that Drover does not show (burst
+/// buffers, federation, heterogeneous jobs, containers, MCS, switches and
+/// accrue/preempt/resize bookkeeping it does not keep): refused as
+/// unsupported, where a name no squeue knows gets Slurm's `Invalid job
+/// format specification`.
+pub const REFUSED_FIELDS: &[&str] = &[
+    "accruetime",
+    "admin_comment",
+    "allocsid",
+    "associd",
+    "boardspernode",
+    "burstbuffer",
+    "burstbufferstate",
+    "clusterfeature",
+    "container",
+    "containerid",
+    "deadline",
+    "delayboot",
+    "derivedec",
+    "hetjobid",
+    "hetjobidset",
+    "hetjoboffset",
+    "lastschedeval",
+    "mcslabel",
+    "network",
+    "ntperboard",
+    "ntpercore",
+    "ntpersocket",
+    "origin",
+    "originraw",
+    "packjobid",
+    "packjobidset",
+    "packjoboffset",
+    "preempttime",
+    "prefer",
+    "profile",
+    "reboot",
+    "reqswitch",
+    "resizetime",
+    "siblingsactive",
+    "siblingsactiveraw",
+    "siblingsviable",
+    "siblingsviableraw",
+    "sperboard",
+    "system_comment",
+];
+
 pub const TABLE: &[OptDef] = &[
     opt("accounts", Some('A'), Arg::Required, "accounts"),
     opt("account", None, Arg::Required, "accounts"),
@@ -232,6 +279,13 @@ pub fn parse_args(
     let format = if let Some(f) = format_long {
         let (fmt, bad) = format::parse_long_format(&f);
         for b in bad {
+            let name = b.trim().to_ascii_lowercase();
+            if REFUSED_FIELDS.contains(&name.as_str()) {
+                return Err(vec![refuse::not_supported(
+                    "squeue",
+                    &format!("-O {}", b.trim()),
+                )]);
+            }
             warnings.push(format!("Invalid job format specification: {b}"));
         }
         fmt
@@ -659,6 +713,19 @@ mod tests {
             run(&[], &[("SLURM_CLUSTERS", "c2")]).unwrap().clusters,
             Some(("c2".to_string(), ClustersFrom::Env))
         );
+    }
+
+    #[test]
+    fn unsupported_long_fields_refused() {
+        assert_eq!(
+            run(&["-O", "jobid,BurstBuffer:10"], &[]).unwrap_err(),
+            vec!["squeue: error: -O BurstBuffer: Requested operation not supported on this system"]
+        );
+        for f in REFUSED_FIELDS {
+            assert!(run(&["-O", f], &[]).is_err(), "{f}");
+        }
+        let p = run(&["-O", "jobid,nosuchfield"], &[]).unwrap();
+        assert_eq!(p.warnings, vec!["Invalid job format specification: nosuchfield"]);
     }
 
     #[test]

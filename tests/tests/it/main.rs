@@ -33,6 +33,7 @@ mod parsers;
 mod placement;
 mod power;
 mod privacy;
+mod query_sweep;
 mod raw_frames;
 mod reconfigure;
 mod recovery;
