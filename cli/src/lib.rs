@@ -40,6 +40,7 @@ pub mod seff;
 pub mod sinfo;
 pub mod sprio;
 pub mod squeue;
+pub mod strftime;
 pub mod sreport;
 pub mod srun;
 pub mod sshare;

@@ -220,6 +220,10 @@ pub fn parse_command(words: &[String]) -> Result<Command, Vec<String>> {
             [what, ..] if kw(what, "batch_script", 5) => Err(vec![
                 "scontrol: error: too many arguments for keyword:write".to_string(),
             ]),
+            [what, ..] if kw(what, "config", 1) => Err(vec![crate::refuse::not_supported(
+                "scontrol",
+                "write config",
+            )]),
             _ => Err(vec![
                 "scontrol: error: invalid write argument: use batch_script".to_string(),
             ]),
@@ -300,9 +304,15 @@ pub fn parse_args(args: &[String]) -> Result<(Flags, Command), Vec<String>> {
         json: p.has("json"),
         quiet: p.has("quiet"),
         verbose: p.count("verbose") as u32,
-        all: p.opts.iter().rposition(|f| f.key == "all")
-            > p.opts.iter().rposition(|f| f.key == "hide"),
-        future: p.has("future"),
+        // SCONTROL_ALL under the command line's last -a/--hide.
+        all: match (
+            p.opts.iter().rposition(|f| f.key == "all"),
+            p.opts.iter().rposition(|f| f.key == "hide"),
+        ) {
+            (None, None) => env("SCONTROL_ALL").is_some(),
+            (a, h) => a > h,
+        },
+        future: p.has("future") || env("SCONTROL_FUTURE").is_some(),
         clusters: crate::refuse::clusters_asked(p.value("clusters"), &env),
     };
     if p.has("help") || p.has("usage") {
