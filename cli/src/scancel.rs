@@ -91,7 +91,9 @@ pub fn cancel_id(j: &drover_proto::JobInfo) -> String {
 /// `-R` and `--wckey`, which the controller's filter does not know: does a
 /// listed job pass them?
 pub fn passes_local_filters(r: &Request, j: &drover_proto::JobInfo) -> bool {
-    let has = |list: &Option<Vec<String>>, v: &str| list.as_ref().is_none_or(|l| l.iter().any(|x| x == v));
+    let has = |list: &Option<Vec<String>>, v: &str| {
+        list.as_ref().is_none_or(|l| l.iter().any(|x| x == v))
+    };
     has(&r.reservations, &j.reservation) && has(&r.wckeys, &j.wckey)
 }
 

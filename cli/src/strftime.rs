@@ -118,7 +118,9 @@ pub fn strftime(fmt: &str, tm: &Tm) -> String {
             Some('S') => two(&mut out, tm.sec),
             Some('p') => out.push_str(if tm.hour < 12 { "AM" } else { "PM" }),
             Some('P') => out.push_str(if tm.hour < 12 { "am" } else { "pm" }),
-            Some('b') | Some('h') => out.push_str(&MONTHS[(tm.month.clamp(1, 12) - 1) as usize][..3]),
+            Some('b') | Some('h') => {
+                out.push_str(&MONTHS[(tm.month.clamp(1, 12) - 1) as usize][..3])
+            }
             Some('B') => out.push_str(MONTHS[(tm.month.clamp(1, 12) - 1) as usize]),
             Some('a') => out.push_str(&DAYS[(tm.wday % 7) as usize][..3]),
             Some('A') => out.push_str(DAYS[(tm.wday % 7) as usize]),

@@ -34,7 +34,11 @@ fn refused_options_table() {
         (&["squeue", "--licenses=lic"], &[], "--licenses"),
         (&["squeue", "-P"], &[], "-P"),
         (&["squeue", "--priority"], &[], "--priority"),
-        (&["squeue"], &[("SQUEUE_LICENSES", "lic")], "SQUEUE_LICENSES"),
+        (
+            &["squeue"],
+            &[("SQUEUE_LICENSES", "lic")],
+            "SQUEUE_LICENSES",
+        ),
         (&["squeue"], &[("SQUEUE_PRIORITY", "1")], "SQUEUE_PRIORITY"),
         (&["sinfo", "--yaml"], &[], "--yaml"),
         (&["sinfo", "-S", "P"], &[], "-S"),
@@ -60,7 +64,11 @@ fn refused_options_table() {
         (&["scontrol", "--yaml", "show", "config"], &[], "--yaml"),
         (&["scontrol", "-u", "5", "show", "config"], &[], "-u"),
         (&["scontrol", "setdebug", "debug"], &[], "setdebug"),
-        (&["scontrol", "setdebugflags", "+Backfill"], &[], "setdebugflags"),
+        (
+            &["scontrol", "setdebugflags", "+Backfill"],
+            &[],
+            "setdebugflags",
+        ),
         (&["scontrol", "schedloglevel", "1"], &[], "schedloglevel"),
         (&["scontrol", "reboot_nodes", "ALL"], &[], "reboot_nodes"),
         (&["scontrol", "cancel_reboot", "n1"], &[], "cancel_reboot"),
@@ -71,16 +79,40 @@ fn refused_options_table() {
         (&["scontrol", "cluster", "c2"], &[], "cluster"),
         (&["scontrol", "completing"], &[], "completing"),
         (&["scontrol", "errnumstr", "2"], &[], "errnumstr"),
-        (&["scontrol", "fsdampeningfactor", "2"], &[], "fsdampeningfactor"),
+        (
+            &["scontrol", "fsdampeningfactor", "2"],
+            &[],
+            "fsdampeningfactor",
+        ),
         (&["scontrol", "getaddrs", "n1"], &[], "getaddrs"),
-        (&["scontrol", "callerid", "1", "2", "3", "4"], &[], "callerid"),
+        (
+            &["scontrol", "callerid", "1", "2", "3", "4"],
+            &[],
+            "callerid",
+        ),
         (&["scontrol", "write", "config"], &[], "write config"),
-        (&["scontrol", "update", "FrontendName=f1", "State=DOWN"], &[], "FrontendName"),
-        (&["scontrol", "update", "SuspendExcNodes=n1"], &[], "SuspendExcNodes"),
-        (&["scontrol", "update", "JobName=x", "TimeLimit=5"], &[], "update JobName (use JobId)"),
+        (
+            &["scontrol", "update", "FrontendName=f1", "State=DOWN"],
+            &[],
+            "FrontendName",
+        ),
+        (
+            &["scontrol", "update", "SuspendExcNodes=n1"],
+            &[],
+            "SuspendExcNodes",
+        ),
+        (
+            &["scontrol", "update", "JobName=x", "TimeLimit=5"],
+            &[],
+            "update JobName (use JobId)",
+        ),
         (&["scontrol", "show", "licenses"], &[], "show licenses"),
         (&["scontrol", "show", "topology"], &[], "show topology"),
-        (&["scontrol", "show", "burstbuffer"], &[], "show burstbuffer"),
+        (
+            &["scontrol", "show", "burstbuffer"],
+            &[],
+            "show burstbuffer",
+        ),
         (&["scontrol", "show", "assoc_mgr"], &[], "show assoc_mgr"),
         (&["scontrol", "show", "federation"], &[], "show federations"),
         (&["scontrol", "show", "frontend"], &[], "show frontendname"),
@@ -103,7 +135,10 @@ fn refused_options_table() {
 #[test]
 fn slurm_words_for_bad_values() {
     let o = drover(&["scancel", "-s", "NOPE", "5"], &[]);
-    assert_eq!(String::from_utf8_lossy(&o.stderr), "Unknown job signal: NOPE\n");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "Unknown job signal: NOPE\n"
+    );
     assert_eq!(o.status.code(), Some(1));
     let o = drover(&["scancel", "5"], &[("SCANCEL_STATE", "DONE")]);
     assert_eq!(
@@ -126,7 +161,10 @@ fn slurm_words_for_bad_values() {
     assert_eq!(o.status.code(), Some(1));
     // Slurm keywords Drover has none of stay "invalid keyword".
     let o = drover(&["scontrol", "frobnicate"], &[]);
-    assert_eq!(String::from_utf8_lossy(&o.stderr), "invalid keyword: frobnicate\n");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "invalid keyword: frobnicate\n"
+    );
     assert_eq!(o.status.code(), Some(1));
     // exit / quit need no controller.
     let o = drover(&["scontrol", "exit"], &[]);

@@ -6,8 +6,8 @@ use drover_conf::datetime::{midnight, parse_query_time};
 use drover_proto::acct::JobQuery;
 use drover_proto::JobState;
 
-use super::filter::{self, Local as LocalFilter};
 use super::fields::{self, Col};
+use super::filter::{self, Local as LocalFilter};
 use super::output::Mode;
 use crate::opts::{self, opt, Arg, OptDef};
 
@@ -133,9 +133,14 @@ pub fn parse(
     now: i64,
     lookup_uid: &dyn Fn(&str) -> Option<u32>,
 ) -> Result<Parsed, Vec<String>> {
-    parse_env(args, euid, now, lookup_uid, &|k| std::env::var(k).ok(), &|g| {
-        drover_proto::sysdb::group_gid(g)
-    })
+    parse_env(
+        args,
+        euid,
+        now,
+        lookup_uid,
+        &|k| std::env::var(k).ok(),
+        &|g| drover_proto::sysdb::group_gid(g),
+    )
 }
 
 /// `parse` with the environment (`SACCT_FORMAT`, ...) and group names
@@ -431,7 +436,19 @@ mod tests {
             }
         };
         let o = parse_with(
-            &["-g", "staff,7", "-W", "w1", "-i", "2-4", "-I", "8", "-R", "Resources", "-D"],
+            &[
+                "-g",
+                "staff,7",
+                "-W",
+                "w1",
+                "-i",
+                "2-4",
+                "-I",
+                "8",
+                "-R",
+                "Resources",
+                "-D",
+            ],
             &[],
         )
         .unwrap();
@@ -465,7 +482,13 @@ mod tests {
         assert_eq!(o.cols.len(), 1);
         // Accepted with the same effect on a cluster without federation or
         // heterogeneous jobs.
-        for a in ["--federation", "--local", "--use-local-uid", "--whole-hetjob", "--whole-hetjob=no"] {
+        for a in [
+            "--federation",
+            "--local",
+            "--use-local-uid",
+            "--whole-hetjob",
+            "--whole-hetjob=no",
+        ] {
             assert!(parse_with(&[a], &[]).is_ok(), "{a}");
         }
     }

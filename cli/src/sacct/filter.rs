@@ -171,8 +171,15 @@ mod tests {
     #[test]
     fn newest_record_unless_duplicates() {
         let jobs = vec![rec(5, 100), rec(6, 50), rec(5, 200)];
-        let ids = |v: Vec<JobRecord>| v.iter().map(|j| (j.job_id, j.submit_time)).collect::<Vec<_>>();
-        assert_eq!(ids(Local::default().apply(jobs.clone())), vec![(6, 50), (5, 200)]);
+        let ids = |v: Vec<JobRecord>| {
+            v.iter()
+                .map(|j| (j.job_id, j.submit_time))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids(Local::default().apply(jobs.clone())),
+            vec![(6, 50), (5, 200)]
+        );
         let all = Local {
             duplicates: true,
             ..Default::default()

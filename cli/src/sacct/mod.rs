@@ -19,8 +19,13 @@ const HELP: &str = "Usage: sacct [options]
   -a, --allusers        all users' jobs
   -A, --accounts=LIST   only these accounts
   -b, --brief           JobID,State,ExitCode
+  -D, --duplicates      every record of a requeued job, not just its newest
+      --delimiter=TEXT  separator for -p/-P (default '|')
   -E, --endtime=TIME    jobs submitted before TIME (default: now)
   -e, --helpformat      list the fields -o accepts
+  -g, --gid=LIST        only these groups' jobs
+  -i, --nnodes=N[-M]    jobs that ran on this many nodes
+  -I, --ncpus=N[-M]     jobs that had this many CPUs
   -j, --jobs=LIST       only these jobs (ID, ID_TASK)
   -l, --long            many fields
   -L, --allclusters     every cluster's jobs
@@ -31,10 +36,12 @@ const HELP: &str = "Usage: sacct [options]
   -p, --parsable        '|' after every field
   -P, --parsable2       '|' between fields
   -q, --qos=LIST        only these QOS
+  -R, --reason=LIST     only jobs with these (last pending) reasons
   -r, --partition=LIST  only these partitions
   -s, --state=LIST      only jobs in these states
   -S, --starttime=TIME  jobs not ended before TIME (default: midnight)
   -u, --user=LIST       these users' jobs
+  -W, --wckeys=LIST     only jobs with these wckeys
   -X, --allocations     no steps
       --name=LIST       only jobs with these names
       --json            JSON output
@@ -141,7 +148,14 @@ async fn query_and_print(cfg: drover_conf::Config, mut opts: Opts, now: i64) -> 
             if !picked.is_empty() {
                 for s in &j.steps {
                     if picked.contains(&fields::step_suffix(s.step_id).as_str()) {
-                        output::line_delim(&mut out, &opts.cols, Row::Step(j, s), &ctx, opts.mode, d);
+                        output::line_delim(
+                            &mut out,
+                            &opts.cols,
+                            Row::Step(j, s),
+                            &ctx,
+                            opts.mode,
+                            d,
+                        );
                     }
                 }
                 continue;

@@ -116,9 +116,18 @@ mod tests {
             );
         }
         // Keywords no Slurm has stay Slurm's "invalid keyword".
-        assert_eq!(parse(&["bogus"]).unwrap_err(), vec!["invalid keyword: bogus"]);
-        assert!(matches!(parse(&["exit"]).unwrap().1, super::super::Command::Quit));
-        assert!(matches!(parse(&["quit"]).unwrap().1, super::super::Command::Quit));
+        assert_eq!(
+            parse(&["bogus"]).unwrap_err(),
+            vec!["invalid keyword: bogus"]
+        );
+        assert!(matches!(
+            parse(&["exit"]).unwrap().1,
+            super::super::Command::Quit
+        ));
+        assert!(matches!(
+            parse(&["quit"]).unwrap().1,
+            super::super::Command::Quit
+        ));
     }
 
     #[test]
@@ -129,9 +138,13 @@ mod tests {
         assert!(!f.all);
         let (f, _) = parse(&["all", "show", "partition"]).unwrap();
         assert!(f.all);
-        let (f, _) = parse(&["-F", "--federation", "--local", "--sibling", "show", "node"]).unwrap();
+        let (f, _) =
+            parse(&["-F", "--federation", "--local", "--sibling", "show", "node"]).unwrap();
         assert!(f.future && !f.all);
         let (f, _) = parse(&["-M", "c1", "show", "node"]).unwrap();
-        assert_eq!(f.clusters, Some(("c1".to_string(), crate::refuse::ClustersFrom::Option)));
+        assert_eq!(
+            f.clusters,
+            Some(("c1".to_string(), crate::refuse::ClustersFrom::Option))
+        );
     }
 }

@@ -440,7 +440,13 @@ pub fn run(args: &[String]) -> i32 {
                 out.push_str(&format!("CLUSTER: {}\n", cfg.cluster_name));
             }
             if p.json {
-                out.push_str(&crate::json::to_pretty(&json(&p, &parts, &nodes, &cfg.cluster_name, args)));
+                out.push_str(&crate::json::to_pretty(&json(
+                    &p,
+                    &parts,
+                    &nodes,
+                    &cfg.cluster_name,
+                    args,
+                )));
                 out.push('\n');
             } else if p.reservation {
                 let mut sched = match conn::scheduler_for("sinfo", &cfg) {
@@ -460,7 +466,9 @@ pub fn run(args: &[String]) -> i32 {
                 }
             } else {
                 if !p.no_header && (p.iterate > 0 || p.long) {
-                    out.push_str(&drover_conf::datetime::fmt_ctime(&crate::timefmt::localtime(now)));
+                    out.push_str(&drover_conf::datetime::fmt_ctime(
+                        &crate::timefmt::localtime(now),
+                    ));
                     out.push('\n');
                 }
                 render(&mut out, &p, &parts, &nodes);
@@ -468,7 +476,11 @@ pub fn run(args: &[String]) -> i32 {
             {
                 let stdout = std::io::stdout();
                 let mut lock = std::io::BufWriter::new(stdout.lock());
-                if lock.write_all(out.as_bytes()).and_then(|_| lock.flush()).is_err() {
+                if lock
+                    .write_all(out.as_bytes())
+                    .and_then(|_| lock.flush())
+                    .is_err()
+                {
                     return 0;
                 }
             }
@@ -581,7 +593,12 @@ empty        up    1:00:00      0    n/a
         render(&mut o, &params(&["-N", "-h", "-o", "%N"]), &parts, &nodes);
         assert_eq!(o, "node2\nnode3\n");
         let mut o = String::new();
-        render(&mut o, &params(&["-F", "-N", "-h", "-o", "%N"]), &parts, &nodes);
+        render(
+            &mut o,
+            &params(&["-F", "-N", "-h", "-o", "%N"]),
+            &parts,
+            &nodes,
+        );
         assert_eq!(o, "node1\nnode2\nnode3\n");
         let env = |k: &str| (k == "SINFO_FUTURE").then(|| "1".to_string());
         let args: Vec<String> = vec![];

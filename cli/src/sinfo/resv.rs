@@ -27,7 +27,14 @@ pub fn render(out: &mut String, resvs: &[ReservationInfo], no_header: bool, now:
     if !no_header {
         line(
             out,
-            ["RESV_NAME", "STATE", "START_TIME", "END_TIME", "DURATION", "NODELIST"],
+            [
+                "RESV_NAME",
+                "STATE",
+                "START_TIME",
+                "END_TIME",
+                "DURATION",
+                "NODELIST",
+            ],
         );
     }
     for r in resvs {
@@ -70,7 +77,10 @@ mod tests {
         let mut out = String::new();
         render(
             &mut out,
-            &[r("maint", 100, 3700), r("a_longer_name", 5000, 5000 + 90_000)],
+            &[
+                r("maint", 100, 3700),
+                r("a_longer_name", 5000, 5000 + 90_000),
+            ],
             false,
             200,
         );
@@ -79,9 +89,17 @@ mod tests {
             lines[0],
             "RESV_NAME         STATE           START_TIME             END_TIME     DURATION  NODELIST"
         );
-        assert!(lines[1].starts_with("maint            ACTIVE  "), "{}", lines[1]);
+        assert!(
+            lines[1].starts_with("maint            ACTIVE  "),
+            "{}",
+            lines[1]
+        );
         assert!(lines[1].ends_with("     01:00:00  n[1-2]"), "{}", lines[1]);
-        assert!(lines[2].starts_with("a_longer_name  INACTIVE  "), "{}", lines[2]);
+        assert!(
+            lines[2].starts_with("a_longer_name  INACTIVE  "),
+            "{}",
+            lines[2]
+        );
         assert!(lines[2].ends_with("   1-01:00:00  n[1-2]"), "{}", lines[2]);
         let mut out = String::new();
         render(&mut out, &[r("x", 1, 2)], true, 0);

@@ -337,7 +337,9 @@ pub fn parse_args(
         return Err(fatal("Incompatible options --jobs and --steps".into()));
     }
     let step_list = match &steps_text {
-        Some(t) => Some(parse_step_list(t).map_err(|bad| fatal(format!("Invalid job step id: {bad}")))?),
+        Some(t) => {
+            Some(parse_step_list(t).map_err(|bad| fatal(format!("Invalid job step id: {bad}")))?)
+        }
         None => None,
     };
     if let Some(extra) = positional.first() {
@@ -490,7 +492,10 @@ pub fn parse_args(
 
     // -a shows jobs in hidden partitions; -p and SQUEUE_PARTITION imply it,
     // --hide undoes it (the last of -a/--hide wins, as Slurm reads them).
-    let all_pos = p.opts.iter().rposition(|f| f.key == "all" || f.key == "partitions");
+    let all_pos = p
+        .opts
+        .iter()
+        .rposition(|f| f.key == "all" || f.key == "partitions");
     let hide_pos = p.opts.iter().rposition(|f| f.key == "hide");
     let all = match (all_pos, hide_pos) {
         (Some(a), Some(h)) => a > h,
@@ -617,13 +622,11 @@ pub fn parse_step_list(t: &str) -> Result<Vec<(u32, Option<u32>)>, String> {
         };
         let job: u32 = job.trim().parse().map_err(|_| id.to_string())?;
         let step = match step {
-            Some(s) => Some(
-                match s.trim() {
-                    "batch" => u32::MAX - 3,
-                    "extern" => u32::MAX - 4,
-                    n => n.parse::<u32>().map_err(|_| id.to_string())?,
-                },
-            ),
+            Some(s) => Some(match s.trim() {
+                "batch" => u32::MAX - 3,
+                "extern" => u32::MAX - 4,
+                n => n.parse::<u32>().map_err(|_| id.to_string())?,
+            }),
             None => None,
         };
         v.push((job, step));
@@ -725,7 +728,10 @@ mod tests {
             assert!(run(&["-O", f], &[]).is_err(), "{f}");
         }
         let p = run(&["-O", "jobid,nosuchfield"], &[]).unwrap();
-        assert_eq!(p.warnings, vec!["Invalid job format specification: nosuchfield"]);
+        assert_eq!(
+            p.warnings,
+            vec!["Invalid job format specification: nosuchfield"]
+        );
     }
 
     #[test]
@@ -733,7 +739,12 @@ mod tests {
         for a in ["--federation", "--local", "--sibling", "--sib"] {
             assert!(run(&[a], &[]).is_ok(), "{a}");
         }
-        for v in ["SQUEUE_FEDERATION", "SQUEUE_LOCAL", "SQUEUE_SIB", "SQUEUE_SIBLING"] {
+        for v in [
+            "SQUEUE_FEDERATION",
+            "SQUEUE_LOCAL",
+            "SQUEUE_SIB",
+            "SQUEUE_SIBLING",
+        ] {
             assert!(run(&[], &[(v, "1")]).is_ok(), "{v}");
         }
     }

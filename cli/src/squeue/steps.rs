@@ -167,13 +167,34 @@ mod tests {
              \x20           5.0 hostname     debug    alice      1:05 n[1-2]\n"
         );
         let mut out = String::new();
-        render(&mut out, Some("%i|%A|%N"), true, None, std::slice::from_ref(&j), 165);
+        render(
+            &mut out,
+            Some("%i|%A|%N"),
+            true,
+            None,
+            std::slice::from_ref(&j),
+            165,
+        );
         assert_eq!(out, "5.0|4|n[1-2]\n");
         // -s LIST: only the steps named.
         let mut out = String::new();
-        render(&mut out, Some("%i"), true, Some(&[(5, Some(1))]), std::slice::from_ref(&j), 165);
+        render(
+            &mut out,
+            Some("%i"),
+            true,
+            Some(&[(5, Some(1))]),
+            std::slice::from_ref(&j),
+            165,
+        );
         assert_eq!(out, "");
-        render(&mut out, Some("%i"), true, Some(&[(5, None)]), std::slice::from_ref(&j), 165);
+        render(
+            &mut out,
+            Some("%i"),
+            true,
+            Some(&[(5, None)]),
+            std::slice::from_ref(&j),
+            165,
+        );
         assert_eq!(out, "5.0\n");
         let mut out = String::new();
         render(&mut out, Some("%i"), true, Some(&[(6, Some(0))]), &[j], 165);

@@ -99,7 +99,10 @@ fn clusters_option_names_this_cluster_only() {
     let c = Cluster::start(Spec::default());
     c.wait_nodes_idle(WAIT).unwrap();
     let out = c.ok("squeue", &["-M", "test"]);
-    assert!(out.starts_with("CLUSTER: test\n             JOBID"), "{out}");
+    assert!(
+        out.starts_with("CLUSTER: test\n             JOBID"),
+        "{out}"
+    );
     let out = c.ok("sinfo", &["--clusters=all", "-o", "%P"]);
     assert_eq!(out, "CLUSTER: test\nPARTITION\ndebug*\n");
     assert_eq!(c.ok("squeue", &["-M", "test", "-h"]), "");
@@ -126,7 +129,11 @@ fn clusters_option_names_this_cluster_only() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).1.contains("invalid entry for SLURM_CLUSTERS."), "{}", text(&o).1);
+    assert!(
+        text(&o).1.contains("invalid entry for SLURM_CLUSTERS."),
+        "{}",
+        text(&o).1
+    );
 }
 
 #[test]
