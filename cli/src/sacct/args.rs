@@ -108,6 +108,8 @@ pub struct Opts {
     pub delimiter: String,
     /// `-g`, `-W`, `-i`, `-I`, `-R`, `-D`: applied to the records returned.
     pub local: LocalFilter,
+    /// `-v`: lines for standard error before the query.
+    pub verbose_lines: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -300,9 +302,36 @@ pub fn parse_env(
         None => now,
     };
     if q.end != 0 && q.start > q.end {
-        return Err(fatal(
-            "Start time requested is after end time requested".to_string(),
-        ));
+        return Err(fatal(format!(
+            "Start time ({}) requested is after end time ({}).",
+            crate::timefmt::make_time_str(q.start),
+            crate::timefmt::make_time_str(q.end)
+        )));
+    }
+    // -v: Slurm's note of what is asked for, on standard error.
+    let mut verbose_lines = Vec::new();
+    if p.has("verbose") {
+        let states = if q.states.is_empty() {
+            "Eligible".to_string()
+        } else {
+            q.states
+                .iter()
+                .map(|s| JobState::try_from(*s).map_or("UNKNOWN", |s| s.long_name()))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let ctime = |t: i64| drover_conf::datetime::fmt_ctime(&crate::timefmt::localtime(t));
+        let from = if q.start == 0 {
+            "Epoch 0".to_string()
+        } else {
+            ctime(q.start)
+        };
+        let to = ctime(if q.end == 0 { now } else { q.end });
+        verbose_lines.push(if from == to {
+            format!("sacct: Jobs {states} at the time instant {from}")
+        } else {
+            format!("sacct: Jobs {states} in the time window from {from} to {to}")
+        });
     }
     q.no_steps = p.has("allocations");
     if p.has("allclusters") {
@@ -348,6 +377,7 @@ pub fn parse_env(
         steps,
         delimiter: p.value("delimiter").unwrap_or("|").to_string(),
         local,
+        verbose_lines,
     })))
 }
 
@@ -459,6 +489,14 @@ mod tests {
         assert_eq!(o.local.reasons, Some(vec!["Resources".to_string()]));
         assert!(o.local.duplicates);
         assert_eq!(o.delimiter, "|");
+        assert!(o.verbose_lines.is_empty());
+        let o = parse_with(&["-v", "-s", "CD,F", "-S", "2023-11-01T00:00", "-E", "2023-11-02T00:00"], &[]).unwrap();
+        assert_eq!(
+            o.verbose_lines,
+            vec!["sacct: Jobs COMPLETED,FAILED in the time window from Wed Nov 01 00:00:00 2023 to Thu Nov 02 00:00:00 2023"]
+        );
+        let o = parse_with(&["-v", "-j", "5"], &[]).unwrap();
+        assert!(o.verbose_lines[0].starts_with("sacct: Jobs Eligible in the time window from Epoch 0 to "));
         assert!(!parse_with(&[], &[]).unwrap().local.duplicates);
         assert_eq!(
             parse_with(&["--delimiter=,", "-P"], &[]).unwrap().delimiter,

@@ -78,6 +78,9 @@ pub fn run(args: &[String]) -> i32 {
         }
         Parsed::Run(o) => *o,
     };
+    for l in &opts.verbose_lines {
+        eprintln!("{l}");
+    }
     let (cfg, rt) = match crate::conn::setup("sacct") {
         Ok(x) => x,
         Err(rc) => return rc,
