@@ -490,13 +490,26 @@ mod tests {
         assert!(o.local.duplicates);
         assert_eq!(o.delimiter, "|");
         assert!(o.verbose_lines.is_empty());
-        let o = parse_with(&["-v", "-s", "CD,F", "-S", "2023-11-01T00:00", "-E", "2023-11-02T00:00"], &[]).unwrap();
+        let o = parse_with(
+            &[
+                "-v",
+                "-s",
+                "CD,F",
+                "-S",
+                "2023-11-01T00:00",
+                "-E",
+                "2023-11-02T00:00",
+            ],
+            &[],
+        )
+        .unwrap();
         assert_eq!(
             o.verbose_lines,
             vec!["sacct: Jobs COMPLETED,FAILED in the time window from Wed Nov 01 00:00:00 2023 to Thu Nov 02 00:00:00 2023"]
         );
         let o = parse_with(&["-v", "-j", "5"], &[]).unwrap();
-        assert!(o.verbose_lines[0].starts_with("sacct: Jobs Eligible in the time window from Epoch 0 to "));
+        assert!(o.verbose_lines[0]
+            .starts_with("sacct: Jobs Eligible in the time window from Epoch 0 to "));
         assert!(!parse_with(&[], &[]).unwrap().local.duplicates);
         assert_eq!(
             parse_with(&["--delimiter=,", "-P"], &[]).unwrap().delimiter,

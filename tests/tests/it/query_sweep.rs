@@ -134,6 +134,39 @@ fn clusters_option_names_this_cluster_only() {
         "{}",
         text(&o).1
     );
+
+    // SLURM_TIME_FORMAT shapes the times every command prints.
+    let id = c.sbatch(&["-H", "-o", "/dev/null"], SLEEP).to_string();
+    let submit = |fmt: &str| {
+        let o = c
+            .cmd("squeue")
+            .args(["-h", "-j", &id, "-o", "%V"])
+            .env("SLURM_TIME_FORMAT", fmt)
+            .output()
+            .unwrap();
+        text(&o)
+    };
+    let (iso, _) = submit("standard");
+    assert_eq!(iso.trim().len(), 19, "{iso}");
+    let year = iso[..4].to_string();
+    assert_eq!(submit("%Y|%m").0.trim(), format!("{year}|{}", &iso[5..7]));
+    // Today's time as H:M:S (the job was submitted a moment ago).
+    let (rel, _) = submit("relative");
+    assert_eq!(rel.trim(), &iso.trim()[11..], "{rel}");
+    let (out, err) = submit("iso");
+    assert_eq!(out, iso);
+    assert_eq!(err, "squeue: error: invalid SLURM_TIME_FORMAT = 'iso'\n");
+    let o = c
+        .cmd("scontrol")
+        .args(["show", "job", &id])
+        .env("SLURM_TIME_FORMAT", "%Y")
+        .output()
+        .unwrap();
+    assert!(
+        text(&o).0.contains(&format!("SubmitTime={year} ")),
+        "{}",
+        text(&o).0
+    );
 }
 
 #[test]
