@@ -94,7 +94,11 @@ pub fn strftime(fmt: &str, tm: &Tm) -> String {
                 let _ = write!(out, "{v}");
             }
         };
-        let h12 = if tm.hour % 12 == 0 { 12 } else { tm.hour % 12 };
+        let h12 = if tm.hour.is_multiple_of(12) {
+            12
+        } else {
+            tm.hour % 12
+        };
         match c {
             Some('Y') => {
                 let _ = write!(out, "{}", tm.year);

@@ -25,10 +25,12 @@ fn drover(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     c.output().unwrap()
 }
 
+/// One row: the command line, its environment, and what stderr names.
+type Row<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+
 #[test]
 fn refused_options_table() {
-    // (command line, environment, the refused option as stderr names it)
-    let table: &[(&[&str], &[(&str, &str)], &str)] = &[
+    let table: &[Row] = &[
         (&["squeue", "--yaml"], &[], "--yaml"),
         (&["squeue", "-L", "lic"], &[], "-L"),
         (&["squeue", "--licenses=lic"], &[], "--licenses"),
