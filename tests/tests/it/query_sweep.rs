@@ -221,3 +221,43 @@ fn hidden_partition_needs_all() {
         vec!["PartitionName=debug", "PartitionName=secret"]
     );
 }
+
+#[test]
+fn sacct_selections_the_database_query_lacks() {
+    let c = Cluster::start(Spec {
+        accounting: Some("sqlite".to_string()),
+        ..Spec::default()
+    });
+    c.wait_nodes_idle(WAIT).unwrap();
+    let quick = "#!/bin/sh\ntrue\n";
+    let a = c.sbatch(&["--wckey=w1", "-N", "2", "-o", "/dev/null"], quick);
+    let b = c.sbatch(&["--wckey=w2", "-n", "3", "-o", "/dev/null"], quick);
+    for id in [a, b] {
+        c.expect_end(id, "COMPLETED");
+    }
+    let ids = format!("{a},{b}");
+    let base = [
+        "-X",
+        "-n",
+        "-P",
+        "-j",
+        ids.as_str(),
+        "-o",
+        "JobID,WCKey,NNodes",
+    ];
+    c.wait_sacct(&base, Duration::from_secs(60), |t| t.lines().count() == 2);
+    let sacct = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        c.ok("sacct", &args)
+    };
+    assert_eq!(sacct(&["-W", "w1"]), format!("{a}|w1|2\n"));
+    assert_eq!(sacct(&["--wckeys=w2,w3"]), format!("{b}|w2|1\n"));
+    assert_eq!(sacct(&["-i", "2"]), format!("{a}|w1|2\n"));
+    assert_eq!(sacct(&["--nnodes=1-1"]), format!("{b}|w2|1\n"));
+    assert_eq!(sacct(&["-i", "3-4"]), "");
+    assert_eq!(sacct(&["-W", "w1", "--delimiter=;"]), format!("{a};w1;2\n"));
+    // Every record has the submitter's primary group.
+    assert_eq!(sacct(&["-g", "0"]).lines().count(), 2);
+    assert_eq!(sacct(&["--gid=12345"]), "");
+}
