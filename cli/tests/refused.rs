@@ -60,7 +60,6 @@ fn refused_options_table() {
         (&["sacct", "-K", "10"], &[], "-K"),
         (&["sacct", "-T"], &[], "-T"),
         (&["sacct", "--array"], &[], "--array"),
-        (&["sacct", "--noconvert"], &[], "--noconvert"),
         (&["sacct", "--units=M"], &[], "--units"),
         (&["sacct", "-x", "12"], &[], "-x"),
         (&["scontrol", "--yaml", "show", "config"], &[], "--yaml"),

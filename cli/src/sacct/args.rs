@@ -75,7 +75,8 @@ const TABLE: &[OptDef] = &[
 /// Options Drover recognises and refuses (`Requested operation not
 /// supported on this system`): the database keeps no batch scripts or
 /// environments, no job-completion log, no scheduler flags or association
-/// ids per job; limits, truncation, array and unit forms are not done.
+/// ids per job; limit ranges, truncation, the array form and `--units` are
+/// not done.
 pub const REFUSED: &[&str] = &[
     "array",
     "associations",
@@ -85,7 +86,6 @@ pub const REFUSED: &[&str] = &[
     "env-vars",
     "file",
     "flags",
-    "noconvert",
     "timelimit-max",
     "timelimit-min",
     "truncate",
@@ -110,6 +110,8 @@ pub struct Opts {
     pub local: LocalFilter,
     /// `-v`: lines for standard error before the query.
     pub verbose_lines: Vec<String>,
+    /// `--noconvert`: sizes in their recorded unit.
+    pub noconvert: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -378,6 +380,7 @@ pub fn parse_env(
         delimiter: p.value("delimiter").unwrap_or("|").to_string(),
         local,
         verbose_lines,
+        noconvert: p.has("noconvert"),
     })))
 }
 

@@ -136,7 +136,11 @@ async fn query_and_print(cfg: drover_conf::Config, mut opts: Opts, now: i64) -> 
             output::header_delim(&mut out, &opts.cols, opts.mode, &opts.delimiter);
         }
         let group = |g: u32| crate::users::group_name(g);
-        let ctx = Ctx { now, group: &group };
+        let ctx = Ctx {
+            now,
+            group: &group,
+            noconvert: opts.noconvert,
+        };
         let d = opts.delimiter.as_str();
         for j in &jobs {
             // -j J.S: only the steps asked for (none when there is no such

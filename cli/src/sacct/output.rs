@@ -123,6 +123,7 @@ mod tests {
         Ctx {
             now: 1000,
             group: &|g| g.to_string(),
+            noconvert: false,
         }
     }
 
