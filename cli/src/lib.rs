@@ -28,6 +28,7 @@ pub mod optdump;
 pub mod opts;
 #[cfg(test)]
 mod proptests;
+pub mod refuse;
 pub mod sacct;
 pub mod sacctmgr;
 pub mod salloc;
@@ -45,6 +46,7 @@ pub mod sreport;
 pub mod srun;
 pub mod sshare;
 pub mod sstat;
+pub mod strftime;
 /// Every `unsafe` block of the commands (terminal and time zone calls).
 #[allow(unsafe_code)]
 pub mod sys;

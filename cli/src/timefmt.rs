@@ -50,12 +50,51 @@ pub fn now() -> i64 {
     drover_proto::auth::now_secs()
 }
 
-/// Slurm's `slurm_make_time_str`: local ISO time, `Unknown` for 0/INFINITE.
+/// Slurm's `slurm_make_time_str`: local time as `SLURM_TIME_FORMAT` asks
+/// (ISO by default; see [`crate::strftime`]), `Unknown` for 0/INFINITE.
 pub fn make_time_str(t: i64) -> String {
     if t == 0 || t == i64::from(INFINITE) || t < 0 {
-        "Unknown".to_string()
+        return "Unknown".to_string();
+    }
+    let tm = localtime(t);
+    match time_format() {
+        None => fmt_iso(&tm),
+        Some("relative") => {
+            let today = localtime(now());
+            crate::strftime::strftime(crate::strftime::relative_fmt(&tm, &today), &tm)
+        }
+        Some(f) => crate::strftime::strftime(f, &tm),
+    }
+}
+
+/// `SLURM_TIME_FORMAT`, read once; a bad value is Slurm's complaint (once)
+/// and the standard form.
+fn time_format() -> Option<&'static str> {
+    static FORMAT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    FORMAT
+        .get_or_init(|| {
+            let var = std::env::var("SLURM_TIME_FORMAT").ok();
+            match crate::strftime::chosen(var.as_deref()) {
+                Ok(f) => f,
+                Err(m) => {
+                    eprintln!("{}: error: {m}", program());
+                    None
+                }
+            }
+        })
+        .as_deref()
+}
+
+/// The command's name as Slurm prefixes its messages (`squeue`, also when
+/// run as `drover squeue`).
+fn program() -> String {
+    let mut args = std::env::args();
+    let first = args.next().unwrap_or_default();
+    let base = first.rsplit('/').next().unwrap_or("").to_string();
+    if base == "drover" {
+        args.next().unwrap_or(base)
     } else {
-        fmt_iso(&localtime(t))
+        base
     }
 }
 

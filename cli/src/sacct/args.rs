@@ -7,6 +7,7 @@ use drover_proto::acct::JobQuery;
 use drover_proto::JobState;
 
 use super::fields::{self, Col};
+use super::filter::{self, Local as LocalFilter};
 use super::output::Mode;
 use crate::opts::{self, opt, Arg, OptDef};
 
@@ -44,6 +45,52 @@ const TABLE: &[OptDef] = &[
     opt("noconvert", None, Arg::No, "noconvert"),
     opt("array", None, Arg::No, "array"),
     opt("completion", Some('c'), Arg::No, "completion"),
+    opt("batch-script", Some('B'), Arg::No, "batch-script"),
+    opt("constraints", Some('C'), Arg::Required, "constraints"),
+    opt("delimiter", None, Arg::Required, "delimiter"),
+    opt("federation", None, Arg::No, "federation"),
+    opt("help-fields", None, Arg::No, "helpformat"),
+    opt("env-vars", None, Arg::No, "env-vars"),
+    opt("file", Some('f'), Arg::Required, "file"),
+    opt("flags", Some('F'), Arg::Required, "flags"),
+    opt("gid", Some('g'), Arg::Required, "gid"),
+    opt("group", None, Arg::Required, "gid"),
+    opt("local", None, Arg::No, "local"),
+    opt("nnodes", Some('i'), Arg::Required, "nnodes"),
+    opt("ncpus", Some('I'), Arg::Required, "ncpus"),
+    opt("timelimit-min", Some('k'), Arg::Required, "timelimit-min"),
+    opt("timelimit-max", Some('K'), Arg::Required, "timelimit-max"),
+    opt("cluster", None, Arg::Required, "clusters"),
+    opt("units", None, Arg::Required, "units"),
+    opt("fields", None, Arg::Required, "format"),
+    opt("reason", Some('R'), Arg::Required, "reason"),
+    opt("use-local-uid", None, Arg::No, "use-local-uid"),
+    opt("", Some('U'), Arg::No, "help"),
+    opt("wckeys", Some('W'), Arg::Required, "wckeys"),
+    opt("whole-hetjob", None, Arg::Optional, "whole-hetjob"),
+    opt("associations", Some('x'), Arg::Required, "associations"),
+    opt("yaml", None, Arg::Optional, "yaml"),
+];
+
+/// Options Drover recognises and refuses (`Requested operation not
+/// supported on this system`): the database keeps no batch scripts or
+/// environments, no job-completion log, no scheduler flags or association
+/// ids per job; limit ranges, truncation, the array form and `--units` are
+/// not done.
+pub const REFUSED: &[&str] = &[
+    "array",
+    "associations",
+    "batch-script",
+    "completion",
+    "constraints",
+    "env-vars",
+    "file",
+    "flags",
+    "timelimit-max",
+    "timelimit-min",
+    "truncate",
+    "units",
+    "yaml",
 ];
 
 /// What to ask and how to print.
@@ -57,6 +104,14 @@ pub struct Opts {
     /// `-j J.S`: (job id as given, step) pairs; such a job shows only
     /// those steps (unless it was asked for whole as well).
     pub steps: Vec<(String, String)>,
+    /// `--delimiter` for `-p`/`-P` (`|` by default).
+    pub delimiter: String,
+    /// `-g`, `-W`, `-i`, `-I`, `-R`, `-D`: applied to the records returned.
+    pub local: LocalFilter,
+    /// `-v`: lines for standard error before the query.
+    pub verbose_lines: Vec<String>,
+    /// `--noconvert`: sizes in their recorded unit.
+    pub noconvert: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -82,6 +137,26 @@ pub fn parse(
     now: i64,
     lookup_uid: &dyn Fn(&str) -> Option<u32>,
 ) -> Result<Parsed, Vec<String>> {
+    parse_env(
+        args,
+        euid,
+        now,
+        lookup_uid,
+        &|k| std::env::var(k).ok(),
+        &|g| drover_proto::sysdb::group_gid(g),
+    )
+}
+
+/// `parse` with the environment (`SACCT_FORMAT`, ...) and group names
+/// given.
+pub fn parse_env(
+    args: &[String],
+    euid: u32,
+    now: i64,
+    lookup_uid: &dyn Fn(&str) -> Option<u32>,
+    env: &dyn Fn(&str) -> Option<String>,
+    lookup_gid: &dyn Fn(&str) -> Option<u32>,
+) -> Result<Parsed, Vec<String>> {
     let p = opts::parse(TABLE, args, false).map_err(|e| {
         vec![
             format!("sacct: {e}"),
@@ -97,7 +172,49 @@ pub fn parse(
     if p.has("helpformat") {
         return Ok(Parsed::HelpFormat);
     }
+    crate::refuse::refuse_options("sacct", &p, REFUSED)?;
     let fatal = |m: String| vec![format!("sacct: error: {m}")];
+    let mut local = LocalFilter {
+        duplicates: p.has("duplicates"),
+        ..Default::default()
+    };
+    if let Some(v) = p.value("gid") {
+        let mut gids = Vec::new();
+        for g in list(v) {
+            let gid = if g.bytes().all(|b| b.is_ascii_digit()) {
+                g.parse().ok()
+            } else {
+                lookup_gid(&g)
+            };
+            match gid {
+                Some(n) => gids.push(n),
+                None => return Err(fatal(format!("Invalid group id: {g}"))),
+            }
+        }
+        local.gids = Some(gids);
+    }
+    if let Some(v) = p.value("wckeys") {
+        local.wckeys = Some(list(v));
+    }
+    if let Some(v) = p.value("reason") {
+        local.reasons = Some(list(v));
+    }
+    if let Some(v) = p.value("nnodes") {
+        local.nnodes = Some(filter::range(v, "requested node range").map_err(|e| {
+            vec![
+                format!("sacct: error: {e}"),
+                format!("sacct: error: invalid node range -i '{v}'"),
+            ]
+        })?);
+    }
+    if let Some(v) = p.value("ncpus") {
+        local.ncpus = Some(filter::range(v, "requested cpu range").map_err(|e| {
+            vec![
+                format!("sacct: error: {e}"),
+                format!("sacct: error: invalid cpu range -i '{v}'"),
+            ]
+        })?);
+    }
     let mut q = JobQuery::default();
     let mut steps: Vec<(String, String)> = Vec::new();
     let mut whole: Vec<String> = Vec::new();
@@ -187,9 +304,36 @@ pub fn parse(
         None => now,
     };
     if q.end != 0 && q.start > q.end {
-        return Err(fatal(
-            "Start time requested is after end time requested".to_string(),
-        ));
+        return Err(fatal(format!(
+            "Start time ({}) requested is after end time ({}).",
+            crate::timefmt::make_time_str(q.start),
+            crate::timefmt::make_time_str(q.end)
+        )));
+    }
+    // -v: Slurm's note of what is asked for, on standard error.
+    let mut verbose_lines = Vec::new();
+    if p.has("verbose") {
+        let states = if q.states.is_empty() {
+            "Eligible".to_string()
+        } else {
+            q.states
+                .iter()
+                .map(|s| JobState::try_from(*s).map_or("UNKNOWN", |s| s.long_name()))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let ctime = |t: i64| drover_conf::datetime::fmt_ctime(&crate::timefmt::localtime(t));
+        let from = if q.start == 0 {
+            "Epoch 0".to_string()
+        } else {
+            ctime(q.start)
+        };
+        let to = ctime(if q.end == 0 { now } else { q.end });
+        verbose_lines.push(if from == to {
+            format!("sacct: Jobs {states} at the time instant {from}")
+        } else {
+            format!("sacct: Jobs {states} in the time window from {from} to {to}")
+        });
     }
     q.no_steps = p.has("allocations");
     if p.has("allclusters") {
@@ -212,7 +356,7 @@ pub fn parse(
         fields::LONG_FORMAT.to_string()
     } else if p.has("brief") {
         fields::BRIEF_FORMAT.to_string()
-    } else if let Ok(env) = std::env::var("SACCT_FORMAT") {
+    } else if let Some(env) = env("SACCT_FORMAT") {
         env
     } else {
         fields::DEFAULT_FORMAT.to_string()
@@ -233,6 +377,10 @@ pub fn parse(
         noheader: p.has("noheader"),
         json: p.has("json"),
         steps,
+        delimiter: p.value("delimiter").unwrap_or("|").to_string(),
+        local,
+        verbose_lines,
+        noconvert: p.has("noconvert"),
     })))
 }
 
@@ -302,5 +450,100 @@ mod tests {
         assert!(o.query.all_clusters);
         assert_eq!(o.mode, Mode::Parsable);
         assert!(o.cols.len() > 30);
+    }
+
+    #[test]
+    fn local_filters_delimiter_and_environment() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let parse_with = |a: &[&str], vars: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let env = move |k: &str| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+            let gid = |g: &str| (g == "staff").then_some(50);
+            match parse_env(&args(a), 0, 1_700_000_000, &|u| u.parse().ok(), &env, &gid) {
+                Ok(Parsed::Run(o)) => Ok(*o),
+                Ok(other) => panic!("{other:?}"),
+                Err(e) => Err(e),
+            }
+        };
+        let o = parse_with(
+            &[
+                "-g",
+                "staff,7",
+                "-W",
+                "w1",
+                "-i",
+                "2-4",
+                "-I",
+                "8",
+                "-R",
+                "Resources",
+                "-D",
+            ],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(o.local.gids, Some(vec![50, 7]));
+        assert_eq!(o.local.wckeys, Some(vec!["w1".to_string()]));
+        assert_eq!(o.local.nnodes, Some((2, 4)));
+        assert_eq!(o.local.ncpus, Some((8, 8)));
+        assert_eq!(o.local.reasons, Some(vec!["Resources".to_string()]));
+        assert!(o.local.duplicates);
+        assert_eq!(o.delimiter, "|");
+        assert!(o.verbose_lines.is_empty());
+        let o = parse_with(
+            &[
+                "-v",
+                "-s",
+                "CD,F",
+                "-S",
+                "2023-11-01T00:00",
+                "-E",
+                "2023-11-02T00:00",
+            ],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            o.verbose_lines,
+            vec!["sacct: Jobs COMPLETED,FAILED in the time window from Wed Nov 01 00:00:00 2023 to Thu Nov 02 00:00:00 2023"]
+        );
+        let o = parse_with(&["-v", "-j", "5"], &[]).unwrap();
+        assert!(o.verbose_lines[0]
+            .starts_with("sacct: Jobs Eligible in the time window from Epoch 0 to "));
+        assert!(!parse_with(&[], &[]).unwrap().local.duplicates);
+        assert_eq!(
+            parse_with(&["--delimiter=,", "-P"], &[]).unwrap().delimiter,
+            ","
+        );
+        assert_eq!(
+            parse_with(&["--group=nogroup"], &[]).unwrap_err(),
+            vec!["sacct: error: Invalid group id: nogroup"]
+        );
+        assert_eq!(
+            parse_with(&["-i", "x"], &[]).unwrap_err(),
+            vec![
+                "sacct: error: Invalid numeric value \"x\" for requested node range.",
+                "sacct: error: invalid node range -i 'x'"
+            ]
+        );
+        // SACCT_FORMAT under -o; --fields is -o.
+        let o = parse_with(&[], &[("SACCT_FORMAT", "jobid,state")]).unwrap();
+        assert_eq!(o.cols.len(), 2);
+        let o = parse_with(&["--fields=jobid"], &[("SACCT_FORMAT", "jobid,state")]).unwrap();
+        assert_eq!(o.cols.len(), 1);
+        // Accepted with the same effect on a cluster without federation or
+        // heterogeneous jobs.
+        for a in [
+            "--federation",
+            "--local",
+            "--use-local-uid",
+            "--whole-hetjob",
+            "--whole-hetjob=no",
+        ] {
+            assert!(parse_with(&[a], &[]).is_ok(), "{a}");
+        }
     }
 }

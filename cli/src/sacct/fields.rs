@@ -114,6 +114,11 @@ pub const FIELDS: &[(&str, i32)] = &[
     ("TRESUsageInTot", 14),
     ("TRESUsageOutAve", 15),
     ("TRESUsageOutMax", 15),
+    ("TRESUsageOutMaxNode", 19),
+    ("TRESUsageOutMaxTask", 19),
+    ("TRESUsageOutMin", 15),
+    ("TRESUsageOutMinNode", 19),
+    ("TRESUsageOutMinTask", 19),
     ("TRESUsageOutTot", 15),
     ("UID", 6),
     ("User", 9),
@@ -226,6 +231,9 @@ pub enum Row<'a> {
 pub struct Ctx<'a> {
     pub now: i64,
     pub group: &'a dyn Fn(u32) -> String,
+    /// `--noconvert`: sizes in the unit they were recorded in (`2048K`,
+    /// `4096M`), not the largest exact one (`2M`, `4G`).
+    pub noconvert: bool,
 }
 
 pub fn state_name(s: i32) -> &'static str {
@@ -373,7 +381,15 @@ pub fn value(name: &str, row: Row<'_>, ctx: &Ctx<'_>) -> String {
         "AveCPU" | "MinCPU" => step
             .map(|s| cpu_time_text(s.cpu_time_usec / u64::from(s.ntasks.max(1))))
             .unwrap_or_default(),
-        "AveRSS" | "MaxRSS" => step.map(|s| kb_text(s.max_rss_kb)).unwrap_or_default(),
+        "AveRSS" | "MaxRSS" => step
+            .map(|s| {
+                if ctx.noconvert && s.max_rss_kb > 0 {
+                    format!("{}K", s.max_rss_kb)
+                } else {
+                    kb_text(s.max_rss_kb)
+                }
+            })
+            .unwrap_or_default(),
         "MaxRSSNode" | "MinCPUNode" => step.map(|s| s.nodelist.clone()).unwrap_or_default(),
         "MaxRSSTask" | "MinCPUTask" => step.map(|_| "0".to_string()).unwrap_or_default(),
         "AveVMSize" | "MaxVMSize" | "AvePages" | "MaxPages" | "AveDiskRead" | "AveDiskWrite"
@@ -502,6 +518,8 @@ pub fn value(name: &str, row: Row<'_>, ctx: &Ctx<'_>) -> String {
         "ReqMem" => {
             if step.is_some() {
                 String::new()
+            } else if ctx.noconvert && j.req_mem_mb > 0 {
+                format!("{}M", j.req_mem_mb)
             } else {
                 tres_mem(&j.req_tres)
                     .map(str::to_string)
@@ -633,5 +651,32 @@ mod tests {
         j.array_pending = "3-5".into();
         j.array_max_running = 2;
         assert_eq!(job_id_text(&j), "18_[3-5%2]");
+    }
+
+    #[test]
+    fn noconvert_keeps_recorded_units() {
+        use drover_proto::acct::StepRecord;
+        let j = JobRecord {
+            job_id: 4,
+            req_mem_mb: 4096,
+            req_tres: "cpu=1,mem=4G".into(),
+            steps: vec![StepRecord {
+                max_rss_kb: 2048,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let group = |g: u32| g.to_string();
+        let mut ctx = Ctx {
+            now: 0,
+            group: &group,
+            noconvert: false,
+        };
+        let step = Row::Step(&j, &j.steps[0]);
+        assert_eq!(value("MaxRSS", step, &ctx), "2M");
+        assert_eq!(value("ReqMem", Row::Job(&j), &ctx), "4G");
+        ctx.noconvert = true;
+        assert_eq!(value("MaxRSS", step, &ctx), "2048K");
+        assert_eq!(value("ReqMem", Row::Job(&j), &ctx), "4096M");
     }
 }

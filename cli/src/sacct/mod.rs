@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod fields;
+pub mod filter;
 pub mod json;
 pub mod output;
 
@@ -18,8 +19,13 @@ const HELP: &str = "Usage: sacct [options]
   -a, --allusers        all users' jobs
   -A, --accounts=LIST   only these accounts
   -b, --brief           JobID,State,ExitCode
+  -D, --duplicates      every record of a requeued job, not just its newest
+      --delimiter=TEXT  separator for -p/-P (default '|')
   -E, --endtime=TIME    jobs submitted before TIME (default: now)
   -e, --helpformat      list the fields -o accepts
+  -g, --gid=LIST        only these groups' jobs
+  -i, --nnodes=N[-M]    jobs that ran on this many nodes
+  -I, --ncpus=N[-M]     jobs that had this many CPUs
   -j, --jobs=LIST       only these jobs (ID, ID_TASK)
   -l, --long            many fields
   -L, --allclusters     every cluster's jobs
@@ -30,10 +36,12 @@ const HELP: &str = "Usage: sacct [options]
   -p, --parsable        '|' after every field
   -P, --parsable2       '|' between fields
   -q, --qos=LIST        only these QOS
+  -R, --reason=LIST     only jobs with these (last pending) reasons
   -r, --partition=LIST  only these partitions
   -s, --state=LIST      only jobs in these states
   -S, --starttime=TIME  jobs not ended before TIME (default: midnight)
   -u, --user=LIST       these users' jobs
+  -W, --wckeys=LIST     only jobs with these wckeys
   -X, --allocations     no steps
       --name=LIST       only jobs with these names
       --json            JSON output
@@ -70,6 +78,9 @@ pub fn run(args: &[String]) -> i32 {
         }
         Parsed::Run(o) => *o,
     };
+    for l in &opts.verbose_lines {
+        eprintln!("{l}");
+    }
     let (cfg, rt) = match crate::conn::setup("sacct") {
         Ok(x) => x,
         Err(rc) => return rc,
@@ -96,6 +107,11 @@ async fn query_and_print(cfg: drover_conf::Config, mut opts: Opts, now: i64) -> 
                 }
             }
         }
+        for n in opts.local.columns() {
+            if !cols.iter().any(|x| x == n) {
+                cols.push(n.to_string());
+            }
+        }
         if cols.is_empty() {
             cols.push("state".into());
         }
@@ -109,6 +125,7 @@ async fn query_and_print(cfg: drover_conf::Config, mut opts: Opts, now: i64) -> 
             return 1;
         }
     };
+    let jobs = opts.local.apply(jobs);
     timer.mark("query");
     let mut out = String::with_capacity(64 * (jobs.len() + 2));
     if opts.json {
@@ -116,10 +133,15 @@ async fn query_and_print(cfg: drover_conf::Config, mut opts: Opts, now: i64) -> 
         out.push('\n');
     } else {
         if !opts.noheader {
-            output::header(&mut out, &opts.cols, opts.mode);
+            output::header_delim(&mut out, &opts.cols, opts.mode, &opts.delimiter);
         }
         let group = |g: u32| crate::users::group_name(g);
-        let ctx = Ctx { now, group: &group };
+        let ctx = Ctx {
+            now,
+            group: &group,
+            noconvert: opts.noconvert,
+        };
+        let d = opts.delimiter.as_str();
         for j in &jobs {
             // -j J.S: only the steps asked for (none when there is no such
             // step), not the job's own line.
@@ -133,15 +155,22 @@ async fn query_and_print(cfg: drover_conf::Config, mut opts: Opts, now: i64) -> 
             if !picked.is_empty() {
                 for s in &j.steps {
                     if picked.contains(&fields::step_suffix(s.step_id).as_str()) {
-                        output::line(&mut out, &opts.cols, Row::Step(j, s), &ctx, opts.mode);
+                        output::line_delim(
+                            &mut out,
+                            &opts.cols,
+                            Row::Step(j, s),
+                            &ctx,
+                            opts.mode,
+                            d,
+                        );
                     }
                 }
                 continue;
             }
-            output::line(&mut out, &opts.cols, Row::Job(j), &ctx, opts.mode);
+            output::line_delim(&mut out, &opts.cols, Row::Job(j), &ctx, opts.mode, d);
             if !opts.query.no_steps {
                 for s in &j.steps {
-                    output::line(&mut out, &opts.cols, Row::Step(j, s), &ctx, opts.mode);
+                    output::line_delim(&mut out, &opts.cols, Row::Step(j, s), &ctx, opts.mode, d);
                 }
             }
         }

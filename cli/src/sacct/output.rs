@@ -48,6 +48,11 @@ pub fn cell(out: &mut String, val: &str, width: i32, truncate_mark: bool) {
 }
 
 pub fn header(out: &mut String, cols: &[Col], mode: Mode) {
+    header_delim(out, cols, mode, "|");
+}
+
+/// The header, with `--delimiter`'s separator for the parsable forms.
+pub fn header_delim(out: &mut String, cols: &[Col], mode: Mode, delim: &str) {
     match mode {
         Mode::Table => {
             for c in cols {
@@ -65,9 +70,9 @@ pub fn header(out: &mut String, cols: &[Col], mode: Mode) {
         }
         _ => {
             let names: Vec<&str> = cols.iter().map(|c| c.name()).collect();
-            out.push_str(&names.join("|"));
+            out.push_str(&names.join(delim));
             if mode == Mode::Parsable {
-                out.push('|');
+                out.push_str(delim);
             }
             out.push('\n');
         }
@@ -75,6 +80,18 @@ pub fn header(out: &mut String, cols: &[Col], mode: Mode) {
 }
 
 pub fn line(out: &mut String, cols: &[Col], row: Row<'_>, ctx: &Ctx<'_>, mode: Mode) {
+    line_delim(out, cols, row, ctx, mode, "|");
+}
+
+/// One line, with `--delimiter`'s separator for the parsable forms.
+pub fn line_delim(
+    out: &mut String,
+    cols: &[Col],
+    row: Row<'_>,
+    ctx: &Ctx<'_>,
+    mode: Mode,
+    delim: &str,
+) {
     for (i, c) in cols.iter().enumerate() {
         let v = value(c.name(), row, ctx);
         let v = drover_proto::text::printable(&v);
@@ -82,12 +99,12 @@ pub fn line(out: &mut String, cols: &[Col], row: Row<'_>, ctx: &Ctx<'_>, mode: M
             Mode::Table => cell(out, &v, c.width, true),
             Mode::Parsable => {
                 out.push_str(&v);
-                out.push('|');
+                out.push_str(delim);
             }
             Mode::Parsable2 => {
                 out.push_str(&v);
                 if i + 1 < cols.len() {
-                    out.push('|');
+                    out.push_str(delim);
                 }
             }
         }
@@ -106,6 +123,7 @@ mod tests {
         Ctx {
             now: 1000,
             group: &|g| g.to_string(),
+            noconvert: false,
         }
     }
 
@@ -167,5 +185,10 @@ mod tests {
         header(&mut p2, &cols, Mode::Parsable2);
         line(&mut p2, &cols, Row::Job(&j), &ctx(), Mode::Parsable2);
         assert_eq!(p2, "JobID|State\n3|COMPLETED\n");
+        // --delimiter
+        let mut d = String::new();
+        header_delim(&mut d, &cols, Mode::Parsable2, ";;");
+        line_delim(&mut d, &cols, Row::Job(&j), &ctx(), Mode::Parsable2, ";;");
+        assert_eq!(d, "JobID;;State\n3;;COMPLETED\n");
     }
 }

@@ -81,15 +81,26 @@ pub fn parse_update(words: &[String]) -> Result<Update, Vec<String>> {
             }
         }
     }
+    // JobId first: with one, JobName= is the new name (Slurm's order).
     let entity = pairs
         .iter()
-        .position(|(k, _)| {
-            ["jobid", "jobname", "nodename", "partitionname"].contains(&k.to_ascii_lowercase().as_str())
+        .position(|(k, _)| k.eq_ignore_ascii_case("jobid"))
+        .or_else(|| {
+            pairs.iter().position(|(k, _)| {
+                ["jobname", "nodename", "partitionname"].contains(&k.to_ascii_lowercase().as_str())
+            })
         })
         // `Partition=`/`Par=`: PartitionName as scontrol abbreviates it
         // (with a JobId it is the job's field instead).
         .or_else(|| pairs.iter().position(|(k, _)| super::part::is_name_key(k)))
         .ok_or_else(|| {
+            // Entities Slurm has and Drover does not: refused as such.
+            if let Some((k, _)) = pairs.iter().find(|(k, _)| {
+                let k = k.to_ascii_lowercase();
+                k == "frontendname" || k.starts_with("suspendexc")
+            }) {
+                return vec![format!("{k}: {}", crate::opts::NOT_SUPPORTED)];
+            }
             vec![
                 "No valid entity in update command".to_string(),
                 "Input line must include \"NodeName\", \"PartitionName\", \"Reservation/ReservationName\", \"JobId\", \"JobName\", \"FrontendName\" or \"SuspendExcNodes\"".to_string(),
@@ -110,7 +121,10 @@ pub fn parse_update(words: &[String]) -> Result<Update, Vec<String>> {
                 reason: String::new(),
             }))
         }
-        "jobname" => Err(vec!["update by JobName is not supported, use JobId".into()]),
+        "jobname" => Err(vec![format!(
+            "update JobName (use JobId): {}",
+            crate::opts::NOT_SUPPORTED
+        )]),
         "nodename" => {
             let names = drover_conf::hostlist::expand(&ev)
                 .map_err(|_| vec![format!("Invalid node name specified: {ev}")])?;
@@ -194,6 +208,14 @@ mod tests {
         }
         match parse_update(&w(&["timelimit=5", "jobid=3,4_1"])).unwrap() {
             Update::Job(r) => assert_eq!(r.job_ids, vec!["3", "4_1"]),
+            other => panic!("{other:?}"),
+        }
+        // JobName= before JobId= is the new name, not the selector.
+        match parse_update(&w(&["JobName=new", "JobId=9"])).unwrap() {
+            Update::Job(r) => {
+                assert_eq!(r.job_ids, vec!["9"]);
+                assert_eq!(r.fields.get("JobName").map(String::as_str), Some("new"));
+            }
             other => panic!("{other:?}"),
         }
         assert!(parse_update(&w(&["JobId=x", "TimeLimit=1"])).is_err());

@@ -27,6 +27,7 @@ pub fn report(j: &JobRecord, now: i64) -> String {
         &fields::Ctx {
             now,
             group: &|g| g.to_string(),
+            noconvert: false,
         },
     )
     .split(',')

@@ -1,6 +1,7 @@
 //! `sinfo`: view partitions and nodes.
 
 pub mod format;
+pub mod resv;
 
 use std::io::Write;
 
@@ -17,6 +18,7 @@ pub const TABLE: &[OptDef] = &[
     opt("dead", Some('d'), Arg::No, "dead"),
     opt("exact", Some('e'), Arg::No, "exact"),
     opt("federation", None, Arg::No, "federation"),
+    opt("future", Some('F'), Arg::No, "future"),
     opt("help", None, Arg::No, "help"),
     opt("hide", None, Arg::No, "hide"),
     opt("iterate", Some('i'), Arg::Required, "iterate"),
@@ -44,6 +46,13 @@ pub const TABLE: &[OptDef] = &[
     opt("version", Some('V'), Arg::No, "version"),
 ];
 
+/// Options Drover recognises and refuses (`Requested operation not
+/// supported on this system`): its own sort order is fixed (partition, then
+/// state), there is no YAML output.
+pub const REFUSED: &[&str] = &["sort", "yaml"];
+/// Their environment variables, refused the same way.
+pub const REFUSED_ENV: &[&str] = &["SINFO_SORT"];
+
 const USAGE: &str = "Usage: sinfo [-adelNRrsTv] [-i seconds] [-t states] [-p partition] [-n nodes]
              [-S fields] [-o format] [-O Format] [--federation] [--local]
              [--json] [--noconvert]
@@ -67,6 +76,10 @@ pub struct Params {
     pub nodes: Option<Vec<String>>,
     pub states: Option<Vec<String>>,
     pub warnings: Vec<String>,
+    /// `-F` (or `SINFO_FUTURE`): nodes in the FUTURE state too.
+    pub future: bool,
+    /// `-M` (or `SLURM_CLUSTERS`): checked against the cluster's name.
+    pub clusters: Option<(String, crate::refuse::ClustersFrom)>,
 }
 
 #[derive(Debug)]
@@ -92,6 +105,8 @@ pub fn parse_args(
     if p.has("version") {
         return Ok(Parsed::Version);
     }
+    crate::refuse::refuse_options("sinfo", &p, REFUSED)?;
+    crate::refuse::refuse_env("sinfo", env, REFUSED_ENV)?;
     if let Some(extra) = p.positional.first() {
         return Err(vec![
             format!("sinfo: error: Unrecognized option: {extra}"),
@@ -228,7 +243,19 @@ pub fn parse_args(
         long,
         node_mode,
         json: p.has("json"),
-        all: p.has("all") || partitions.is_some() || env("SINFO_ALL").is_some(),
+        // The last of -a/--hide wins; SINFO_ALL unless either is given.
+        all: partitions.is_some()
+            || match (
+                p.opts.iter().rposition(|f| f.key == "all"),
+                p.opts.iter().rposition(|f| f.key == "hide"),
+            ) {
+                (Some(a), Some(h)) => a > h,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => env("SINFO_ALL").is_some(),
+            },
+        future: p.has("future") || env("SINFO_FUTURE").is_some(),
+        clusters: crate::refuse::clusters_asked(p.value("clusters"), env),
         dead: p.has("dead"),
         responding: p.has("responding"),
         reservation: p.has("reservation"),
@@ -249,6 +276,10 @@ pub fn node_passes(n: &NodeInfo, p: &Params) -> bool {
         }
     }
     if p.responding && st.no_respond {
+        return false;
+    }
+    // FUTURE nodes only with -F (Slurm's SHOW_FUTURE).
+    if !p.future && st.base == Base::Future {
         return false;
     }
     if p.dead && !(st.no_respond || st.base == Base::Down) {
@@ -377,6 +408,12 @@ pub fn run(args: &[String]) -> i32 {
         Ok(v) => v,
         Err(rc) => return rc,
     };
+    if let Some((list, from)) = &p.clusters {
+        if let Err(m) = crate::refuse::check_clusters(list, *from, &cfg.cluster_name) {
+            eprintln!("sinfo: error: {m}");
+            return 1;
+        }
+    }
     rt.block_on(async move {
         let mut client = match conn::client_for("sinfo", &cfg) {
             Ok(c) => c,
@@ -399,16 +436,39 @@ pub fn run(args: &[String]) -> i32 {
             };
             let now = crate::timefmt::now();
             let mut out = String::new();
+            if p.clusters.is_some() && !p.no_header && !p.json {
+                out.push_str(&format!("CLUSTER: {}\n", cfg.cluster_name));
+            }
             if p.json {
-                out.push_str(&crate::json::to_pretty(&json(&p, &parts, &nodes, &cfg.cluster_name, args)));
+                out.push_str(&crate::json::to_pretty(&json(
+                    &p,
+                    &parts,
+                    &nodes,
+                    &cfg.cluster_name,
+                    args,
+                )));
                 out.push('\n');
             } else if p.reservation {
-                if !p.no_header {
-                    out.push_str("RESV_NAME     STATE           START_TIME             END_TIME     DURATION  NODELIST\n");
+                let mut sched = match conn::scheduler_for("sinfo", &cfg) {
+                    Ok(c) => c,
+                    Err(rc) => return rc,
+                };
+                let req = drover_proto::GetReservationsRequest::default();
+                match sched.get_reservations(req).await {
+                    Ok(r) => {
+                        let r = r.into_inner();
+                        resv::render(&mut out, &r.reservations, p.no_header, r.now);
+                    }
+                    Err(st) => {
+                        conn::report("sinfo", "slurm_load_reservations: ", &st);
+                        return 1;
+                    }
                 }
             } else {
                 if !p.no_header && (p.iterate > 0 || p.long) {
-                    out.push_str(&drover_conf::datetime::fmt_ctime(&crate::timefmt::localtime(now)));
+                    out.push_str(&drover_conf::datetime::fmt_ctime(
+                        &crate::timefmt::localtime(now),
+                    ));
                     out.push('\n');
                 }
                 render(&mut out, &p, &parts, &nodes);
@@ -416,7 +476,11 @@ pub fn run(args: &[String]) -> i32 {
             {
                 let stdout = std::io::stdout();
                 let mut lock = std::io::BufWriter::new(stdout.lock());
-                if lock.write_all(out.as_bytes()).and_then(|_| lock.flush()).is_err() {
+                if lock
+                    .write_all(out.as_bytes())
+                    .and_then(|_| lock.flush())
+                    .is_err()
+                {
                     return 0;
                 }
             }
@@ -519,5 +583,59 @@ empty        up    1:00:00      0    n/a
         );
         assert_eq!(e(&["--nope"])[0], "sinfo: unrecognized option '--nope'");
         assert!(e(&["-a", "-p", "x"])[0].contains("Conflicting"));
+    }
+
+    #[test]
+    fn future_nodes_only_with_f() {
+        let (parts, mut nodes) = cluster();
+        nodes[0].state = "FUTURE".into();
+        let mut o = String::new();
+        render(&mut o, &params(&["-N", "-h", "-o", "%N"]), &parts, &nodes);
+        assert_eq!(o, "node2\nnode3\n");
+        let mut o = String::new();
+        render(
+            &mut o,
+            &params(&["-F", "-N", "-h", "-o", "%N"]),
+            &parts,
+            &nodes,
+        );
+        assert_eq!(o, "node1\nnode2\nnode3\n");
+        let env = |k: &str| (k == "SINFO_FUTURE").then(|| "1".to_string());
+        let args: Vec<String> = vec![];
+        match parse_args(&args, &env).unwrap() {
+            Parsed::Run(p) => assert!(p.future),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn all_hide_and_environment() {
+        let env_all = |k: &str| (k == "SINFO_ALL").then(|| "1".to_string());
+        let run = |a: &[&str], env: &dyn Fn(&str) -> Option<String>| {
+            let args: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+            match parse_args(&args, env).unwrap() {
+                Parsed::Run(p) => p.all,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(!run(&[], &|_| None));
+        assert!(run(&["-a"], &|_| None));
+        assert!(!run(&["-a", "--hide"], &|_| None));
+        assert!(run(&[], &env_all));
+        assert!(!run(&["--hide"], &env_all));
+        for a in ["--federation", "--local", "-e", "--noconvert", "-v"] {
+            assert!(parse_args(&[a.to_string()], &|_| None).is_ok(), "{a}");
+        }
+        // -S / SINFO_SORT and --yaml are refused.
+        let args: Vec<String> = vec!["-S".into(), "-P".into()];
+        assert_eq!(
+            parse_args(&args, &|_| None).unwrap_err(),
+            vec!["sinfo: error: -S: Requested operation not supported on this system"]
+        );
+        let env_sort = |k: &str| (k == "SINFO_SORT").then(|| "P".to_string());
+        assert_eq!(
+            parse_args(&[], &env_sort).unwrap_err(),
+            vec!["sinfo: error: SINFO_SORT: Requested operation not supported on this system"]
+        );
     }
 }

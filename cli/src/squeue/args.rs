@@ -6,6 +6,61 @@ use super::format::{self, JobField};
 use crate::fmtspec::Format;
 use crate::jobids::{self, JobIdArg};
 use crate::opts::{self, opt, Arg, OptDef};
+use crate::refuse::{self, ClustersFrom};
+
+/// Options Drover recognises and refuses (`Requested operation not
+/// supported on this system`): licenses are not scheduled, a job has one
+/// partition list and one priority, there is no YAML output.
+pub const REFUSED: &[&str] = &["licenses", "priority", "yaml"];
+/// Their environment variables, refused the same way.
+pub const REFUSED_ENV: &[&str] = &["SQUEUE_LICENSES", "SQUEUE_PRIORITY"];
+
+/// `-O` fields of Slurm 23.11's squeue that Drover does not show (burst
+/// buffers, federation, heterogeneous jobs, containers, MCS, switches and
+/// accrue/preempt/resize bookkeeping it does not keep): refused as
+/// unsupported, where a name no squeue knows gets Slurm's `Invalid job
+/// format specification`.
+pub const REFUSED_FIELDS: &[&str] = &[
+    "accruetime",
+    "admin_comment",
+    "allocsid",
+    "associd",
+    "boardspernode",
+    "burstbuffer",
+    "burstbufferstate",
+    "clusterfeature",
+    "container",
+    "containerid",
+    "deadline",
+    "delayboot",
+    "derivedec",
+    "hetjobid",
+    "hetjobidset",
+    "hetjoboffset",
+    "lastschedeval",
+    "mcslabel",
+    "network",
+    "ntperboard",
+    "ntpercore",
+    "ntpersocket",
+    "origin",
+    "originraw",
+    "packjobid",
+    "packjobidset",
+    "packjoboffset",
+    "preempttime",
+    "prefer",
+    "profile",
+    "reboot",
+    "reqswitch",
+    "resizetime",
+    "siblingsactive",
+    "siblingsactiveraw",
+    "siblingsviable",
+    "siblingsviableraw",
+    "sperboard",
+    "system_comment",
+];
 
 pub const TABLE: &[OptDef] = &[
     opt("accounts", Some('A'), Arg::Required, "accounts"),
@@ -118,6 +173,16 @@ pub struct Params {
     /// `-s`: list job steps instead of jobs, with the `-o` text if any.
     pub steps: bool,
     pub step_format: Option<String>,
+    /// `-s LIST`: only these steps (job id, step id; `None` = every step).
+    pub step_list: Option<Vec<(u32, Option<u32>)>>,
+    /// `-a` (or `-p`, `SQUEUE_ALL`): jobs in hidden partitions too;
+    /// `--hide` turns it off again.
+    pub all: bool,
+    /// `-M` (or `SLURM_CLUSTERS`): checked against the cluster's name.
+    pub clusters: Option<(String, ClustersFrom)>,
+    /// Hidden partitions (slurm.conf `Hidden=YES`) whose jobs are not shown:
+    /// filled in by `run` unless `all` or the caller is root.
+    pub hidden_partitions: Vec<String>,
 }
 
 /// What a command line amounts to.
@@ -182,6 +247,8 @@ pub fn parse_args(
     if p.has("version") {
         return Ok(Parsed::Version);
     }
+    refuse::refuse_options("squeue", &p, REFUSED)?;
+    refuse::refuse_env("squeue", env, REFUSED_ENV)?;
     let mut warnings = Vec::new();
     let fatal = |m: String| vec![format!("squeue: error: {m}")];
 
@@ -212,6 +279,13 @@ pub fn parse_args(
     let format = if let Some(f) = format_long {
         let (fmt, bad) = format::parse_long_format(&f);
         for b in bad {
+            let name = b.trim().to_ascii_lowercase();
+            if REFUSED_FIELDS.contains(&name.as_str()) {
+                return Err(vec![refuse::not_supported(
+                    "squeue",
+                    &format!("-O {}", b.trim()),
+                )]);
+            }
             warnings.push(format!("Invalid job format specification: {b}"));
         }
         fmt
@@ -233,6 +307,14 @@ pub fn parse_args(
         }
         fmt
     };
+    let mut format = format;
+    if p.has("noconvert") {
+        for f in &mut format.fields {
+            if f.kind == JobField::MinMemory {
+                f.kind = JobField::MinMemoryExact;
+            }
+        }
+    }
 
     // Jobs: -j LIST, --jobs=LIST, or `-j` followed by a positional list.
     let mut positional = p.positional.clone();
@@ -247,6 +329,19 @@ pub fn parse_args(
             job_texts = jobids::split_job_list(&positional.remove(0));
         }
     }
+    let mut steps_text = p.value("steps").map(str::to_string);
+    if p.has("steps") && !p.has("jobs") && steps_text.is_none() && !positional.is_empty() {
+        steps_text = Some(positional.remove(0));
+    }
+    if p.has("steps") && p.has("jobs") && job_texts.is_empty() {
+        return Err(fatal("Incompatible options --jobs and --steps".into()));
+    }
+    let step_list = match &steps_text {
+        Some(t) => {
+            Some(parse_step_list(t).map_err(|bad| fatal(format!("Invalid job step id: {bad}")))?)
+        }
+        None => None,
+    };
     if let Some(extra) = positional.first() {
         return Err(vec![
             format!("squeue: error: Unrecognized option: {extra}"),
@@ -395,8 +490,27 @@ pub fn parse_args(
         Vec::new()
     };
 
+    // -a shows jobs in hidden partitions; -p and SQUEUE_PARTITION imply it,
+    // --hide undoes it (the last of -a/--hide wins, as Slurm reads them).
+    let all_pos = p
+        .opts
+        .iter()
+        .rposition(|f| f.key == "all" || f.key == "partitions");
+    let hide_pos = p.opts.iter().rposition(|f| f.key == "hide");
+    let all = match (all_pos, hide_pos) {
+        (Some(a), Some(h)) => a > h,
+        (Some(_), None) => true,
+        (None, Some(_)) => false,
+        (None, None) => env("SQUEUE_ALL").is_some() || env("SQUEUE_PARTITION").is_some(),
+    };
+    let clusters = refuse::clusters_asked(p.value("clusters"), env);
+
     Ok(Parsed::Run(Box::new(Params {
         dump,
+        step_list,
+        all,
+        clusters,
+        hidden_partitions: Vec::new(),
         steps: p.has("steps"),
         step_format: p.value("format").map(str::to_string),
         format,
@@ -498,6 +612,28 @@ fn options_dump(o: &OptionsShown) -> Vec<String> {
     ]
 }
 
+/// `-s` list: `JOB.STEP` or `JOB` (every step of the job), comma separated.
+pub fn parse_step_list(t: &str) -> Result<Vec<(u32, Option<u32>)>, String> {
+    let mut v = Vec::new();
+    for id in t.split(',').filter(|x| !x.is_empty()) {
+        let (job, step) = match id.split_once('.') {
+            Some((j, s)) => (j, Some(s)),
+            None => (id, None),
+        };
+        let job: u32 = job.trim().parse().map_err(|_| id.to_string())?;
+        let step = match step {
+            Some(s) => Some(match s.trim() {
+                "batch" => u32::MAX - 3,
+                "extern" => u32::MAX - 4,
+                n => n.parse::<u32>().map_err(|_| id.to_string())?,
+            }),
+            None => None,
+        };
+        v.push((job, step));
+    }
+    Ok(v)
+}
+
 const SORT_KEYS: &str = "ABCDGLMNPQSTUVaceghijlmnpqtuvz";
 
 fn check_sort(spec: &str) -> Result<(), char> {
@@ -508,4 +644,108 @@ fn check_sort(spec: &str) -> Result<(), char> {
         return Err(c);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(a: &[&str], vars: &[(&str, &str)]) -> Result<Params, Vec<String>> {
+        let args: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+        let env = |k: &str| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        };
+        match parse_args(&args, &env, &|u| u.parse().ok(), 1000)? {
+            Parsed::Run(p) => Ok(*p),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn all_and_hide() {
+        assert!(!run(&[], &[]).unwrap().all);
+        assert!(run(&["-a"], &[]).unwrap().all);
+        assert!(run(&["-p", "x"], &[]).unwrap().all);
+        assert!(!run(&["-a", "--hide"], &[]).unwrap().all);
+        assert!(run(&["--hide", "-a"], &[]).unwrap().all);
+        assert!(run(&[], &[("SQUEUE_ALL", "1")]).unwrap().all);
+        assert!(!run(&["--hide"], &[("SQUEUE_ALL", "1")]).unwrap().all);
+        assert!(run(&[], &[("SQUEUE_PARTITION", "x")]).unwrap().all);
+    }
+
+    #[test]
+    fn steps_list() {
+        let p = run(&["-s", "5.0,6"], &[]).unwrap();
+        assert!(p.steps);
+        assert_eq!(p.step_list, Some(vec![(5, Some(0)), (6, None)]));
+        // `--steps LIST` as a separate word, as Slurm takes it.
+        let p = run(&["--steps", "7.1"], &[]).unwrap();
+        assert_eq!(p.step_list, Some(vec![(7, Some(1))]));
+        assert_eq!(run(&["-s"], &[]).unwrap().step_list, None);
+        assert_eq!(
+            run(&["-s", "-j"], &[]).unwrap_err(),
+            vec!["squeue: error: Incompatible options --jobs and --steps"]
+        );
+        assert!(run(&["-s", "-j", "5"], &[]).is_ok());
+        assert_eq!(
+            run(&["-sx.1"], &[]).unwrap_err(),
+            vec!["squeue: error: Invalid job step id: x.1"]
+        );
+    }
+
+    #[test]
+    fn noconvert_keeps_megabytes() {
+        let p = run(&["--noconvert", "-o", "%m"], &[]).unwrap();
+        assert_eq!(p.format.fields[0].kind, JobField::MinMemoryExact);
+        let p = run(&["-o", "%m"], &[]).unwrap();
+        assert_eq!(p.format.fields[0].kind, JobField::MinMemory);
+    }
+
+    #[test]
+    fn clusters_from_option_or_environment() {
+        assert_eq!(run(&[], &[]).unwrap().clusters, None);
+        assert_eq!(
+            run(&["-M", "c1"], &[("SLURM_CLUSTERS", "c2")])
+                .unwrap()
+                .clusters,
+            Some(("c1".to_string(), ClustersFrom::Option))
+        );
+        assert_eq!(
+            run(&[], &[("SLURM_CLUSTERS", "c2")]).unwrap().clusters,
+            Some(("c2".to_string(), ClustersFrom::Env))
+        );
+    }
+
+    #[test]
+    fn unsupported_long_fields_refused() {
+        assert_eq!(
+            run(&["-O", "jobid,BurstBuffer:10"], &[]).unwrap_err(),
+            vec!["squeue: error: -O BurstBuffer: Requested operation not supported on this system"]
+        );
+        for f in REFUSED_FIELDS {
+            assert!(run(&["-O", f], &[]).is_err(), "{f}");
+        }
+        let p = run(&["-O", "jobid,nosuchfield"], &[]).unwrap();
+        assert_eq!(
+            p.warnings,
+            vec!["Invalid job format specification: nosuchfield"]
+        );
+    }
+
+    #[test]
+    fn federation_flags_accepted() {
+        for a in ["--federation", "--local", "--sibling", "--sib"] {
+            assert!(run(&[a], &[]).is_ok(), "{a}");
+        }
+        for v in [
+            "SQUEUE_FEDERATION",
+            "SQUEUE_LOCAL",
+            "SQUEUE_SIB",
+            "SQUEUE_SIBLING",
+        ] {
+            assert!(run(&[], &[(v, "1")]).is_ok(), "{v}");
+        }
+    }
 }

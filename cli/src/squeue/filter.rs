@@ -119,6 +119,14 @@ pub fn filter<'a>(job: &'a JobInfo, p: &Params, out: &mut Vec<Row<'a>>) {
             return;
         }
     }
+    if !p.hidden_partitions.is_empty()
+        && job
+            .partition
+            .split(',')
+            .all(|x| p.hidden_partitions.iter().any(|h| h == x))
+    {
+        return;
+    }
     if let Some(parts) = &p.partitions {
         if !job
             .partition

@@ -37,6 +37,8 @@ pub enum JobField {
     TimeLimit,
     TimeLeft,
     MinMemory,
+    /// `%m` under `--noconvert`: megabytes as they are (`4096M`, not `4G`).
+    MinMemoryExact,
     TimeUsed,
     ReqNodes,
     NodeList,
@@ -262,7 +264,7 @@ pub fn header(f: JobField) -> &'static str {
         F::ArrayTaskId => "ARRAY_TASK_ID",
         F::TimeLimit => "TIME_LIMIT",
         F::TimeLeft => "TIME_LEFT",
-        F::MinMemory => "MIN_MEMORY",
+        F::MinMemory | F::MinMemoryExact => "MIN_MEMORY",
         F::TimeUsed => "TIME",
         F::ReqNodes => "REQ_NODES",
         F::NodeList => "NODELIST",
@@ -582,6 +584,13 @@ pub fn value(out: &mut String, f: JobField, row: &Row<'_>, now: i64) -> bool {
             m => timefmt::push_secs_short(out, i64::from(m) * 60 - time_used(j, state, now), false),
         },
         F::MinMemory => push_num_unit(out, j.min_memory_mb, 2),
+        F::MinMemoryExact => {
+            if j.min_memory_mb == 0 {
+                out.push('0');
+            } else {
+                let _ = write!(out, "{}M", j.min_memory_mb);
+            }
+        }
         F::TimeUsed => timefmt::push_secs_short(out, time_used(j, state, now), true),
         F::ReqNodes => {
             out.push_str(&j.req_nodes);

@@ -104,6 +104,7 @@ fn needs_details(f: format::JobField) -> bool {
             | F::NumTasks
             | F::MinCpus
             | F::MinMemory
+            | F::MinMemoryExact
             | F::Priority
             | F::PriorityLong
             | F::SubmitTime
@@ -126,6 +127,15 @@ fn needs_details(f: format::JobField) -> bool {
             | F::Reservation
             | F::ExecHost
     )
+}
+
+/// The partitions slurm.conf marks `Hidden=YES`.
+pub fn hidden_partitions(cfg: &drover_conf::Config) -> Vec<String> {
+    cfg.partitions
+        .iter()
+        .filter(|p| p.hidden)
+        .map(|p| p.name.clone())
+        .collect()
 }
 
 pub fn run(args: &[String]) -> i32 {
@@ -160,6 +170,16 @@ pub fn run(args: &[String]) -> i32 {
         Err(rc) => return rc,
     };
     timer.mark("config");
+    if let Some((list, from)) = &p.clusters {
+        if let Err(m) = crate::refuse::check_clusters(list, *from, &cfg.cluster_name) {
+            eprintln!("squeue: error: {m}");
+            return 1;
+        }
+    }
+    let mut p = p;
+    if !p.all && crate::users::euid() != 0 {
+        p.hidden_partitions = hidden_partitions(&cfg);
+    }
     let rt = match conn::runtime() {
         Ok(r) => r,
         Err(rc) => return rc,
@@ -172,7 +192,6 @@ pub fn run(args: &[String]) -> i32 {
         timer.mark("credential");
         // -w: every name must be a node (or its host name; `localhost` is
         // this host), as Slurm's squeue checks.
-        let mut p = p;
         if let Some(names) = p.nodes.clone() {
             let nodes = match client
                 .get_nodes(drover_proto::GetNodesRequest::default())
@@ -235,11 +254,15 @@ pub fn run(args: &[String]) -> i32 {
             }
             let now = crate::timefmt::now();
             let mut out = String::with_capacity(64 + resp.jobs.len() * 96);
+            if p.clusters.is_some() && !p.no_header && !p.json {
+                out.push_str(&format!("CLUSTER: {}\n", cfg.cluster_name));
+            }
             if p.steps {
                 steps::render(
                     &mut out,
                     p.step_format.as_deref(),
                     p.no_header,
+                    p.step_list.as_deref(),
                     &resp.jobs,
                     now,
                 );

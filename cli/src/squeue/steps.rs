@@ -71,8 +71,23 @@ fn pad(out: &mut String, v: &str, w: usize, right: bool) {
     }
 }
 
-/// Running steps of the given jobs, one line each (header unless `no_header`).
-pub fn render(out: &mut String, fmt: Option<&str>, no_header: bool, jobs: &[JobInfo], now: i64) {
+/// Running steps of the given jobs, one line each (header unless `no_header`);
+/// with `only` (`-s LIST`), just the steps it names (`(job, None)`: all of
+/// that job's).
+pub fn render(
+    out: &mut String,
+    fmt: Option<&str>,
+    no_header: bool,
+    only: Option<&[(u32, Option<u32>)]>,
+    jobs: &[JobInfo],
+    now: i64,
+) {
+    let wanted = |job: u32, step: u32| {
+        only.is_none_or(|l| {
+            l.iter()
+                .any(|(j, s)| *j == job && s.is_none_or(|s| s == step))
+        })
+    };
     let ps = pieces(fmt.unwrap_or(DEFAULT));
     if !no_header {
         for p in &ps {
@@ -84,7 +99,11 @@ pub fn render(out: &mut String, fmt: Option<&str>, no_header: bool, jobs: &[JobI
         out.push('\n');
     }
     for j in jobs.iter().filter(|j| j.state == JobState::Running as i32) {
-        for s in j.steps.iter().filter(|s| s.end_time == 0) {
+        for s in j
+            .steps
+            .iter()
+            .filter(|s| s.end_time == 0 && wanted(j.job_id, s.step_id))
+        {
             for p in &ps {
                 match p {
                     Ok((c, w, r)) => {
@@ -141,14 +160,44 @@ mod tests {
             ..Default::default()
         };
         let mut out = String::new();
-        render(&mut out, None, false, std::slice::from_ref(&j), 165);
+        render(&mut out, None, false, None, std::slice::from_ref(&j), 165);
         assert_eq!(
             out,
             "         STEPID     NAME PARTITION     USER      TIME NODELIST\n\
              \x20           5.0 hostname     debug    alice      1:05 n[1-2]\n"
         );
         let mut out = String::new();
-        render(&mut out, Some("%i|%A|%N"), true, &[j], 165);
+        render(
+            &mut out,
+            Some("%i|%A|%N"),
+            true,
+            None,
+            std::slice::from_ref(&j),
+            165,
+        );
         assert_eq!(out, "5.0|4|n[1-2]\n");
+        // -s LIST: only the steps named.
+        let mut out = String::new();
+        render(
+            &mut out,
+            Some("%i"),
+            true,
+            Some(&[(5, Some(1))]),
+            std::slice::from_ref(&j),
+            165,
+        );
+        assert_eq!(out, "");
+        render(
+            &mut out,
+            Some("%i"),
+            true,
+            Some(&[(5, None)]),
+            std::slice::from_ref(&j),
+            165,
+        );
+        assert_eq!(out, "5.0\n");
+        let mut out = String::new();
+        render(&mut out, Some("%i"), true, Some(&[(6, Some(0))]), &[j], 165);
+        assert_eq!(out, "");
     }
 }

@@ -37,6 +37,7 @@ mod placement;
 mod power;
 mod privacy;
 mod privileges;
+mod query_sweep;
 mod raw_frames;
 mod reconfigure;
 mod recovery;
