@@ -43,6 +43,7 @@ pub mod sreport;
 pub mod srun;
 pub mod sshare;
 pub mod sstat;
+pub mod support;
 pub mod timefmt;
 pub mod up;
 pub mod users;

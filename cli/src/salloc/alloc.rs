@@ -16,13 +16,16 @@ use crate::conn;
 
 /// Submit `spec` as an allocation and wait for it to start. Messages go to
 /// stderr as Slurm's `salloc:` / `srun:` lines. Ctrl-C while waiting
-/// withdraws the request.
+/// withdraws the request, and so does `-I/--immediate` (`immediate`
+/// seconds) once that time has passed without an allocation.
 pub async fn allocate(
     prog: &str,
     ctl: &mut Controller,
     cfg: &Config,
     mut spec: JobSpec,
+    immediate: Option<u64>,
 ) -> Result<JobInfo, i32> {
+    let asked = std::time::Instant::now();
     spec.interactive = true;
     spec.script.clear();
     let partition = spec.partition.clone();
@@ -80,6 +83,12 @@ pub async fn allocate(
                 return Ok(job);
             }
             JobState::Pending | JobState::Suspended => {
+                if immediate.is_some_and(|secs| asked.elapsed().as_secs() >= secs.max(1)) {
+                    // Slurm's answer when the wait ran out (ETIMEDOUT).
+                    let _ = release(ctl, id, 0).await;
+                    eprintln!("{prog}: error: Unable to allocate resources: Connection timed out");
+                    return Err(1);
+                }
                 if !announced {
                     if prog == "salloc" {
                         eprintln!("salloc: Pending job allocation {id}");

@@ -3,6 +3,7 @@
 //! the allocation back when the command exits. Options are sbatch's.
 
 pub mod alloc;
+pub mod options;
 mod terminal;
 
 use std::time::Duration;
@@ -12,7 +13,8 @@ use tokio::task::JoinHandle;
 
 use crate::conn;
 use crate::opts;
-use crate::sbatch::{options, spec};
+use crate::sbatch::{options as sbatch_opts, spec};
+use crate::support::{self, Given};
 
 fn err(m: &str) -> i32 {
     eprintln!("salloc: error: {m}");
@@ -62,6 +64,16 @@ async fn end_command(pid: Option<i32>, wait: &mut Waited) -> i32 {
     }
 }
 
+/// Ring the terminal bell (on standard output, when it is a terminal).
+fn bell() {
+    use std::io::{IsTerminal, Write};
+    let mut out = std::io::stdout();
+    if out.is_terminal() {
+        let _ = out.write_all(b"\x07");
+        let _ = out.flush();
+    }
+}
+
 pub fn run(args: &[String]) -> i32 {
     let now = crate::timefmt::now();
     let cmdline = match opts::parse(options::TABLE, args, true) {
@@ -80,20 +92,37 @@ pub fn run(args: &[String]) -> i32 {
         return err(&opts::hetjob_refused());
     }
     // SALLOC_* variables, then the command line over them.
-    let mut o = options::SbatchOpts::default();
+    let mut o = sbatch_opts::SbatchOpts::default();
     let mut set: Vec<(&str, Option<String>)> = Vec::new();
     let env: Vec<(String, String)> = std::env::vars().collect();
-    for (k, v) in options::env_options_from(options::SALLOC_ENV_VARS, &env) {
-        if let Err(e) = o.apply(k, v.as_deref(), now) {
-            return err(&e);
-        }
-        set.push((k, v));
-    }
+    let mut given: Vec<Given> = sbatch_opts::env_options_from(
+        options::TABLE,
+        sbatch_opts::SALLOC_ENV_VARS,
+        &env,
+    )
+    .into_iter()
+    .map(|(k, v, var)| Given::new(k, v, Given::from_env(var)))
+    .collect();
     for f in &cmdline.opts {
-        if let Err(e) = o.apply(f.key, f.value.as_deref(), now) {
+        given.push(Given::new(f.key, f.value.clone(), String::new()));
+    }
+    if let Some(refused) = support::final_refusal(&given, support::refusal) {
+        return err(&refused);
+    }
+    let mut own = options::SallocOpts::default();
+    for (i, g) in given.iter().enumerate() {
+        if support::overridden(&given, i) && support::refusal(g.key, g.value.as_deref()).is_some() {
+            continue;
+        }
+        let applied = match own.apply(g.key, g.value.as_deref()) {
+            Ok(true) => Ok(()),
+            Ok(false) => o.apply(g.key, g.value.as_deref(), now),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = applied {
             return err(&e);
         }
-        set.push((f.key, f.value.clone()));
+        set.push((g.key, g.value.clone()));
     }
     if o.verbose > 0 {
         for l in crate::optdump::defined_options(options::TABLE, &set, o.verbose) {
@@ -129,11 +158,18 @@ pub fn run(args: &[String]) -> i32 {
             Ok(c) => c,
             Err(rc) => return rc,
         };
-        let job = match alloc::allocate("salloc", &mut ctl, &cfg, job_spec).await {
+        let asked = std::time::Instant::now();
+        let job = match alloc::allocate("salloc", &mut ctl, &cfg, job_spec, own.immediate).await {
             Ok(j) => j,
             Err(rc) => return rc,
         };
         let id = job.job_id;
+        if own.ring(asked.elapsed().as_secs()) {
+            bell();
+        }
+        if own.no_shell {
+            return 0;
+        }
         eprintln!("salloc: Nodes {} are ready for job", job.nodes);
         // The shell handles Ctrl-C; salloc must survive it. A closed
         // terminal (SIGHUP) or SIGTERM ends the command and gives the
@@ -159,7 +195,7 @@ pub fn run(args: &[String]) -> i32 {
                         eprintln!("salloc: Job allocation {id} has been revoked.");
                         if let Some(p) = pid {
                             // SAFETY: kill has no memory effects.
-                            unsafe { libc::kill(p, libc::SIGHUP) };
+                            unsafe { libc::kill(p, own.kill_signal.unwrap_or(libc::SIGHUP)) };
                         }
                         None
                     }

@@ -4,6 +4,7 @@ pub mod directives;
 pub mod envvars;
 pub mod options;
 pub mod spec;
+pub mod table;
 
 use std::io::Read;
 
@@ -11,6 +12,7 @@ use drover_proto::{JobState, SubmitRequest, WaitJobRequest};
 
 use crate::conn;
 use crate::opts;
+use crate::support::{self, Given};
 use options::SbatchOpts;
 
 const USAGE: &str = "Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]\n";
@@ -110,19 +112,14 @@ pub fn run(args: &[String]) -> i32 {
     // Options: directives < environment < command line (sbatch(1): "environment
     // variables will override any options set in a batch script, and command
     // line options will override any environment variables").
-    let mut o = SbatchOpts::default();
-    let mut set: Vec<(&str, Option<String>)> = Vec::new();
+    let mut given: Vec<Given> = Vec::new();
     if wrap.is_none() {
         let text = String::from_utf8_lossy(&script);
         match directives::parse(&text) {
-            Ok(found) => {
-                for (_line, f) in found {
-                    if let Err(e) = o.apply(f.key, f.value.as_deref(), now) {
-                        return err(&e);
-                    }
-                    set.push((f.key, f.value));
-                }
-            }
+            Ok(found) => given.extend(found.into_iter().map(|(line, f)| {
+                let at = format!(" (in #SBATCH directive on line {line} of the batch script)");
+                Given::new(f.key, f.value, at)
+            })),
             Err(e) => {
                 return err(&format!(
                     "{} (in #SBATCH directive on line {} of the batch script)",
@@ -131,17 +128,26 @@ pub fn run(args: &[String]) -> i32 {
             }
         }
     }
-    for (k, v) in options::env_options(&env) {
-        if let Err(e) = o.apply(k, v.as_deref(), now) {
-            return err(&e);
-        }
-        set.push((k, v));
+    for (k, v, var) in options::env_options(&env) {
+        given.push(Given::new(k, v, Given::from_env(var)));
     }
     for f in &cmdline.opts {
-        if let Err(e) = o.apply(f.key, f.value.as_deref(), now) {
+        given.push(Given::new(f.key, f.value.clone(), String::new()));
+    }
+    // What Drover does not support is refused, as finally set.
+    if let Some(refused) = support::final_refusal(&given, support::refusal) {
+        return err(&refused);
+    }
+    let mut o = SbatchOpts::default();
+    let mut set: Vec<(&str, Option<String>)> = Vec::new();
+    for (i, g) in given.iter().enumerate() {
+        if support::overridden(&given, i) && support::refusal(g.key, g.value.as_deref()).is_some() {
+            continue;
+        }
+        if let Err(e) = o.apply(g.key, g.value.as_deref(), now) {
             return err(&e);
         }
-        set.push((f.key, f.value.clone()));
+        set.push((g.key, g.value.clone()));
     }
     if o.quiet && o.verbose > 0 {
         return err("don't specify both --verbose (-v) and --quiet (-Q)");
@@ -182,9 +188,6 @@ pub fn run(args: &[String]) -> i32 {
         command,
     };
     let job = spec::build(&o, &ctx);
-    if o.test_only {
-        return err("--test-only is not supported by Drover");
-    }
 
     let (cfg, rt) = match conn::setup("sbatch") {
         Ok(v) => v,

@@ -9,6 +9,7 @@
 
 pub mod args;
 mod nodefail;
+pub mod table;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
@@ -108,7 +109,9 @@ pub fn run(argv: &[String]) -> i32 {
             Ok(c) => c,
             Err(c) => return c,
         };
-        let job = match crate::salloc::alloc::allocate("srun", &mut ctl, &cfg, spec).await {
+        let job = match crate::salloc::alloc::allocate("srun", &mut ctl, &cfg, spec, s.immediate)
+            .await
+        {
             Ok(j) => j,
             Err(c) => return c,
         };
@@ -150,6 +153,27 @@ fn alloc_spec(p: &opts::Parsed) -> Result<drover_proto::JobSpec, String> {
         "chdir",
         "dependency",
         "overcommit",
+        "begin",
+        "clusters",
+        "comment",
+        "constraint",
+        "cpus-per-gpu",
+        "distribution",
+        "exclude",
+        "gpu-bind",
+        "gres-flags",
+        "hold",
+        "mail-type",
+        "mail-user",
+        "mem-bind",
+        "mem-per-gpu",
+        "mincpus",
+        "nice",
+        "nodefile",
+        "priority",
+        "reservation",
+        "signal",
+        "wckey",
     ];
     let now = crate::timefmt::now();
     let mut o = crate::sbatch::options::SbatchOpts::default();

@@ -1,0 +1,218 @@
+//! Which of Slurm's sbatch, salloc and srun options Drover refuses (pure).
+//!
+//! Every option of the three man pages (Slurm 23.11) is in the commands'
+//! tables, so none is `unrecognized`; an option whose feature Drover lacks
+//! (a plugin Drover has no counterpart for, or a request the scheduler
+//! would not honour) is refused before anything is submitted, with Slurm's
+//! text for an unsupported operation (ESLURM_NOT_SUPPORTED), rather than
+//! accepted and silently ignored. docs/user-guide.md ("Option support")
+//! lists every option and what Drover does with it.
+
+use crate::opts::NOT_SUPPORTED;
+
+/// Options refused whatever their value (keys of the commands' tables).
+pub const REFUSED: &[&str] = &[
+    "accel-bind",
+    "acctg-freq",
+    "autocomplete",
+    "batch",
+    "bb",
+    "bbf",
+    "bcast",
+    "bcast-exclude",
+    "cluster-constraint",
+    "compress",
+    "container",
+    "container-id",
+    "context",
+    "contiguous",
+    "core-spec",
+    "cores-per-socket",
+    "cpu-freq",
+    "deadline",
+    "debugger-test",
+    "delay-boot",
+    "epilog",
+    "exact",
+    "external-launcher",
+    "extra",
+    "extra-node-info",
+    "get-user-env",
+    "gpu-freq",
+    "gpus-per-socket",
+    "hint",
+    "interactive",
+    "licenses",
+    "mcs-label",
+    "msg-timeout",
+    "multi-prog",
+    "network",
+    "no-allocate",
+    "no-kill",
+    "ntasks-per-core",
+    "ntasks-per-gpu",
+    "ntasks-per-socket",
+    "ntasks-per-tres",
+    "power",
+    "prefer",
+    "preserve-env",
+    "profile",
+    "prolog",
+    "propagate",
+    "quit-on-interrupt",
+    "reboot",
+    "relative",
+    "resv-ports",
+    "send-libs",
+    "slurmd-debug",
+    "sockets-per-node",
+    "spread-job",
+    "switches",
+    "task-epilog",
+    "task-prolog",
+    "test-only",
+    "thread-spec",
+    "threads-per-core",
+    "time-min",
+    "tmp",
+    "tres-bind",
+    "tres-per-task",
+    "use-min-nodes",
+    "whole",
+    "x11",
+];
+
+/// The refusal of `--key`: `--key is not supported: <Slurm's text>`.
+pub fn not_supported(what: &str) -> String {
+    format!("{what} is not supported: {NOT_SUPPORTED}")
+}
+
+/// Is `--distribution=v` the block layout Drover's steps always have
+/// (`block` or `*`, the default; the levels within a node only as `*`, the
+/// default; an optional `,Pack`)?
+fn block_distribution(v: &str) -> bool {
+    let v = v.trim().to_ascii_lowercase();
+    let v = v
+        .strip_suffix(",pack")
+        .or_else(|| v.strip_suffix(",nopack"))
+        .unwrap_or(&v);
+    let mut levels = v.split(':');
+    let first = levels.next().unwrap_or("");
+    matches!(first, "block" | "*") && levels.all(|l| l == "*") && v.split(':').count() <= 3
+}
+
+/// Drover's refusal of option `key` with `value`, or None when it is
+/// accepted. Values Drover's behaviour already matches are accepted:
+/// `--mem-bind=none`, `--gres-flags=disable-binding`, a block
+/// `--distribution`, `--exclusive` for the whole node.
+pub fn refusal(key: &str, value: Option<&str>) -> Option<String> {
+    let v = value.unwrap_or("").trim();
+    let with_value = || not_supported(&format!("--{key}={v}"));
+    match key {
+        k if REFUSED.contains(&k) => Some(not_supported(&format!("--{k}"))),
+        "mem-bind" => {
+            let last = v.rsplit(',').next().unwrap_or("").to_ascii_lowercase();
+            (!matches!(last.as_str(), "none" | "no")).then(with_value)
+        }
+        "gres-flags" => (!v.eq_ignore_ascii_case("disable-binding")).then(with_value),
+        "distribution" => (!block_distribution(v)).then(with_value),
+        "exclusive" => matches!(v, "user" | "mcs" | "topo").then(with_value),
+        // 0, the default: a job starts once its nodes are up, as Drover's do.
+        "wait-all-nodes" => (v != "0").then(with_value),
+        _ => None,
+    }
+}
+
+/// One option as given to a command: its key, its value, and where it
+/// was set, as a message suffix ("" on the command line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Given {
+    pub key: &'static str,
+    pub value: Option<String>,
+    pub origin: String,
+}
+
+impl Given {
+    pub fn new(key: &'static str, value: Option<String>, origin: String) -> Given {
+        Given { key, value, origin }
+    }
+
+    /// The suffix for an option from input variable `var`.
+    pub fn from_env(var: &str) -> String {
+        format!(" (from {var} in the environment)")
+    }
+}
+
+/// Is `given[i]` overridden by a later option of the same key (options are
+/// last-wins: `#SBATCH` directives, then the environment, then the
+/// command line)?
+pub fn overridden(given: &[Given], i: usize) -> bool {
+    given[i + 1..].iter().any(|g| g.key == given[i].key)
+}
+
+/// The refusal (by `rule`) of the options as finally set, naming where the
+/// refused one was set.
+pub fn final_refusal(
+    given: &[Given],
+    rule: fn(&str, Option<&str>) -> Option<String>,
+) -> Option<String> {
+    (0..given.len())
+        .filter(|&i| !overridden(given, i))
+        .find_map(|i| {
+            let g = &given[i];
+            rule(g.key, g.value.as_deref()).map(|m| format!("{m}{}", g.origin))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_use_slurms_text() {
+        assert_eq!(
+            refusal("cpu-freq", Some("high")).unwrap(),
+            "--cpu-freq is not supported: Requested operation not supported on this system"
+        );
+        assert_eq!(
+            refusal("mem-bind", Some("local")).unwrap(),
+            "--mem-bind=local is not supported: Requested operation not supported on this system"
+        );
+        assert!(refusal("mem-bind", Some("verbose,none")).is_none());
+        assert!(refusal("gres-flags", Some("disable-binding")).is_none());
+        assert!(refusal("gres-flags", Some("enforce-binding")).is_some());
+        assert!(refusal("exclusive", None).is_none());
+        assert!(refusal("exclusive", Some("user")).is_some());
+        assert!(refusal("partition", Some("x")).is_none());
+    }
+
+    #[test]
+    fn the_last_setting_decides() {
+        let g = |k: &'static str, v: &str, o: &str| Given::new(k, Some(v.into()), o.into());
+        let given = vec![
+            g("distribution", "cyclic", " (in #SBATCH directive on line 2 of the batch script)"),
+            g("partition", "x", ""),
+            g("distribution", "block", ""),
+        ];
+        assert!(overridden(&given, 0) && !overridden(&given, 2));
+        assert_eq!(final_refusal(&given, refusal), None);
+        let given = vec![
+            g("hint", "compute_bound", &Given::from_env("SLURM_HINT")),
+            g("partition", "x", ""),
+        ];
+        assert_eq!(
+            final_refusal(&given, refusal).unwrap(),
+            "--hint is not supported: Requested operation not supported on this system (from SLURM_HINT in the environment)"
+        );
+    }
+
+    #[test]
+    fn block_layouts_only() {
+        for ok in ["block", "*", "block:*", "*:*:*", "block,Pack"] {
+            assert!(refusal("distribution", Some(ok)).is_none(), "{ok}");
+        }
+        for bad in ["cyclic", "plane=4", "arbitrary", "cyclic:block", "", "block:cyclic"] {
+            assert!(refusal("distribution", Some(bad)).is_some(), "{bad}");
+        }
+    }
+}
