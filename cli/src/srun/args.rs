@@ -367,10 +367,54 @@ pub fn build(cli: &Parsed, env: &[(String, String)]) -> Result<Srun, String> {
         ),
         None => None,
     };
+    if s.job_id.is_some() {
+        step_gres(p, &mut s.req)?;
+    }
     if s.req.argv.is_empty() {
         return Err("No command given to execute.".into());
     }
     Ok(s)
+}
+
+/// Inside an allocation, the step-level options a step request carries:
+/// `--gres=gpu[:type]:N` (per node) is the step's GPUs a node; other GRES
+/// and the per-CPU/per-GPU sizes (which Drover's steps do not take) are
+/// refused rather than ignored. Outside one they size the allocation.
+fn step_gres(p: &Parsed, r: &mut StepRequest) -> Result<(), String> {
+    for key in ["mem-per-cpu", "mem-per-gpu", "cpus-per-gpu"] {
+        if p.has(key) {
+            return Err(crate::support::not_supported(&format!(
+                "--{key} for a job step"
+            )));
+        }
+    }
+    let Some(gres) = p.value("gres") else {
+        return Ok(());
+    };
+    for item in gres.split(',').map(str::trim) {
+        if item.eq_ignore_ascii_case("none") {
+            continue;
+        }
+        let mut parts = item.split(':');
+        if parts.next() != Some("gpu") {
+            return Err(crate::support::not_supported(&format!(
+                "--gres={item} for a job step"
+            )));
+        }
+        let count = match item.rsplit_once(':') {
+            Some((_, c)) if c.bytes().all(|b| b.is_ascii_digit()) && !c.is_empty() => {
+                c.parse::<u32>().map_err(|_| format!("Invalid --gres specification: {gres}"))?
+            }
+            Some((_, _)) if item.matches(':').count() > 1 => {
+                return Err(format!("Invalid --gres specification: {gres}"))
+            }
+            _ => 1,
+        };
+        if r.gpus_per_node == 0 && r.gpus == 0 {
+            r.gpus_per_node = count;
+        }
+    }
+    Ok(())
 }
 
 /// The words Slurm uses for a task killed by a signal.
@@ -547,6 +591,51 @@ mod tests {
             srun(&["--gpu-bind=far", "true"], None).unwrap_err(),
             "Invalid --gpu-bind argument: far"
         );
+    }
+
+    #[test]
+    fn unsupported_options_are_refused_in_slurms_words() {
+        const NS: &str = "Requested operation not supported on this system";
+        let e = srun(&["--cpu-freq=high", "true"], Some("3")).unwrap_err();
+        assert_eq!(e, format!("--cpu-freq is not supported: {NS}"));
+        let e = srun(&["--mpi=pmix", "true"], Some("3")).unwrap_err();
+        assert_eq!(e, format!("--mpi=pmix is not supported: {NS}"));
+        assert!(srun(&["--mpi=none", "-u", "-X", "-T4", "true"], Some("3")).is_ok());
+        assert!(srun(&["-T0", "true"], Some("3")).is_err());
+        assert_eq!(
+            srun(&["-W", "5", "true"], Some("3")).unwrap_err(),
+            format!("--wait is not supported: {NS}")
+        );
+        assert!(srun(&["--het-group=1", "true"], Some("3"))
+            .unwrap_err()
+            .starts_with("Heterogeneous jobs are not supported"));
+        // From the environment: the variable is named; the command line wins.
+        let e = srun_env(&["true"], &[("SLURM_JOB_ID", "3"), ("SLURM_HINT", "nomultithread")])
+            .unwrap_err();
+        assert_eq!(
+            e,
+            format!("--hint is not supported: {NS} (from SLURM_HINT in the environment)")
+        );
+        let env = [("SLURM_JOB_ID", "3"), ("SLURM_DISTRIBUTION", "cyclic")];
+        assert!(srun_env(&["true"], &env).is_err());
+        assert!(srun_env(&["-m", "block", "true"], &env).is_ok());
+        // sbatch --gpu-bind reaches the step through SLURM_GPU_BIND.
+        let s = srun_env(&["true"], &[("SLURM_JOB_ID", "3"), ("SLURM_GPU_BIND", "closest")])
+            .unwrap();
+        assert_eq!(s.req.gpu_bind, "closest");
+    }
+
+    #[test]
+    fn step_gres_and_sizes() {
+        let s = srun(&["--gres=gpu:a100:2", "true"], Some("3")).unwrap();
+        assert_eq!(s.req.gpus_per_node, 2);
+        assert_eq!(srun(&["--gres=gpu", "true"], Some("3")).unwrap().req.gpus_per_node, 1);
+        assert!(srun(&["--gres=nic:1", "true"], Some("3")).is_err());
+        assert!(srun(&["--mem-per-cpu=1G", "true"], Some("3"))
+            .unwrap_err()
+            .starts_with("--mem-per-cpu for a job step is not supported"));
+        // Outside an allocation they size the allocation srun makes.
+        assert!(srun(&["--mem-per-cpu=1G", "--gres=nic:1", "true"], None).is_ok());
     }
 
     #[test]

@@ -1,0 +1,228 @@
+//! The option sweep of sbatch, salloc and srun (issue 11): what Drover does
+//! not support is refused in Slurm's words, before anything is submitted,
+//! from the command line, a directive or an input variable; the input
+//! variables are honoured with Slurm's precedence; salloc's own options.
+
+use std::time::Duration;
+
+use drover_tests::{Cluster, Spec};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+const NS: &str = "Requested operation not supported on this system";
+
+#[test]
+fn unsupported_options_are_refused_in_slurms_words() {
+    let c = Cluster::start(Spec::default());
+    let plain = c.script("plain.sh", "#!/bin/sh\nhostname\n");
+    let hinted = c.script(
+        "hinted.sh",
+        "#!/bin/sh\n#SBATCH -n 1\n#SBATCH --hint=nomultithread\nhostname\n",
+    );
+    let p = plain.to_str().unwrap();
+    let h = hinted.to_str().unwrap();
+    // (program, arguments, environment, the whole error line)
+    type Case<'a> = (&'a str, Vec<&'a str>, Vec<(&'a str, &'a str)>, String);
+    let cases: Vec<Case> = vec![
+        (
+            "sbatch",
+            vec!["--cpu-freq=high", p],
+            vec![],
+            format!("sbatch: error: --cpu-freq is not supported: {NS}"),
+        ),
+        (
+            "sbatch",
+            vec!["--bb", "capacity=1G", p],
+            vec![],
+            format!("sbatch: error: --bb is not supported: {NS}"),
+        ),
+        (
+            "sbatch",
+            vec!["--test-only", p],
+            vec![],
+            format!("sbatch: error: --test-only is not supported: {NS}"),
+        ),
+        (
+            "sbatch",
+            vec!["--exclusive=user", p],
+            vec![],
+            format!("sbatch: error: --exclusive=user is not supported: {NS}"),
+        ),
+        (
+            "sbatch",
+            vec!["-m", "cyclic", p],
+            vec![],
+            format!("sbatch: error: --distribution=cyclic is not supported: {NS}"),
+        ),
+        (
+            "sbatch",
+            vec![h],
+            vec![],
+            format!(
+                "sbatch: error: --hint is not supported: {NS} (in #SBATCH directive on line 3 of the batch script)"
+            ),
+        ),
+        (
+            "sbatch",
+            vec![p],
+            vec![("SBATCH_NETWORK", "sn_all")],
+            format!(
+                "sbatch: error: --network is not supported: {NS} (from SBATCH_NETWORK in the environment)"
+            ),
+        ),
+        (
+            "salloc",
+            vec!["--x11", "true"],
+            vec![],
+            format!("salloc: error: --x11 is not supported: {NS}"),
+        ),
+        (
+            "salloc",
+            vec!["-k", "true"],
+            vec![],
+            format!("salloc: error: --no-kill is not supported: {NS}"),
+        ),
+        (
+            "salloc",
+            vec!["true"],
+            vec![("SALLOC_POWER", "level")],
+            format!(
+                "salloc: error: --power is not supported: {NS} (from SALLOC_POWER in the environment)"
+            ),
+        ),
+        (
+            "srun",
+            vec!["--mpi=pmix", "hostname"],
+            vec![],
+            format!("srun: error: --mpi=pmix is not supported: {NS}"),
+        ),
+        (
+            "srun",
+            vec!["--multi-prog", "ranks.conf"],
+            vec![],
+            format!("srun: error: --multi-prog is not supported: {NS}"),
+        ),
+        (
+            "srun",
+            vec!["-W", "5", "hostname"],
+            vec![],
+            format!("srun: error: --wait is not supported: {NS}"),
+        ),
+        (
+            "srun",
+            vec!["hostname"],
+            vec![("SLURM_PROFILE", "task")],
+            format!(
+                "srun: error: --profile is not supported: {NS} (from SLURM_PROFILE in the environment)"
+            ),
+        ),
+        // Not an option of Slurm 23.11 at all: getopt's words.
+        (
+            "sbatch",
+            vec!["--workdir", "/tmp", p],
+            vec![],
+            "sbatch: error: unrecognized option '--workdir'".to_string(),
+        ),
+        (
+            "salloc",
+            vec!["--wrap=hostname"],
+            vec![],
+            "salloc: error: unrecognized option '--wrap'".to_string(),
+        ),
+    ];
+    for (prog, args, env, want) in cases {
+        let mut cmd = c.cmd(prog);
+        cmd.args(&args);
+        for (k, v) in &env {
+            cmd.env(k, v);
+        }
+        let o = cmd.output().expect("run");
+        assert_eq!(o.status.code(), Some(1), "{prog} {args:?} {env:?}");
+        assert!(
+            text(&o.stderr).lines().any(|l| l == want),
+            "{prog} {args:?} {env:?}: want {want:?}, got:\n{}",
+            text(&o.stderr)
+        );
+    }
+    // Nothing was submitted.
+    let q = c.ok("squeue", &["-h", "-t", "all", "-o", "%i"]);
+    assert_eq!(q.trim(), "", "{q}");
+}
+
+#[test]
+fn command_line_over_environment_over_directives() {
+    let c = Cluster::start(Spec::default());
+    let script = "#!/bin/sh\n#SBATCH --job-name=from_directive\n#SBATCH --comment=dir\n#SBATCH --distribution=cyclic\ntrue\n";
+    let name = |id: u32| c.job_field(&id.to_string(), "JobName").unwrap_or_default();
+    let comment = |id: u32| c.job_field(&id.to_string(), "Comment").unwrap_or_default();
+    // The directive's cyclic layout is overridden by the environment's
+    // block one, so the script is accepted.
+    let block = [("SBATCH_DISTRIBUTION", "block")];
+    let id = c.sbatch_env(&["--hold"], script, &block);
+    assert_eq!((name(id), comment(id)), ("from_directive".into(), "dir".into()));
+    let env = [
+        ("SBATCH_DISTRIBUTION", "block"),
+        ("SBATCH_JOB_NAME", "from_env"),
+    ];
+    let id = c.sbatch_env(&["--hold"], script, &env);
+    assert_eq!(name(id), "from_env");
+    let id = c.sbatch_env(&["--hold", "-J", "from_cli", "--comment=cli"], script, &env);
+    assert_eq!((name(id), comment(id)), ("from_cli".into(), "cli".into()));
+    // A cyclic layout left in force is refused.
+    let p = c.script("cyclic.sh", script);
+    let o = c.run("sbatch", &[p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains(&format!(
+            "--distribution=cyclic is not supported: {NS} (in #SBATCH directive on line 4 of the batch script)"
+        )),
+        "{}",
+        text(&o.stderr)
+    );
+    c.ok("scancel", &["--me"]);
+}
+
+#[test]
+fn gpu_bind_reaches_the_jobs_steps() {
+    let c = Cluster::start(Spec::default());
+    let out = c.path().join("bind.out");
+    let id = c.sbatch(
+        &["--gpu-bind=closest", "-o", out.to_str().unwrap()],
+        "#!/bin/sh\necho \"bind=$SLURM_GPU_BIND\"\n",
+    );
+    c.expect_end(id, "COMPLETED");
+    let t = c.wait_file(&out, |t| t.contains("bind="));
+    assert_eq!(t.trim(), "bind=closest");
+}
+
+#[test]
+fn salloc_no_shell_keeps_the_allocation_and_immediate_gives_up() {
+    let c = Cluster::start(Spec::default());
+    let o = c.run("salloc", &["--no-shell", "-N1", "--exclusive", "-J", "kept"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    let id = err
+        .lines()
+        .find_map(|l| l.strip_prefix("salloc: Granted job allocation "))
+        .unwrap_or_else(|| panic!("{err}"))
+        .trim()
+        .to_string();
+    assert_eq!(c.job_field(&id, "JobState").as_deref(), Some("RUNNING"));
+    // Both nodes busy: -I gives up at once, in Slurm's words, and withdraws.
+    let busy = c.sbatch(&["-N1", "--exclusive"], "#!/bin/sh\nsleep 300\n");
+    c.wait_state(&busy.to_string(), &["RUNNING"], Duration::from_secs(30));
+    let o = c.run("salloc", &["-I", "-N1", "true"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr)
+            .lines()
+            .any(|l| l == "salloc: error: Unable to allocate resources: Connection timed out"),
+        "{}",
+        text(&o.stderr)
+    );
+    let q = c.ok("squeue", &["-h", "-o", "%i %T"]);
+    assert_eq!(q.lines().count(), 2, "the withdrawn request is gone: {q}");
+    c.ok("scancel", &[&id, &busy.to_string()]);
+}
