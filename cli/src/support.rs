@@ -206,6 +206,41 @@ mod tests {
         );
     }
 
+    /// The user guide's "Option support" section lists every option and
+    /// input variable of the three commands' tables.
+    #[test]
+    fn the_user_guide_lists_every_option_and_variable() {
+        let guide = include_str!("../../docs/user-guide.md");
+        let section = guide
+            .split("## Option support: sbatch, salloc, srun")
+            .nth(1)
+            .expect("the section");
+        let tables = [
+            crate::sbatch::options::TABLE,
+            crate::salloc::options::TABLE,
+            crate::srun::args::TABLE,
+        ];
+        for d in tables.iter().flat_map(|t| t.iter()) {
+            let row = format!("| `--{}`", d.long);
+            assert!(section.contains(&row), "{row}");
+            if REFUSED.contains(&d.key) {
+                assert!(
+                    section
+                        .lines()
+                        .any(|l| l.starts_with(&row) && l.contains("refused")),
+                    "{row} refused"
+                );
+            }
+        }
+        let vars = crate::sbatch::options::ENV_VARS
+            .iter()
+            .chain(crate::sbatch::options::SALLOC_ENV_VARS)
+            .chain(crate::srun::args::ENV_VARS);
+        for (var, _) in vars {
+            assert!(section.contains(&format!("`{var}`")), "{var}");
+        }
+    }
+
     #[test]
     fn block_layouts_only() {
         for ok in ["block", "*", "block:*", "*:*:*", "block,Pack"] {
