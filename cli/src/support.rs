@@ -1,4 +1,5 @@
-//! Which of Slurm's sbatch, salloc and srun options Drover refuses (pure).
+//! Which of Slurm's sbatch, salloc and srun options Drover refuses (pure,
+//! but for [`error_exit`], which reads the environment).
 //!
 //! Every option of the three man pages (Slurm 23.11) is in the commands'
 //! tables, so none is `unrecognized`; an option whose feature Drover lacks
@@ -123,6 +124,21 @@ pub fn refusal(key: &str, value: Option<&str>) -> Option<String> {
     }
 }
 
+/// The exit status of a command's errors: the number in `value` (Slurm's
+/// `SLURM_EXIT_ERROR`, or `SLURM_EXIT_IMMEDIATE` for `-I` giving up) when
+/// it is a non-zero number, else 1.
+pub fn exit_status(value: Option<&str>) -> i32 {
+    value
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        .filter(|&n| n != 0)
+        .unwrap_or(1)
+}
+
+/// sbatch's, salloc's and srun's exit status for an error (`SLURM_EXIT_ERROR`).
+pub fn error_exit() -> i32 {
+    exit_status(std::env::var("SLURM_EXIT_ERROR").ok().as_deref())
+}
+
 /// One option as given to a command: its key, its value, and where it
 /// was set, as a message suffix ("" on the command line).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,6 +255,14 @@ mod tests {
         for (var, _) in vars {
             assert!(section.contains(&format!("`{var}`")), "{var}");
         }
+    }
+
+    #[test]
+    fn error_exit_statuses() {
+        assert_eq!(exit_status(None), 1);
+        assert_eq!(exit_status(Some("7")), 7);
+        assert_eq!(exit_status(Some("0")), 1);
+        assert_eq!(exit_status(Some("x")), 1);
     }
 
     #[test]

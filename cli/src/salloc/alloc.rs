@@ -87,7 +87,8 @@ pub async fn allocate(
                     // Slurm's answer when the wait ran out (ETIMEDOUT).
                     let _ = release(ctl, id, 0).await;
                     eprintln!("{prog}: error: Unable to allocate resources: Connection timed out");
-                    return Err(1);
+                    let code = std::env::var("SLURM_EXIT_IMMEDIATE").ok();
+                    return Err(crate::support::exit_status(code.as_deref()));
                 }
                 if !announced {
                     if prog == "salloc" {

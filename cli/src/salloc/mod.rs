@@ -18,7 +18,7 @@ use crate::support::{self, Given};
 
 fn err(m: &str) -> i32 {
     eprintln!("salloc: error: {m}");
-    1
+    support::error_exit()
 }
 
 /// The command to run: the arguments, else `$SHELL`, else the login shell.

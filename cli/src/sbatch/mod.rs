@@ -19,7 +19,7 @@ const USAGE: &str = "Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0
 
 fn err(msg: &str) -> i32 {
     eprintln!("sbatch: error: {msg}");
-    1
+    support::error_exit()
 }
 
 /// Map a finished job to sbatch --wait's exit status.

@@ -43,7 +43,7 @@ pub fn run(argv: &[String]) -> i32 {
         Err(e) => {
             eprintln!("srun: {e}");
             eprintln!("Try \"srun --help\" for more information");
-            return 1;
+            return crate::support::error_exit();
         }
     };
     if p.has("help") || p.has("usage") {
@@ -56,14 +56,14 @@ pub fn run(argv: &[String]) -> i32 {
     }
     if opts::het_separator(&p.positional, true) {
         eprintln!("srun: error: {}", opts::hetjob_refused());
-        return 1;
+        return crate::support::error_exit();
     }
     let env: Vec<(String, String)> = std::env::vars().collect();
     let mut s = match args::build(&p, &env) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("srun: error: {e}");
-            return 1;
+            return crate::support::error_exit();
         }
     };
     if !s.quiet {
@@ -87,11 +87,11 @@ pub fn run(argv: &[String]) -> i32 {
     // Outside an allocation srun gets one first (the allocation options
     // are sbatch's).
     let alloc_spec = if s.job_id.is_none() {
-        match alloc_spec(&p) {
+        match alloc_spec(&merged) {
             Ok(spec) => Some(spec),
             Err(e) => {
                 eprintln!("srun: error: {e}");
-                return 1;
+                return crate::support::error_exit();
             }
         }
     } else {

@@ -146,6 +146,16 @@ fn unsupported_options_are_refused_in_slurms_words() {
             text(&o.stderr)
         );
     }
+    // SLURM_EXIT_ERROR is the exit status of an error.
+    for prog in ["sbatch", "salloc", "srun"] {
+        let o = c
+            .cmd(prog)
+            .args(["--cpu-freq=high", "true"])
+            .env("SLURM_EXIT_ERROR", "7")
+            .output()
+            .expect("run");
+        assert_eq!(o.status.code(), Some(7), "{prog}: {}", text(&o.stderr));
+    }
     // Nothing was submitted.
     let q = c.ok("squeue", &["-h", "-t", "all", "-o", "%i"]);
     assert_eq!(q.trim(), "", "{q}");
@@ -213,8 +223,13 @@ fn salloc_no_shell_keeps_the_allocation_and_immediate_gives_up() {
     // Both nodes busy: -I gives up at once, in Slurm's words, and withdraws.
     let busy = c.sbatch(&["-N1", "--exclusive"], "#!/bin/sh\nsleep 300\n");
     c.wait_state(&busy.to_string(), &["RUNNING"], Duration::from_secs(30));
-    let o = c.run("salloc", &["-I", "-N1", "true"]);
-    assert_eq!(o.status.code(), Some(1));
+    let o = c
+        .cmd("salloc")
+        .args(["-I", "-N1", "true"])
+        .env("SLURM_EXIT_IMMEDIATE", "9")
+        .output()
+        .expect("run salloc");
+    assert_eq!(o.status.code(), Some(9), "SLURM_EXIT_IMMEDIATE");
     assert!(
         text(&o.stderr)
             .lines()
