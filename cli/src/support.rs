@@ -124,6 +124,17 @@ pub fn refusal(key: &str, value: Option<&str>) -> Option<String> {
     }
 }
 
+/// The refusal of option `key` for a job allocation (sbatch, salloc, and
+/// srun's own allocation): [`refusal`], and `-O/--overcommit`, which
+/// Drover's steps take (srun) but its scheduler does not (Slurm's sizes
+/// an overcommitted allocation as one task a node).
+pub fn job_refusal(key: &str, value: Option<&str>) -> Option<String> {
+    match key {
+        "overcommit" => Some(not_supported("--overcommit for a job allocation")),
+        _ => refusal(key, value),
+    }
+}
+
 /// The exit status of a command's errors: the number in `value` (Slurm's
 /// `SLURM_EXIT_ERROR`, or `SLURM_EXIT_IMMEDIATE` for `-I` giving up) when
 /// it is a non-zero number, else 1.

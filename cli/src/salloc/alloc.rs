@@ -14,6 +14,14 @@ use tonic::Code;
 
 use crate::conn;
 
+/// How an allocation is waited for: `-I/--immediate[=secs]` and
+/// `-Q/--quiet` (no informational lines: granted, pending, queued).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Waiting {
+    pub immediate: Option<u64>,
+    pub quiet: bool,
+}
+
 /// Submit `spec` as an allocation and wait for it to start. Messages go to
 /// stderr as Slurm's `salloc:` / `srun:` lines. Ctrl-C while waiting
 /// withdraws the request, and so does `-I/--immediate` (`immediate`
@@ -23,8 +31,9 @@ pub async fn allocate(
     ctl: &mut Controller,
     cfg: &Config,
     mut spec: JobSpec,
-    immediate: Option<u64>,
+    how: Waiting,
 ) -> Result<JobInfo, i32> {
+    let Waiting { immediate, quiet } = how;
     let asked = std::time::Instant::now();
     spec.interactive = true;
     spec.script.clear();
@@ -75,9 +84,9 @@ pub async fn allocate(
         };
         match job.state() {
             JobState::Running => {
-                if prog == "salloc" {
+                if prog == "salloc" && !quiet {
                     eprintln!("salloc: Granted job allocation {id}");
-                } else if announced {
+                } else if announced && !quiet {
                     eprintln!("{prog}: job {id} has been allocated resources");
                 }
                 return Ok(job);
@@ -90,7 +99,7 @@ pub async fn allocate(
                     let code = std::env::var("SLURM_EXIT_IMMEDIATE").ok();
                     return Err(crate::support::exit_status(code.as_deref()));
                 }
-                if !announced {
+                if !announced && !quiet {
                     if prog == "salloc" {
                         eprintln!("salloc: Pending job allocation {id}");
                     }

@@ -106,12 +106,13 @@ pub fn run(args: &[String]) -> i32 {
     for f in &cmdline.opts {
         given.push(Given::new(f.key, f.value.clone(), String::new()));
     }
-    if let Some(refused) = support::final_refusal(&given, support::refusal) {
+    if let Some(refused) = support::final_refusal(&given, support::job_refusal) {
         return err(&refused);
     }
     let mut own = options::SallocOpts::default();
     for (i, g) in given.iter().enumerate() {
-        if support::overridden(&given, i) && support::refusal(g.key, g.value.as_deref()).is_some() {
+        if support::overridden(&given, i) && support::job_refusal(g.key, g.value.as_deref()).is_some()
+        {
             continue;
         }
         let applied = match own.apply(g.key, g.value.as_deref()) {
@@ -159,7 +160,11 @@ pub fn run(args: &[String]) -> i32 {
             Err(rc) => return rc,
         };
         let asked = std::time::Instant::now();
-        let job = match alloc::allocate("salloc", &mut ctl, &cfg, job_spec, own.immediate).await {
+        let how = alloc::Waiting {
+            immediate: own.immediate,
+            quiet: o.quiet,
+        };
+        let job = match alloc::allocate("salloc", &mut ctl, &cfg, job_spec, how).await {
             Ok(j) => j,
             Err(rc) => return rc,
         };
@@ -170,7 +175,9 @@ pub fn run(args: &[String]) -> i32 {
         if own.no_shell {
             return 0;
         }
-        eprintln!("salloc: Nodes {} are ready for job", job.nodes);
+        if !o.quiet {
+            eprintln!("salloc: Nodes {} are ready for job", job.nodes);
+        }
         // The shell handles Ctrl-C; salloc must survive it. A closed
         // terminal (SIGHUP) or SIGTERM ends the command and gives the
         // allocation back, as Slurm's salloc does.
@@ -219,7 +226,9 @@ pub fn run(args: &[String]) -> i32 {
         };
         match status {
             Some(code) => {
-                eprintln!("salloc: Relinquishing job allocation {id}");
+                if !o.quiet {
+                    eprintln!("salloc: Relinquishing job allocation {id}");
+                }
                 if let Err(st) = alloc::release(&mut ctl, id, code).await {
                     conn::report("salloc", "salloc: error: ", &st);
                 }

@@ -135,13 +135,14 @@ pub fn run(args: &[String]) -> i32 {
         given.push(Given::new(f.key, f.value.clone(), String::new()));
     }
     // What Drover does not support is refused, as finally set.
-    if let Some(refused) = support::final_refusal(&given, support::refusal) {
+    if let Some(refused) = support::final_refusal(&given, support::job_refusal) {
         return err(&refused);
     }
     let mut o = SbatchOpts::default();
     let mut set: Vec<(&str, Option<String>)> = Vec::new();
     for (i, g) in given.iter().enumerate() {
-        if support::overridden(&given, i) && support::refusal(g.key, g.value.as_deref()).is_some() {
+        if support::overridden(&given, i) && support::job_refusal(g.key, g.value.as_deref()).is_some()
+        {
             continue;
         }
         if let Err(e) = o.apply(g.key, g.value.as_deref(), now) {
@@ -211,13 +212,17 @@ pub fn run(args: &[String]) -> i32 {
                 ));
             }
         };
-        for w in &resp.warnings {
-            eprintln!("sbatch: warning: {w}");
-        }
-        if o.parsable {
-            println!("{}", resp.job_id);
-        } else {
-            println!("Submitted batch job {}", resp.job_id);
+        // -Q: errors only (sbatch(1): "Suppress informational messages
+        // from sbatch such as Job ID").
+        if !o.quiet {
+            for w in &resp.warnings {
+                eprintln!("sbatch: warning: {w}");
+            }
+            if o.parsable {
+                println!("{}", resp.job_id);
+            } else {
+                println!("Submitted batch job {}", resp.job_id);
+            }
         }
         if !o.wait {
             return 0;

@@ -66,7 +66,6 @@ pub struct SbatchOpts {
     pub nice: Option<i32>,
     pub priority: Option<u32>,
     pub kill_on_invalid_dep: Option<bool>,
-    pub overcommit: bool,
     pub wait: bool,
     pub parsable: bool,
     pub quiet: bool,
@@ -307,7 +306,7 @@ impl SbatchOpts {
     pub fn apply(&mut self, key: &str, value: Option<&str>, now: i64) -> Result<(), String> {
         let v = value.unwrap_or("");
         let s = || Some(v.to_string());
-        if let Some(refused) = crate::support::refusal(key, value) {
+        if let Some(refused) = crate::support::job_refusal(key, value) {
             return Err(refused);
         }
         match key {
@@ -344,7 +343,6 @@ impl SbatchOpts {
             "ntasks" => self.ntasks = Some(parse_u32(v, "--ntasks")?),
             "nodes" => self.nodes = Some(parse_nodes(v)?),
             "output" => self.output = s(),
-            "overcommit" => self.overcommit = true,
             "partition" => self.partition = s(),
             "qos" => self.qos = s(),
             "quiet" => self.quiet = true,

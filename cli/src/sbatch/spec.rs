@@ -206,7 +206,7 @@ pub fn build(o: &SbatchOpts, ctx: &Context) -> JobSpec {
         mail_type: opt(&o.mail_type),
         mail_user: opt(&o.mail_user),
         ntasks_per_gpu: 0,
-        overcommit: o.overcommit,
+        overcommit: false,
         cluster: opt(&o.clusters),
         kill_on_invalid_dep: o.kill_on_invalid_dep == Some(true),
         ntasks_per_core: 0,

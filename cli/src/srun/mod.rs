@@ -109,9 +109,11 @@ pub fn run(argv: &[String]) -> i32 {
             Ok(c) => c,
             Err(c) => return c,
         };
-        let job = match crate::salloc::alloc::allocate("srun", &mut ctl, &cfg, spec, s.immediate)
-            .await
-        {
+        let how = crate::salloc::alloc::Waiting {
+            immediate: s.immediate,
+            quiet: s.quiet,
+        };
+        let job = match crate::salloc::alloc::allocate("srun", &mut ctl, &cfg, spec, how).await {
             Ok(j) => j,
             Err(c) => return c,
         };

@@ -118,6 +118,12 @@ fn unsupported_options_are_refused_in_slurms_words() {
                 "srun: error: --profile is not supported: {NS} (from SLURM_PROFILE in the environment)"
             ),
         ),
+        (
+            "sbatch",
+            vec!["-O", "-n8", p],
+            vec![],
+            format!("sbatch: error: --overcommit for a job allocation is not supported: {NS}"),
+        ),
         // Not an option of Slurm 23.11 at all: getopt's words.
         (
             "sbatch",
@@ -240,4 +246,20 @@ fn salloc_no_shell_keeps_the_allocation_and_immediate_gives_up() {
     let q = c.ok("squeue", &["-h", "-o", "%i %T"]);
     assert_eq!(q.lines().count(), 2, "the withdrawn request is gone: {q}");
     c.ok("scancel", &[&id, &busy.to_string()]);
+}
+
+#[test]
+fn quiet_means_errors_only() {
+    let c = Cluster::start(Spec::default());
+    let o = c.run("sbatch", &["-Q", "--hold", "--wrap=true"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "", "no job id with -Q");
+    let q = c.ok("squeue", &["-h", "-o", "%i"]);
+    assert_eq!(q.lines().count(), 1, "{q}");
+    let o = c.run("salloc", &["-Q", "-N1", "true"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stderr), "", "salloc -Q says nothing");
+    let o = c.run("salloc", &["-N1", "true"]);
+    assert!(text(&o.stderr).contains("salloc: Granted job allocation"));
+    c.ok("scancel", &["--me"]);
 }
