@@ -135,6 +135,22 @@ pub fn job_refusal(key: &str, value: Option<&str>) -> Option<String> {
     }
 }
 
+/// `-M/--clusters NAMES` on a Drover cluster, which reaches only itself:
+/// None when NAMES holds the local cluster (or `all`), else Slurm's
+/// `print_db_notok` words for the first name (`from_env`: the names came
+/// from `SLURM_CLUSTERS`).
+pub fn cluster_refusal(names: &str, local: &str, from_env: bool) -> Option<String> {
+    let mut list = names.split(',').map(str::trim).filter(|n| !n.is_empty());
+    let first = list.clone().next()?;
+    if list.any(|n| n.eq_ignore_ascii_case("all") || n == local) {
+        return None;
+    }
+    let what = if from_env { "SLURM_CLUSTERS" } else { "--cluster" };
+    Some(format!(
+        "'{first}' can't be reached now, or it is an invalid entry for {what}.  Use 'sacctmgr list clusters' to see available clusters."
+    ))
+}
+
 /// The exit status of a command's errors: the number in `value` (Slurm's
 /// `SLURM_EXIT_ERROR`, or `SLURM_EXIT_IMMEDIATE` for `-I` giving up) when
 /// it is a non-zero number, else 1.
@@ -266,6 +282,18 @@ mod tests {
         for (var, _) in vars {
             assert!(section.contains(&format!("`{var}`")), "{var}");
         }
+    }
+
+    #[test]
+    fn clusters_other_than_this_one_are_unreachable() {
+        assert_eq!(cluster_refusal("c1", "c1", false), None);
+        assert_eq!(cluster_refusal("x,c1", "c1", false), None);
+        assert_eq!(cluster_refusal("all", "c1", true), None);
+        assert_eq!(
+            cluster_refusal("x,y", "c1", false).unwrap(),
+            "'x' can't be reached now, or it is an invalid entry for --cluster.  Use 'sacctmgr list clusters' to see available clusters."
+        );
+        assert!(cluster_refusal("x", "c1", true).unwrap().contains("SLURM_CLUSTERS"));
     }
 
     #[test]

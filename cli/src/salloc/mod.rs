@@ -154,6 +154,12 @@ pub fn run(args: &[String]) -> i32 {
         Ok(v) => v,
         Err(rc) => return rc,
     };
+    if let Some(names) = &o.clusters {
+        let from_env = !cmdline.has("clusters");
+        if let Some(e) = support::cluster_refusal(names, &cfg.cluster_name, from_env) {
+            return err(&e);
+        }
+    }
     let code = rt.block_on(async move {
         let mut ctl = match conn::client_for("salloc", &cfg) {
             Ok(c) => c,

@@ -194,6 +194,19 @@ pub fn run(args: &[String]) -> i32 {
         Ok(v) => v,
         Err(rc) => return rc,
     };
+    // -M: this cluster is the only one a Drover command reaches.
+    let from_env = given
+        .iter()
+        .rev()
+        .find(|g| g.key == "clusters")
+        .is_some_and(|g| !g.origin.is_empty());
+    if let Some(names) = &o.clusters {
+        if let Some(e) = support::cluster_refusal(names, &cfg.cluster_name, from_env) {
+            return err(&e);
+        }
+    }
+    // With -M, Slurm names the cluster the job went to.
+    let on_cluster = o.clusters.is_some().then(|| cfg.cluster_name.clone());
     rt.block_on(async move {
         let mut client = match conn::client_for("sbatch", &cfg) {
             Ok(c) => c,
@@ -218,10 +231,11 @@ pub fn run(args: &[String]) -> i32 {
             for w in &resp.warnings {
                 eprintln!("sbatch: warning: {w}");
             }
-            if o.parsable {
-                println!("{}", resp.job_id);
-            } else {
-                println!("Submitted batch job {}", resp.job_id);
+            match (o.parsable, &on_cluster) {
+                (true, None) => println!("{}", resp.job_id),
+                (true, Some(c)) => println!("{};{c}", resp.job_id),
+                (false, None) => println!("Submitted batch job {}", resp.job_id),
+                (false, Some(c)) => println!("Submitted batch job {} on cluster {c}", resp.job_id),
             }
         }
         if !o.wait {

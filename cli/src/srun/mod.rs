@@ -101,6 +101,14 @@ pub fn run(argv: &[String]) -> i32 {
         Ok(x) => x,
         Err(c) => return c,
     };
+    if let Some(spec) = alloc_spec.as_ref().filter(|j| !j.cluster.is_empty()) {
+        let from_env = !p.has("clusters");
+        if let Some(e) = crate::support::cluster_refusal(&spec.cluster, &cfg.cluster_name, from_env)
+        {
+            eprintln!("srun: error: {e}");
+            return crate::support::error_exit();
+        }
+    }
     let code = rt.block_on(async move {
         let Some(spec) = alloc_spec else {
             return step_main(cfg, s).await;

@@ -263,3 +263,41 @@ fn quiet_means_errors_only() {
     assert!(text(&o.stderr).contains("salloc: Granted job allocation"));
     c.ok("scancel", &["--me"]);
 }
+
+#[test]
+fn clusters_name_this_cluster_or_fail_in_slurms_words() {
+    let c = Cluster::start(Spec::default());
+    let me = c.ok("scontrol", &["show", "config"]);
+    let name = me
+        .lines()
+        .find_map(|l| l.strip_prefix("ClusterName"))
+        .and_then(|l| l.split('=').nth(1))
+        .map(|v| v.trim().to_string())
+        .expect("ClusterName");
+    let o = c.run("sbatch", &["-M", &name, "--hold", "--wrap=true"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).starts_with("Submitted batch job ")
+            && text(&o.stdout).trim_end().ends_with(&format!(" on cluster {name}")),
+        "{}",
+        text(&o.stdout)
+    );
+    let o = c.run("sbatch", &["--parsable", "-M", "all", "--hold", "--wrap=true"]);
+    assert!(text(&o.stdout).trim_end().ends_with(&format!(";{name}")), "{}", text(&o.stdout));
+    let want = "can't be reached now, or it is an invalid entry for --cluster.  Use 'sacctmgr list clusters' to see available clusters.";
+    for prog in ["sbatch", "salloc", "srun"] {
+        let args: Vec<&str> = if prog == "sbatch" {
+            vec!["-M", "elsewhere", "--wrap=true"]
+        } else {
+            vec!["-M", "elsewhere", "true"]
+        };
+        let o = c.run(prog, &args);
+        assert_eq!(o.status.code(), Some(1), "{prog}");
+        assert_eq!(
+            text(&o.stderr).trim_end(),
+            format!("{prog}: error: 'elsewhere' {want}"),
+            "{prog}"
+        );
+    }
+    c.ok("scancel", &["--me"]);
+}
