@@ -193,6 +193,10 @@ pub fn run(args: &[String]) -> i32 {
         let mut cmd = tokio::process::Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .envs(alloc::alloc_env(&job, &shape, &cfg.cluster_name));
+        if o.chdir.is_some() {
+            // -D: the command starts there.
+            cmd.current_dir(&shape.work_dir);
+        }
         let tty = terminal::Foreground::take();
         terminal::own_group(&mut cmd);
         let status = match cmd.spawn() {

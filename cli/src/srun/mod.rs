@@ -365,7 +365,7 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
                     );
                     return 1;
                 }
-                if !announced {
+                if !announced && !s.quiet {
                     eprintln!(
                         "srun: Job {job_id} step creation temporarily disabled, retrying ({})",
                         st.message()

@@ -249,7 +249,7 @@ fn salloc_no_shell_keeps_the_allocation_and_immediate_gives_up() {
 }
 
 #[test]
-fn quiet_means_errors_only() {
+fn quiet_means_errors_only_and_salloc_chdir() {
     let c = Cluster::start(Spec::default());
     let o = c.run("sbatch", &["-Q", "--hold", "--wrap=true"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -261,6 +261,14 @@ fn quiet_means_errors_only() {
     assert_eq!(text(&o.stderr), "", "salloc -Q says nothing");
     let o = c.run("salloc", &["-N1", "true"]);
     assert!(text(&o.stderr).contains("salloc: Granted job allocation"));
+    // salloc -D: the command starts in that directory.
+    std::fs::create_dir_all(c.path().join("sub")).unwrap();
+    let o = c.run("salloc", &["-Q", "-D", "sub", "pwd"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        std::path::Path::new(text(&o.stdout).trim()).canonicalize().unwrap(),
+        c.path().join("sub").canonicalize().unwrap()
+    );
     c.ok("scancel", &["--me"]);
 }
 
