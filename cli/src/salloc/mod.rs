@@ -130,6 +130,9 @@ pub fn run(args: &[String]) -> i32 {
             eprintln!("salloc: {l}");
         }
     }
+    if let Err(e) = o.read_nodefile() {
+        return err(&e);
+    }
     let argv = command(&cmdline.positional);
     let cwd = match std::env::current_dir() {
         Ok(d) => d.to_string_lossy().into_owned(),
@@ -193,6 +196,10 @@ pub fn run(args: &[String]) -> i32 {
         let mut cmd = tokio::process::Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .envs(alloc::alloc_env(&job, &shape, &cfg.cluster_name));
+        if let Some(b) = &o.gpu_bind {
+            // --gpu-bind: the steps srun starts in the allocation bind so.
+            cmd.env("SLURM_GPU_BIND", b);
+        }
         if o.chdir.is_some() {
             // -D: the command starts there.
             cmd.current_dir(&shape.work_dir);

@@ -158,14 +158,8 @@ pub fn run(args: &[String]) -> i32 {
             eprintln!("sbatch: {l}");
         }
     }
-    if let Some(path) = o.nodefile.clone() {
-        match std::fs::read_to_string(&path) {
-            Ok(t) => {
-                let hosts: Vec<&str> = t.split_whitespace().flat_map(|l| l.split(',')).collect();
-                o.nodelist = Some(drover_conf::hostlist::compress_in_order(&hosts));
-            }
-            Err(_) => return err(&format!("Unable to open file {path}")),
-        }
+    if let Err(e) = o.read_nodefile() {
+        return err(&e);
     }
 
     // The job learns a non-default --export (sbatch sets it, unless set).

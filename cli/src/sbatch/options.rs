@@ -1,6 +1,6 @@
 //! sbatch's option table, the `SBATCH_*` input environment variables, and
 //! the conversion of option values into [`SbatchOpts`] (with Slurm's error
-//! messages). Pure.
+//! messages). Pure, but for `-F/--nodefile`, which reads its file.
 
 use crate::timefmt;
 use drover_conf::datetime::parse_begin;
@@ -301,6 +301,18 @@ const MAIL_TYPES: &[&str] = &[
 ];
 
 impl SbatchOpts {
+    /// `-F/--nodefile`: the file's host names (whitespace or comma
+    /// separated) become the node list.
+    pub fn read_nodefile(&mut self) -> Result<(), String> {
+        if let Some(path) = &self.nodefile {
+            let t = std::fs::read_to_string(path)
+                .map_err(|_| format!("Unable to open file {path}"))?;
+            let hosts: Vec<&str> = t.split_whitespace().flat_map(|l| l.split(',')).collect();
+            self.nodelist = Some(drover_conf::hostlist::compress_in_order(&hosts));
+        }
+        Ok(())
+    }
+
     /// Apply one option value. Errors are Slurm's messages (without the
     /// `sbatch: error: ` prefix).
     pub fn apply(&mut self, key: &str, value: Option<&str>, now: i64) -> Result<(), String> {

@@ -190,6 +190,7 @@ fn alloc_spec(p: &opts::Parsed) -> Result<drover_proto::JobSpec, String> {
     for f in p.opts.iter().filter(|f| SHARED.contains(&f.key)) {
         o.apply(f.key, f.value.as_deref(), now)?;
     }
+    o.read_nodefile()?;
     let cwd = std::env::current_dir()
         .map(|d| d.to_string_lossy().into_owned())
         .map_err(|e| format!("getcwd failed: {e}"))?;

@@ -269,6 +269,22 @@ fn quiet_means_errors_only_and_salloc_chdir() {
         std::path::Path::new(text(&o.stdout).trim()).canonicalize().unwrap(),
         c.path().join("sub").canonicalize().unwrap()
     );
+    // salloc -F: the file's nodes; --gpu-bind reaches the shell's srun.
+    std::fs::write(c.path().join("nodes.txt"), "node2\n").unwrap();
+    let o = c.run(
+        "salloc",
+        &[
+            "-Q",
+            "-F",
+            "nodes.txt",
+            "--gpu-bind=closest",
+            "sh",
+            "-c",
+            "echo $SLURM_JOB_NODELIST $SLURM_GPU_BIND",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).trim(), "node2 closest");
     c.ok("scancel", &["--me"]);
 }
 
