@@ -145,7 +145,11 @@ pub fn cluster_refusal(names: &str, local: &str, from_env: bool) -> Option<Strin
     if list.any(|n| n.eq_ignore_ascii_case("all") || n == local) {
         return None;
     }
-    let what = if from_env { "SLURM_CLUSTERS" } else { "--cluster" };
+    let what = if from_env {
+        "SLURM_CLUSTERS"
+    } else {
+        "--cluster"
+    };
     Some(format!(
         "'{first}' can't be reached now, or it is an invalid entry for {what}.  Use 'sacctmgr list clusters' to see available clusters."
     ))
@@ -233,7 +237,11 @@ mod tests {
     fn the_last_setting_decides() {
         let g = |k: &'static str, v: &str, o: &str| Given::new(k, Some(v.into()), o.into());
         let given = vec![
-            g("distribution", "cyclic", " (in #SBATCH directive on line 2 of the batch script)"),
+            g(
+                "distribution",
+                "cyclic",
+                " (in #SBATCH directive on line 2 of the batch script)",
+            ),
             g("partition", "x", ""),
             g("distribution", "block", ""),
         ];
@@ -293,7 +301,9 @@ mod tests {
             cluster_refusal("x,y", "c1", false).unwrap(),
             "'x' can't be reached now, or it is an invalid entry for --cluster.  Use 'sacctmgr list clusters' to see available clusters."
         );
-        assert!(cluster_refusal("x", "c1", true).unwrap().contains("SLURM_CLUSTERS"));
+        assert!(cluster_refusal("x", "c1", true)
+            .unwrap()
+            .contains("SLURM_CLUSTERS"));
     }
 
     #[test]
@@ -309,7 +319,14 @@ mod tests {
         for ok in ["block", "*", "block:*", "*:*:*", "block,Pack"] {
             assert!(refusal("distribution", Some(ok)).is_none(), "{ok}");
         }
-        for bad in ["cyclic", "plane=4", "arbitrary", "cyclic:block", "", "block:cyclic"] {
+        for bad in [
+            "cyclic",
+            "plane=4",
+            "arbitrary",
+            "cyclic:block",
+            "",
+            "block:cyclic",
+        ] {
             assert!(refusal("distribution", Some(bad)).is_some(), "{bad}");
         }
     }

@@ -95,14 +95,11 @@ pub fn run(args: &[String]) -> i32 {
     let mut o = sbatch_opts::SbatchOpts::default();
     let mut set: Vec<(&str, Option<String>)> = Vec::new();
     let env: Vec<(String, String)> = std::env::vars().collect();
-    let mut given: Vec<Given> = sbatch_opts::env_options_from(
-        options::TABLE,
-        sbatch_opts::SALLOC_ENV_VARS,
-        &env,
-    )
-    .into_iter()
-    .map(|(k, v, var)| Given::new(k, v, Given::from_env(var)))
-    .collect();
+    let mut given: Vec<Given> =
+        sbatch_opts::env_options_from(options::TABLE, sbatch_opts::SALLOC_ENV_VARS, &env)
+            .into_iter()
+            .map(|(k, v, var)| Given::new(k, v, Given::from_env(var)))
+            .collect();
     for f in &cmdline.opts {
         given.push(Given::new(f.key, f.value.clone(), String::new()));
     }
@@ -111,7 +108,8 @@ pub fn run(args: &[String]) -> i32 {
     }
     let mut own = options::SallocOpts::default();
     for (i, g) in given.iter().enumerate() {
-        if support::overridden(&given, i) && support::job_refusal(g.key, g.value.as_deref()).is_some()
+        if support::overridden(&given, i)
+            && support::job_refusal(g.key, g.value.as_deref()).is_some()
         {
             continue;
         }

@@ -12,7 +12,12 @@ pub const TABLE: &[OptDef] = &[
     opt("bell", None, Arg::No, "bell"),
     opt("bb", None, Arg::Required, "bb"),
     opt("bbf", None, Arg::Required, "bbf"),
-    opt("cluster-constraint", None, Arg::Required, "cluster-constraint"),
+    opt(
+        "cluster-constraint",
+        None,
+        Arg::Required,
+        "cluster-constraint",
+    ),
     opt("chdir", Some('D'), Arg::Required, "chdir"),
     opt("cluster", None, Arg::Required, "clusters"),
     opt("clusters", Some('M'), Arg::Required, "clusters"),
@@ -34,7 +39,12 @@ pub const TABLE: &[OptDef] = &[
     opt("exclude", Some('x'), Arg::Required, "exclude"),
     opt("exclusive", None, Arg::Optional, "exclusive"),
     opt("extra", None, Arg::Required, "extra"),
-    opt("extra-node-info", Some('B'), Arg::Required, "extra-node-info"),
+    opt(
+        "extra-node-info",
+        Some('B'),
+        Arg::Required,
+        "extra-node-info",
+    ),
     opt("get-user-env", None, Arg::Optional, "get-user-env"),
     opt("gpu-bind", None, Arg::Required, "gpu-bind"),
     opt("gpu-freq", None, Arg::Required, "gpu-freq"),
@@ -71,7 +81,12 @@ pub const TABLE: &[OptDef] = &[
     opt("ntasks-per-core", None, Arg::Required, "ntasks-per-core"),
     opt("ntasks-per-gpu", None, Arg::Required, "ntasks-per-gpu"),
     opt("ntasks-per-node", None, Arg::Required, "ntasks-per-node"),
-    opt("ntasks-per-socket", None, Arg::Required, "ntasks-per-socket"),
+    opt(
+        "ntasks-per-socket",
+        None,
+        Arg::Required,
+        "ntasks-per-socket",
+    ),
     opt("ntasks-per-tres", None, Arg::Required, "ntasks-per-tres"),
     opt("overcommit", Some('O'), Arg::No, "overcommit"),
     opt("oversubscribe", Some('s'), Arg::No, "oversubscribe"),
@@ -201,7 +216,10 @@ mod tests {
     fn sbatch_only_options_are_not_sallocs() {
         for o in ["--array=1", "--wrap=x", "--output=f", "--parsable", "-W"] {
             let e = parse(TABLE, &[o], true).unwrap_err().to_string();
-            assert!(e.starts_with("unrecognized option") || e.starts_with("invalid option"), "{o}: {e}");
+            assert!(
+                e.starts_with("unrecognized option") || e.starts_with("invalid option"),
+                "{o}: {e}"
+            );
         }
     }
 

@@ -141,7 +141,8 @@ pub fn run(args: &[String]) -> i32 {
     let mut o = SbatchOpts::default();
     let mut set: Vec<(&str, Option<String>)> = Vec::new();
     for (i, g) in given.iter().enumerate() {
-        if support::overridden(&given, i) && support::job_refusal(g.key, g.value.as_deref()).is_some()
+        if support::overridden(&given, i)
+            && support::job_refusal(g.key, g.value.as_deref()).is_some()
         {
             continue;
         }

@@ -5,10 +5,8 @@
 use crate::timefmt;
 use drover_conf::datetime::parse_begin;
 
+pub use super::envvars::{env_options, env_options_from, EnvOption, ENV_VARS, SALLOC_ENV_VARS};
 pub use super::table::TABLE;
-pub use super::envvars::{
-    env_options, env_options_from, EnvOption, ENV_VARS, SALLOC_ENV_VARS,
-};
 
 /// A `[type:]count` GPU request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -305,8 +303,8 @@ impl SbatchOpts {
     /// separated) become the node list.
     pub fn read_nodefile(&mut self) -> Result<(), String> {
         if let Some(path) = &self.nodefile {
-            let t = std::fs::read_to_string(path)
-                .map_err(|_| format!("Unable to open file {path}"))?;
+            let t =
+                std::fs::read_to_string(path).map_err(|_| format!("Unable to open file {path}"))?;
             let hosts: Vec<&str> = t.split_whitespace().flat_map(|l| l.split(',')).collect();
             self.nodelist = Some(drover_conf::hostlist::compress_in_order(&hosts));
         }
@@ -574,7 +572,10 @@ mod tests {
         assert!(apply("distribution", Some("cyclic")).is_err());
         assert!(apply("oversubscribe", None).unwrap().oversubscribe);
         assert_eq!(
-            apply("gpu-bind", Some("single:1")).unwrap().gpu_bind.as_deref(),
+            apply("gpu-bind", Some("single:1"))
+                .unwrap()
+                .gpu_bind
+                .as_deref(),
             Some("single:1")
         );
         assert!(apply("gpu-bind", Some("far")).is_err());

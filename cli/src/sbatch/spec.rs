@@ -319,7 +319,9 @@ mod tests {
         assert!(s.no_requeue && !s.requeue);
         assert_eq!(s.argv, vec!["x"]);
         assert_eq!(s.submit_host, "login1");
-        assert!(s.environment.contains(&"SLURM_GPU_BIND=closest".to_string()));
+        assert!(s
+            .environment
+            .contains(&"SLURM_GPU_BIND=closest".to_string()));
         o.apply("chdir", Some("/abs"), 0).unwrap();
         o.apply("job-name", Some("n"), 0).unwrap();
         let s = build(&o, &ctx());

@@ -402,9 +402,9 @@ fn step_gres(p: &Parsed, r: &mut StepRequest) -> Result<(), String> {
             )));
         }
         let count = match item.rsplit_once(':') {
-            Some((_, c)) if c.bytes().all(|b| b.is_ascii_digit()) && !c.is_empty() => {
-                c.parse::<u32>().map_err(|_| format!("Invalid --gres specification: {gres}"))?
-            }
+            Some((_, c)) if c.bytes().all(|b| b.is_ascii_digit()) && !c.is_empty() => c
+                .parse::<u32>()
+                .map_err(|_| format!("Invalid --gres specification: {gres}"))?,
             Some((_, _)) if item.matches(':').count() > 1 => {
                 return Err(format!("Invalid --gres specification: {gres}"))
             }
@@ -610,8 +610,11 @@ mod tests {
             .unwrap_err()
             .starts_with("Heterogeneous jobs are not supported"));
         // From the environment: the variable is named; the command line wins.
-        let e = srun_env(&["true"], &[("SLURM_JOB_ID", "3"), ("SLURM_HINT", "nomultithread")])
-            .unwrap_err();
+        let e = srun_env(
+            &["true"],
+            &[("SLURM_JOB_ID", "3"), ("SLURM_HINT", "nomultithread")],
+        )
+        .unwrap_err();
         assert_eq!(
             e,
             format!("--hint is not supported: {NS} (from SLURM_HINT in the environment)")
@@ -620,8 +623,11 @@ mod tests {
         assert!(srun_env(&["true"], &env).is_err());
         assert!(srun_env(&["-m", "block", "true"], &env).is_ok());
         // sbatch --gpu-bind reaches the step through SLURM_GPU_BIND.
-        let s = srun_env(&["true"], &[("SLURM_JOB_ID", "3"), ("SLURM_GPU_BIND", "closest")])
-            .unwrap();
+        let s = srun_env(
+            &["true"],
+            &[("SLURM_JOB_ID", "3"), ("SLURM_GPU_BIND", "closest")],
+        )
+        .unwrap();
         assert_eq!(s.req.gpu_bind, "closest");
     }
 
@@ -629,7 +635,13 @@ mod tests {
     fn step_gres_and_sizes() {
         let s = srun(&["--gres=gpu:a100:2", "true"], Some("3")).unwrap();
         assert_eq!(s.req.gpus_per_node, 2);
-        assert_eq!(srun(&["--gres=gpu", "true"], Some("3")).unwrap().req.gpus_per_node, 1);
+        assert_eq!(
+            srun(&["--gres=gpu", "true"], Some("3"))
+                .unwrap()
+                .req
+                .gpus_per_node,
+            1
+        );
         assert!(srun(&["--gres=nic:1", "true"], Some("3")).is_err());
         assert!(srun(&["--mem-per-cpu=1G", "true"], Some("3"))
             .unwrap_err()

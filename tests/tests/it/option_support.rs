@@ -177,7 +177,10 @@ fn command_line_over_environment_over_directives() {
     // block one, so the script is accepted.
     let block = [("SBATCH_DISTRIBUTION", "block")];
     let id = c.sbatch_env(&["--hold"], script, &block);
-    assert_eq!((name(id), comment(id)), ("from_directive".into(), "dir".into()));
+    assert_eq!(
+        (name(id), comment(id)),
+        ("from_directive".into(), "dir".into())
+    );
     let env = [
         ("SBATCH_DISTRIBUTION", "block"),
         ("SBATCH_JOB_NAME", "from_env"),
@@ -216,7 +219,10 @@ fn gpu_bind_reaches_the_jobs_steps() {
 #[test]
 fn salloc_no_shell_keeps_the_allocation_and_immediate_gives_up() {
     let c = Cluster::start(Spec::default());
-    let o = c.run("salloc", &["--no-shell", "-N1", "--exclusive", "-J", "kept"]);
+    let o = c.run(
+        "salloc",
+        &["--no-shell", "-N1", "--exclusive", "-J", "kept"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let err = text(&o.stderr);
     let id = err
@@ -266,7 +272,9 @@ fn quiet_means_errors_only_and_salloc_chdir() {
     let o = c.run("salloc", &["-Q", "-D", "sub", "pwd"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(
-        std::path::Path::new(text(&o.stdout).trim()).canonicalize().unwrap(),
+        std::path::Path::new(text(&o.stdout).trim())
+            .canonicalize()
+            .unwrap(),
         c.path().join("sub").canonicalize().unwrap()
     );
     // salloc -F: the file's nodes; --gpu-bind reaches the shell's srun.
@@ -302,12 +310,21 @@ fn clusters_name_this_cluster_or_fail_in_slurms_words() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(
         text(&o.stdout).starts_with("Submitted batch job ")
-            && text(&o.stdout).trim_end().ends_with(&format!(" on cluster {name}")),
+            && text(&o.stdout)
+                .trim_end()
+                .ends_with(&format!(" on cluster {name}")),
         "{}",
         text(&o.stdout)
     );
-    let o = c.run("sbatch", &["--parsable", "-M", "all", "--hold", "--wrap=true"]);
-    assert!(text(&o.stdout).trim_end().ends_with(&format!(";{name}")), "{}", text(&o.stdout));
+    let o = c.run(
+        "sbatch",
+        &["--parsable", "-M", "all", "--hold", "--wrap=true"],
+    );
+    assert!(
+        text(&o.stdout).trim_end().ends_with(&format!(";{name}")),
+        "{}",
+        text(&o.stdout)
+    );
     let want = "can't be reached now, or it is an invalid entry for --cluster.  Use 'sacctmgr list clusters' to see available clusters.";
     for prog in ["sbatch", "salloc", "srun"] {
         let args: Vec<&str> = if prog == "sbatch" {
