@@ -47,6 +47,7 @@ pub mod srun;
 pub mod sshare;
 pub mod sstat;
 pub mod strftime;
+pub mod support;
 /// Every `unsafe` block of the commands (terminal and time zone calls).
 #[allow(unsafe_code)]
 pub mod sys;

@@ -14,15 +14,27 @@ use tonic::Code;
 
 use crate::conn;
 
+/// How an allocation is waited for: `-I/--immediate[=secs]` and
+/// `-Q/--quiet` (no informational lines: granted, pending, queued).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Waiting {
+    pub immediate: Option<u64>,
+    pub quiet: bool,
+}
+
 /// Submit `spec` as an allocation and wait for it to start. Messages go to
 /// stderr as Slurm's `salloc:` / `srun:` lines. Ctrl-C while waiting
-/// withdraws the request.
+/// withdraws the request, and so does `-I/--immediate` (`immediate`
+/// seconds) once that time has passed without an allocation.
 pub async fn allocate(
     prog: &str,
     ctl: &mut Controller,
     cfg: &Config,
     mut spec: JobSpec,
+    how: Waiting,
 ) -> Result<JobInfo, i32> {
+    let Waiting { immediate, quiet } = how;
+    let asked = std::time::Instant::now();
     spec.interactive = true;
     spec.script.clear();
     let partition = spec.partition.clone();
@@ -72,15 +84,22 @@ pub async fn allocate(
         };
         match job.state() {
             JobState::Running => {
-                if prog == "salloc" {
+                if prog == "salloc" && !quiet {
                     eprintln!("salloc: Granted job allocation {id}");
-                } else if announced {
+                } else if announced && !quiet {
                     eprintln!("{prog}: job {id} has been allocated resources");
                 }
                 return Ok(job);
             }
             JobState::Pending | JobState::Suspended => {
-                if !announced {
+                if immediate.is_some_and(|secs| asked.elapsed().as_secs() >= secs.max(1)) {
+                    // Slurm's answer when the wait ran out (ETIMEDOUT).
+                    let _ = release(ctl, id, 0).await;
+                    eprintln!("{prog}: error: Unable to allocate resources: Connection timed out");
+                    let code = std::env::var("SLURM_EXIT_IMMEDIATE").ok();
+                    return Err(crate::support::exit_status(code.as_deref()));
+                }
+                if !announced && !quiet {
                     if prog == "salloc" {
                         eprintln!("salloc: Pending job allocation {id}");
                     }

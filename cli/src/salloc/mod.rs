@@ -3,6 +3,7 @@
 //! the allocation back when the command exits. Options are sbatch's.
 
 pub mod alloc;
+pub mod options;
 mod terminal;
 
 use std::time::Duration;
@@ -12,11 +13,12 @@ use tokio::task::JoinHandle;
 
 use crate::conn;
 use crate::opts;
-use crate::sbatch::{options, spec};
+use crate::sbatch::{options as sbatch_opts, spec};
+use crate::support::{self, Given};
 
 fn err(m: &str) -> i32 {
     eprintln!("salloc: error: {m}");
-    1
+    support::error_exit()
 }
 
 /// The command to run: the arguments, else `$SHELL`, else the login shell.
@@ -60,6 +62,16 @@ async fn end_command(pid: Option<i32>, wait: &mut Waited) -> i32 {
     }
 }
 
+/// Ring the terminal bell (on standard output, when it is a terminal).
+fn bell() {
+    use std::io::{IsTerminal, Write};
+    let mut out = std::io::stdout();
+    if out.is_terminal() {
+        let _ = out.write_all(b"\x07");
+        let _ = out.flush();
+    }
+}
+
 pub fn run(args: &[String]) -> i32 {
     let now = crate::timefmt::now();
     let cmdline = match opts::parse(options::TABLE, args, true) {
@@ -78,25 +90,44 @@ pub fn run(args: &[String]) -> i32 {
         return err(&opts::hetjob_refused());
     }
     // SALLOC_* variables, then the command line over them.
-    let mut o = options::SbatchOpts::default();
+    let mut o = sbatch_opts::SbatchOpts::default();
     let mut set: Vec<(&str, Option<String>)> = Vec::new();
     let env: Vec<(String, String)> = std::env::vars().collect();
-    for (k, v) in options::env_options_from(options::SALLOC_ENV_VARS, &env) {
-        if let Err(e) = o.apply(k, v.as_deref(), now) {
-            return err(&e);
-        }
-        set.push((k, v));
-    }
+    let mut given: Vec<Given> =
+        sbatch_opts::env_options_from(options::TABLE, sbatch_opts::SALLOC_ENV_VARS, &env)
+            .into_iter()
+            .map(|(k, v, var)| Given::new(k, v, Given::from_env(var)))
+            .collect();
     for f in &cmdline.opts {
-        if let Err(e) = o.apply(f.key, f.value.as_deref(), now) {
+        given.push(Given::new(f.key, f.value.clone(), String::new()));
+    }
+    if let Some(refused) = support::final_refusal(&given, support::job_refusal) {
+        return err(&refused);
+    }
+    let mut own = options::SallocOpts::default();
+    for (i, g) in given.iter().enumerate() {
+        if support::overridden(&given, i)
+            && support::job_refusal(g.key, g.value.as_deref()).is_some()
+        {
+            continue;
+        }
+        let applied = match own.apply(g.key, g.value.as_deref()) {
+            Ok(true) => Ok(()),
+            Ok(false) => o.apply(g.key, g.value.as_deref(), now),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = applied {
             return err(&e);
         }
-        set.push((f.key, f.value.clone()));
+        set.push((g.key, g.value.clone()));
     }
     if o.verbose > 0 {
         for l in crate::optdump::defined_options(options::TABLE, &set, o.verbose) {
             eprintln!("salloc: {l}");
         }
+    }
+    if let Err(e) = o.read_nodefile() {
+        return err(&e);
     }
     let argv = command(&cmdline.positional);
     let cwd = match std::env::current_dir() {
@@ -122,17 +153,36 @@ pub fn run(args: &[String]) -> i32 {
         Ok(v) => v,
         Err(rc) => return rc,
     };
+    if let Some(names) = &o.clusters {
+        let from_env = !cmdline.has("clusters");
+        if let Some(e) = support::cluster_refusal(names, &cfg.cluster_name, from_env) {
+            return err(&e);
+        }
+    }
     let code = rt.block_on(async move {
         let mut ctl = match conn::client_for("salloc", &cfg) {
             Ok(c) => c,
             Err(rc) => return rc,
         };
-        let job = match alloc::allocate("salloc", &mut ctl, &cfg, job_spec).await {
+        let asked = std::time::Instant::now();
+        let how = alloc::Waiting {
+            immediate: own.immediate,
+            quiet: o.quiet,
+        };
+        let job = match alloc::allocate("salloc", &mut ctl, &cfg, job_spec, how).await {
             Ok(j) => j,
             Err(rc) => return rc,
         };
         let id = job.job_id;
-        eprintln!("salloc: Nodes {} are ready for job", job.nodes);
+        if own.ring(asked.elapsed().as_secs()) {
+            bell();
+        }
+        if own.no_shell {
+            return 0;
+        }
+        if !o.quiet {
+            eprintln!("salloc: Nodes {} are ready for job", job.nodes);
+        }
         // The shell handles Ctrl-C; salloc must survive it. A closed
         // terminal (SIGHUP) or SIGTERM ends the command and gives the
         // allocation back, as Slurm's salloc does.
@@ -142,6 +192,14 @@ pub fn run(args: &[String]) -> i32 {
         let mut cmd = tokio::process::Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .envs(alloc::alloc_env(&job, &shape, &cfg.cluster_name));
+        if let Some(b) = &o.gpu_bind {
+            // --gpu-bind: the steps srun starts in the allocation bind so.
+            cmd.env("SLURM_GPU_BIND", b);
+        }
+        if o.chdir.is_some() {
+            // -D: the command starts there.
+            cmd.current_dir(&shape.work_dir);
+        }
         let tty = terminal::Foreground::take();
         terminal::own_group(&mut cmd);
         let status = match cmd.spawn() {
@@ -156,7 +214,7 @@ pub fn run(args: &[String]) -> i32 {
                     _ = alloc::ended(cfg.clone(), id) => {
                         eprintln!("salloc: Job allocation {id} has been revoked.");
                         if let Some(p) = pid {
-                            let _ = drover_proto::sys::kill(p, libc::SIGHUP);
+                            let _ = drover_proto::sys::kill(p, own.kill_signal.unwrap_or(libc::SIGHUP));
                         }
                         None
                     }
@@ -180,7 +238,9 @@ pub fn run(args: &[String]) -> i32 {
         };
         match status {
             Some(code) => {
-                eprintln!("salloc: Relinquishing job allocation {id}");
+                if !o.quiet {
+                    eprintln!("salloc: Relinquishing job allocation {id}");
+                }
                 if let Err(st) = alloc::release(&mut ctl, id, code).await {
                     conn::report("salloc", "salloc: error: ", &st);
                 }

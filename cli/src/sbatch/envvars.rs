@@ -1,7 +1,7 @@
 //! The input environment variables of sbatch (`SBATCH_*`) and salloc
 //! (`SALLOC_*`), each standing for an option of sbatch's table (pure).
 
-use crate::opts::Arg;
+use crate::opts::{Arg, OptDef};
 
 use super::options::TABLE;
 
@@ -124,39 +124,62 @@ pub const SALLOC_ENV_VARS: &[(&str, &str)] = &[
     ("SALLOC_TRES_PER_TASK", "tres-per-task"),
     ("SALLOC_USE_MIN_NODES", "use-min-nodes"),
     ("SALLOC_WAIT_ALL_NODES", "wait-all-nodes"),
+    ("SALLOC_WAIT4SWITCH", "switches"),
     ("SALLOC_WCKEY", "wckey"),
 ];
 
+/// An option set by an input variable: (option key, value, variable).
+pub type EnvOption = (&'static str, Option<String>, &'static str);
+
 /// Turn the `SBATCH_*` variables of an environment into option values.
-pub fn env_options(env: &[(String, String)]) -> Vec<(&'static str, Option<String>)> {
-    env_options_from(ENV_VARS, env)
+pub fn env_options(env: &[(String, String)]) -> Vec<EnvOption> {
+    env_options_from(TABLE, ENV_VARS, env)
 }
 
-/// Turn the input variables `vars` names into option values (options
-/// this table lacks are left out).
+/// Turn the input variables `vars` names into option values of `table`
+/// (each variable of the lists names an option of its command's table).
 pub fn env_options_from(
-    vars: &[(&str, &'static str)],
+    table: &'static [OptDef],
+    vars: &[(&'static str, &'static str)],
     env: &[(String, String)],
-) -> Vec<(&'static str, Option<String>)> {
+) -> Vec<EnvOption> {
     let mut out = Vec::new();
     for (var, key) in vars {
         let Some((_, val)) = env.iter().find(|(k, _)| k == var) else {
             continue;
         };
-        let def = TABLE.iter().find(|d| d.key == *key);
+        let def = table.iter().find(|d| d.key == *key);
         let value = match def.map(|d| d.arg) {
             Some(Arg::No) if *key != "verbose" => None,
             Some(Arg::Optional) if val.is_empty() => None,
             _ => Some(val.clone()),
         };
         if let Some(d) = def {
-            out.push((d.key, value));
+            out.push((d.key, value, *var));
         }
     }
-    if !out.iter().any(|(k, _)| *k == "clusters") {
+    if !out.iter().any(|(k, _, _)| *k == "clusters") {
         if let Some((_, v)) = env.iter().find(|(k, _)| k == "SLURM_CLUSTERS") {
-            out.insert(0, ("clusters", Some(v.clone())));
+            out.insert(0, ("clusters", Some(v.clone()), "SLURM_CLUSTERS"));
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variable_names_an_option_of_its_command() {
+        for (var, key) in ENV_VARS {
+            assert!(TABLE.iter().any(|d| d.key == *key), "{var}");
+        }
+        for (var, key) in SALLOC_ENV_VARS {
+            assert!(
+                crate::salloc::options::TABLE.iter().any(|d| d.key == *key),
+                "{var}"
+            );
+        }
+    }
 }

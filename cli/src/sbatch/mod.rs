@@ -4,6 +4,7 @@ pub mod directives;
 pub mod envvars;
 pub mod options;
 pub mod spec;
+pub mod table;
 
 use std::io::Read;
 
@@ -11,13 +12,14 @@ use drover_proto::{JobState, SubmitRequest, WaitJobRequest};
 
 use crate::conn;
 use crate::opts;
+use crate::support::{self, Given};
 use options::SbatchOpts;
 
 const USAGE: &str = "Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]\n";
 
 fn err(msg: &str) -> i32 {
     eprintln!("sbatch: error: {msg}");
-    1
+    support::error_exit()
 }
 
 /// Map a finished job to sbatch --wait's exit status.
@@ -110,19 +112,14 @@ pub fn run(args: &[String]) -> i32 {
     // Options: directives < environment < command line (sbatch(1): "environment
     // variables will override any options set in a batch script, and command
     // line options will override any environment variables").
-    let mut o = SbatchOpts::default();
-    let mut set: Vec<(&str, Option<String>)> = Vec::new();
+    let mut given: Vec<Given> = Vec::new();
     if wrap.is_none() {
         let text = String::from_utf8_lossy(&script);
         match directives::parse(&text) {
-            Ok(found) => {
-                for (_line, f) in found {
-                    if let Err(e) = o.apply(f.key, f.value.as_deref(), now) {
-                        return err(&e);
-                    }
-                    set.push((f.key, f.value));
-                }
-            }
+            Ok(found) => given.extend(found.into_iter().map(|(line, f)| {
+                let at = format!(" (in #SBATCH directive on line {line} of the batch script)");
+                Given::new(f.key, f.value, at)
+            })),
             Err(e) => {
                 return err(&format!(
                     "{} (in #SBATCH directive on line {} of the batch script)",
@@ -131,17 +128,28 @@ pub fn run(args: &[String]) -> i32 {
             }
         }
     }
-    for (k, v) in options::env_options(&env) {
-        if let Err(e) = o.apply(k, v.as_deref(), now) {
-            return err(&e);
-        }
-        set.push((k, v));
+    for (k, v, var) in options::env_options(&env) {
+        given.push(Given::new(k, v, Given::from_env(var)));
     }
     for f in &cmdline.opts {
-        if let Err(e) = o.apply(f.key, f.value.as_deref(), now) {
+        given.push(Given::new(f.key, f.value.clone(), String::new()));
+    }
+    // What Drover does not support is refused, as finally set.
+    if let Some(refused) = support::final_refusal(&given, support::job_refusal) {
+        return err(&refused);
+    }
+    let mut o = SbatchOpts::default();
+    let mut set: Vec<(&str, Option<String>)> = Vec::new();
+    for (i, g) in given.iter().enumerate() {
+        if support::overridden(&given, i)
+            && support::job_refusal(g.key, g.value.as_deref()).is_some()
+        {
+            continue;
+        }
+        if let Err(e) = o.apply(g.key, g.value.as_deref(), now) {
             return err(&e);
         }
-        set.push((f.key, f.value.clone()));
+        set.push((g.key, g.value.clone()));
     }
     if o.quiet && o.verbose > 0 {
         return err("don't specify both --verbose (-v) and --quiet (-Q)");
@@ -151,14 +159,8 @@ pub fn run(args: &[String]) -> i32 {
             eprintln!("sbatch: {l}");
         }
     }
-    if let Some(path) = o.nodefile.clone() {
-        match std::fs::read_to_string(&path) {
-            Ok(t) => {
-                let hosts: Vec<&str> = t.split_whitespace().flat_map(|l| l.split(',')).collect();
-                o.nodelist = Some(drover_conf::hostlist::compress_in_order(&hosts));
-            }
-            Err(_) => return err(&format!("Unable to open file {path}")),
-        }
+    if let Err(e) = o.read_nodefile() {
+        return err(&e);
     }
 
     // The job learns a non-default --export (sbatch sets it, unless set).
@@ -182,14 +184,24 @@ pub fn run(args: &[String]) -> i32 {
         command,
     };
     let job = spec::build(&o, &ctx);
-    if o.test_only {
-        return err("--test-only is not supported by Drover");
-    }
 
     let (cfg, rt) = match conn::setup("sbatch") {
         Ok(v) => v,
         Err(rc) => return rc,
     };
+    // -M: this cluster is the only one a Drover command reaches.
+    let from_env = given
+        .iter()
+        .rev()
+        .find(|g| g.key == "clusters")
+        .is_some_and(|g| !g.origin.is_empty());
+    if let Some(names) = &o.clusters {
+        if let Some(e) = support::cluster_refusal(names, &cfg.cluster_name, from_env) {
+            return err(&e);
+        }
+    }
+    // With -M, Slurm names the cluster the job went to.
+    let on_cluster = o.clusters.is_some().then(|| cfg.cluster_name.clone());
     rt.block_on(async move {
         let mut client = match conn::client_for("sbatch", &cfg) {
             Ok(c) => c,
@@ -208,13 +220,18 @@ pub fn run(args: &[String]) -> i32 {
                 ));
             }
         };
-        for w in &resp.warnings {
-            eprintln!("sbatch: warning: {w}");
-        }
-        if o.parsable {
-            println!("{}", resp.job_id);
-        } else {
-            println!("Submitted batch job {}", resp.job_id);
+        // -Q: errors only (sbatch(1): "Suppress informational messages
+        // from sbatch such as Job ID").
+        if !o.quiet {
+            for w in &resp.warnings {
+                eprintln!("sbatch: warning: {w}");
+            }
+            match (o.parsable, &on_cluster) {
+                (true, None) => println!("{}", resp.job_id),
+                (true, Some(c)) => println!("{};{c}", resp.job_id),
+                (false, None) => println!("Submitted batch job {}", resp.job_id),
+                (false, Some(c)) => println!("Submitted batch job {} on cluster {c}", resp.job_id),
+            }
         }
         if !o.wait {
             return 0;

@@ -1,176 +1,12 @@
 //! sbatch's option table, the `SBATCH_*` input environment variables, and
 //! the conversion of option values into [`SbatchOpts`] (with Slurm's error
-//! messages). Pure.
+//! messages). Pure, but for `-F/--nodefile`, which reads its file.
 
-use crate::opts::{opt, Arg, OptDef};
 use crate::timefmt;
 use drover_conf::datetime::parse_begin;
 
-/// Options sbatch understands. Options Slurm has but Drover does not act on
-/// are accepted and recorded (see [`RECORDED`]).
-pub const TABLE: &[OptDef] = &[
-    opt("array", Some('a'), Arg::Required, "array"),
-    opt("account", Some('A'), Arg::Required, "account"),
-    opt("begin", Some('b'), Arg::Required, "begin"),
-    opt(
-        "extra-node-info",
-        Some('B'),
-        Arg::Required,
-        "extra-node-info",
-    ),
-    opt("cpus-per-task", Some('c'), Arg::Required, "cpus-per-task"),
-    opt("constraint", Some('C'), Arg::Required, "constraint"),
-    opt("dependency", Some('d'), Arg::Required, "dependency"),
-    opt("chdir", Some('D'), Arg::Required, "chdir"),
-    opt("workdir", None, Arg::Required, "chdir"),
-    opt("error", Some('e'), Arg::Required, "error"),
-    opt("nodefile", Some('F'), Arg::Required, "nodefile"),
-    opt("gpus", Some('G'), Arg::Required, "gpus"),
-    opt("help", Some('h'), Arg::No, "help"),
-    opt("hold", Some('H'), Arg::No, "hold"),
-    opt("input", Some('i'), Arg::Required, "input"),
-    opt("job-name", Some('J'), Arg::Required, "job-name"),
-    opt("no-kill", Some('k'), Arg::Optional, "no-kill"),
-    opt("licenses", Some('L'), Arg::Required, "licenses"),
-    opt("distribution", Some('m'), Arg::Required, "distribution"),
-    opt("clusters", Some('M'), Arg::Required, "clusters"),
-    opt("cluster", None, Arg::Required, "clusters"),
-    opt("ntasks", Some('n'), Arg::Required, "ntasks"),
-    opt("nodes", Some('N'), Arg::Required, "nodes"),
-    opt("output", Some('o'), Arg::Required, "output"),
-    opt("overcommit", Some('O'), Arg::No, "overcommit"),
-    opt("partition", Some('p'), Arg::Required, "partition"),
-    opt("qos", Some('q'), Arg::Required, "qos"),
-    opt("quiet", Some('Q'), Arg::No, "quiet"),
-    opt("oversubscribe", Some('s'), Arg::No, "oversubscribe"),
-    opt("core-spec", Some('S'), Arg::Required, "core-spec"),
-    opt("time", Some('t'), Arg::Required, "time"),
-    opt("verbose", Some('v'), Arg::No, "verbose"),
-    opt("version", Some('V'), Arg::No, "version"),
-    opt("nodelist", Some('w'), Arg::Required, "nodelist"),
-    opt("wait", Some('W'), Arg::No, "wait"),
-    opt("exclude", Some('x'), Arg::Required, "exclude"),
-    opt("acctg-freq", None, Arg::Required, "acctg-freq"),
-    opt("batch", None, Arg::Required, "batch"),
-    opt("bb", None, Arg::Required, "bb"),
-    opt("bbf", None, Arg::Required, "bbf"),
-    opt("comment", None, Arg::Required, "comment"),
-    opt("container", None, Arg::Required, "container"),
-    opt("contiguous", None, Arg::No, "contiguous"),
-    opt("cores-per-socket", None, Arg::Required, "cores-per-socket"),
-    opt("cpu-freq", None, Arg::Required, "cpu-freq"),
-    opt("cpus-per-gpu", None, Arg::Required, "cpus-per-gpu"),
-    opt("deadline", None, Arg::Required, "deadline"),
-    opt("delay-boot", None, Arg::Required, "delay-boot"),
-    opt("exclusive", None, Arg::Optional, "exclusive"),
-    opt("export", None, Arg::Required, "export"),
-    opt("export-file", None, Arg::Required, "export-file"),
-    opt("get-user-env", None, Arg::Optional, "get-user-env"),
-    opt("gid", None, Arg::Required, "gid"),
-    opt("gpu-bind", None, Arg::Required, "gpu-bind"),
-    opt("gpu-freq", None, Arg::Required, "gpu-freq"),
-    opt("gpus-per-node", None, Arg::Required, "gpus-per-node"),
-    opt("gpus-per-socket", None, Arg::Required, "gpus-per-socket"),
-    opt("gpus-per-task", None, Arg::Required, "gpus-per-task"),
-    opt("gres", None, Arg::Required, "gres"),
-    opt("gres-flags", None, Arg::Required, "gres-flags"),
-    opt("hint", None, Arg::Required, "hint"),
-    opt("ignore-pbs", None, Arg::No, "ignore-pbs"),
-    opt(
-        "kill-on-invalid-dep",
-        None,
-        Arg::Required,
-        "kill-on-invalid-dep",
-    ),
-    opt("mail-type", None, Arg::Required, "mail-type"),
-    opt("mail-user", None, Arg::Required, "mail-user"),
-    opt("mcs-label", None, Arg::Required, "mcs-label"),
-    opt("mem", None, Arg::Required, "mem"),
-    opt("mem-bind", None, Arg::Required, "mem-bind"),
-    opt("mem-per-cpu", None, Arg::Required, "mem-per-cpu"),
-    opt("mem-per-gpu", None, Arg::Required, "mem-per-gpu"),
-    opt("mincpus", None, Arg::Required, "mincpus"),
-    opt("network", None, Arg::Required, "network"),
-    opt("nice", None, Arg::Optional, "nice"),
-    opt("no-requeue", None, Arg::No, "no-requeue"),
-    opt("ntasks-per-core", None, Arg::Required, "ntasks-per-core"),
-    opt("ntasks-per-gpu", None, Arg::Required, "ntasks-per-gpu"),
-    opt("ntasks-per-node", None, Arg::Required, "ntasks-per-node"),
-    opt(
-        "ntasks-per-socket",
-        None,
-        Arg::Required,
-        "ntasks-per-socket",
-    ),
-    opt("open-mode", None, Arg::Required, "open-mode"),
-    opt("parsable", None, Arg::No, "parsable"),
-    opt("power", None, Arg::Required, "power"),
-    opt("prefer", None, Arg::Required, "prefer"),
-    opt("priority", None, Arg::Required, "priority"),
-    opt("profile", None, Arg::Required, "profile"),
-    opt("propagate", None, Arg::Optional, "propagate"),
-    opt("reboot", None, Arg::No, "reboot"),
-    opt("requeue", None, Arg::No, "requeue"),
-    opt("reservation", None, Arg::Required, "reservation"),
-    opt("signal", None, Arg::Required, "signal"),
-    opt("sockets-per-node", None, Arg::Required, "sockets-per-node"),
-    opt("spread-job", None, Arg::No, "spread-job"),
-    opt("switches", None, Arg::Required, "switches"),
-    opt("test-only", None, Arg::No, "test-only"),
-    opt("thread-spec", None, Arg::Required, "thread-spec"),
-    opt("threads-per-core", None, Arg::Required, "threads-per-core"),
-    opt("time-min", None, Arg::Required, "time-min"),
-    opt("tmp", None, Arg::Required, "tmp"),
-    opt("uid", None, Arg::Required, "uid"),
-    opt("usage", None, Arg::No, "usage"),
-    opt("use-min-nodes", None, Arg::No, "use-min-nodes"),
-    opt("wait-all-nodes", None, Arg::Required, "wait-all-nodes"),
-    opt("wckey", None, Arg::Required, "wckey"),
-    opt("wrap", None, Arg::Required, "wrap"),
-];
-
-/// Options accepted for compatibility and recorded in `JobSpec.spank`.
-pub const RECORDED: &[&str] = &[
-    "extra-node-info",
-    "no-kill",
-    "distribution",
-    "oversubscribe",
-    "core-spec",
-    "acctg-freq",
-    "batch",
-    "bb",
-    "bbf",
-    "container",
-    "cores-per-socket",
-    "cpu-freq",
-    "delay-boot",
-    "export-file",
-    "get-user-env",
-    "gpu-bind",
-    "gpu-freq",
-    "gpus-per-socket",
-    "gres-flags",
-    "hint",
-    "ignore-pbs",
-    "mcs-label",
-    "mem-bind",
-    "network",
-    "ntasks-per-socket",
-    "power",
-    "prefer",
-    "profile",
-    "propagate",
-    "reboot",
-    "sockets-per-node",
-    "spread-job",
-    "switches",
-    "thread-spec",
-    "tmp",
-    "use-min-nodes",
-    "wait-all-nodes",
-];
-
-pub use super::envvars::{env_options, env_options_from, ENV_VARS, SALLOC_ENV_VARS};
+pub use super::envvars::{env_options, env_options_from, EnvOption, ENV_VARS, SALLOC_ENV_VARS};
+pub use super::table::TABLE;
 
 /// A `[type:]count` GPU request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -191,13 +27,9 @@ pub struct SbatchOpts {
     pub account: Option<String>,
     pub qos: Option<String>,
     pub time: Option<u32>,
-    pub time_min: Option<u32>,
     pub nodes: Option<(u32, u32)>,
     pub ntasks: Option<u32>,
     pub ntasks_per_node: Option<u32>,
-    pub ntasks_per_gpu: Option<u32>,
-    pub ntasks_per_core: Option<u32>,
-    pub threads_per_core: Option<u32>,
     pub cpus_per_task: Option<u32>,
     pub cpus_per_gpu: Option<u32>,
     pub mincpus: Option<u32>,
@@ -229,24 +61,21 @@ pub struct SbatchOpts {
     pub mail_user: Option<String>,
     pub hold: bool,
     pub begin: Option<i64>,
-    pub deadline: Option<i64>,
     pub nice: Option<i32>,
     pub priority: Option<u32>,
-    pub licenses: Option<String>,
     pub kill_on_invalid_dep: Option<bool>,
-    pub overcommit: bool,
-    pub contiguous: bool,
     pub wait: bool,
     pub parsable: bool,
-    pub test_only: bool,
     pub quiet: bool,
     pub verbose: u32,
     pub wrap: Option<String>,
     pub help: bool,
     pub usage: bool,
     pub version: bool,
-    /// `name=value` of accepted-but-recorded options.
-    pub spank: Vec<String>,
+    /// `--oversubscribe`: share nodes with other jobs.
+    pub oversubscribe: bool,
+    /// `--gpu-bind`, for the job's steps (`SLURM_GPU_BIND`).
+    pub gpu_bind: Option<String>,
 }
 
 /// `--mem`, `--mem-per-cpu`, `--mem-per-gpu` in MB (the workspace's one
@@ -470,11 +299,26 @@ const MAIL_TYPES: &[&str] = &[
 ];
 
 impl SbatchOpts {
+    /// `-F/--nodefile`: the file's host names (whitespace or comma
+    /// separated) become the node list.
+    pub fn read_nodefile(&mut self) -> Result<(), String> {
+        if let Some(path) = &self.nodefile {
+            let t =
+                std::fs::read_to_string(path).map_err(|_| format!("Unable to open file {path}"))?;
+            let hosts: Vec<&str> = t.split_whitespace().flat_map(|l| l.split(',')).collect();
+            self.nodelist = Some(drover_conf::hostlist::compress_in_order(&hosts));
+        }
+        Ok(())
+    }
+
     /// Apply one option value. Errors are Slurm's messages (without the
     /// `sbatch: error: ` prefix).
     pub fn apply(&mut self, key: &str, value: Option<&str>, now: i64) -> Result<(), String> {
         let v = value.unwrap_or("");
         let s = || Some(v.to_string());
+        if let Some(refused) = crate::support::job_refusal(key, value) {
+            return Err(refused);
+        }
         match key {
             "array" => {
                 if crate::jobids::parse_array_spec(v).is_none() {
@@ -505,12 +349,10 @@ impl SbatchOpts {
             "hold" => self.hold = true,
             "input" => self.input = s(),
             "job-name" => self.job_name = s(),
-            "licenses" => self.licenses = s(),
             "clusters" => self.clusters = s(),
             "ntasks" => self.ntasks = Some(parse_u32(v, "--ntasks")?),
             "nodes" => self.nodes = Some(parse_nodes(v)?),
             "output" => self.output = s(),
-            "overcommit" => self.overcommit = true,
             "partition" => self.partition = s(),
             "qos" => self.qos = s(),
             "quiet" => self.quiet = true,
@@ -522,10 +364,6 @@ impl SbatchOpts {
                     None => return Err("Invalid --time specification".into()),
                 })
             }
-            "time-min" => {
-                self.time_min =
-                    Some(timefmt::parse_time_limit(v).ok_or("Invalid --time-min specification")?)
-            }
             // A count from SBATCH_DEBUG, one more for each -v.
             "verbose" => match value.and_then(|n| n.trim().parse::<u32>().ok()) {
                 Some(n) => self.verbose = n,
@@ -536,20 +374,9 @@ impl SbatchOpts {
             "wait" => self.wait = true,
             "exclude" => self.exclude = s(),
             "comment" => self.comment = s(),
-            "contiguous" => self.contiguous = true,
             "cpus-per-gpu" => self.cpus_per_gpu = Some(parse_u32(v, "--cpus-per-gpu")?),
-            "deadline" => {
-                self.deadline = Some(
-                    parse_begin(v, now, &timefmt::Local)
-                        .ok_or("Invalid --deadline specification")?,
-                )
-            }
             "exclusive" => match value {
                 None | Some("") | Some("exclusive") => self.exclusive = Some(true),
-                Some(x @ ("user" | "mcs" | "topo")) => {
-                    self.exclusive = Some(true);
-                    self.spank.push(format!("exclusive={x}"));
-                }
                 Some(x) => return Err(format!("invalid exclusive option {x}")),
             },
             "export" => self.export = s(),
@@ -614,10 +441,7 @@ impl SbatchOpts {
             }
             "no-requeue" => self.requeue = Some(false),
             "requeue" => self.requeue = Some(true),
-            "ntasks-per-core" => self.ntasks_per_core = Some(parse_u32(v, "--ntasks-per-core")?),
-            "ntasks-per-gpu" => self.ntasks_per_gpu = Some(parse_u32(v, "--ntasks-per-gpu")?),
             "ntasks-per-node" => self.ntasks_per_node = Some(parse_u32(v, "--ntasks-per-node")?),
-            "threads-per-core" => self.threads_per_core = Some(parse_u32(v, "--threads-per-core")?),
             "open-mode" => {
                 self.open_append = Some(match v.to_ascii_lowercase().as_str() {
                     "append" | "a" => true,
@@ -637,14 +461,20 @@ impl SbatchOpts {
             "signal" => {
                 self.signal = Some(parse_signal_spec(v).ok_or("Invalid --signal specification")?)
             }
-            "test-only" => self.test_only = true,
             "usage" => self.usage = true,
             "wckey" => self.wckey = s(),
             "wrap" => self.wrap = s(),
-            k if RECORDED.contains(&k) => self.spank.push(match value {
-                Some(v) => format!("{k}={v}"),
-                None => k.to_string(),
-            }),
+            "oversubscribe" => self.oversubscribe = true,
+            "gpu-bind" => {
+                drover_proto::bindopt::parse_gpu_bind(v)?;
+                self.gpu_bind = s();
+            }
+            // Values Drover's behaviour already matches (crate::support
+            // refuses the others): block task layout, no memory binding,
+            // GRES not bound to sockets, jobs start once their nodes are up.
+            "distribution" | "mem-bind" | "gres-flags" | "wait-all-nodes" => {}
+            // sbatch reads no #PBS directives.
+            "ignore-pbs" => {}
             other => return Err(format!("unrecognized option '--{other}'")),
         }
         Ok(())
@@ -734,9 +564,21 @@ mod tests {
         assert!(apply("mail-type", Some("SOMETIMES")).is_err());
         assert_eq!(apply("no-requeue", None).unwrap().requeue, Some(false));
         assert_eq!(
-            apply("hint", Some("nomultithread")).unwrap().spank,
-            vec!["hint=nomultithread"]
+            apply("hint", Some("nomultithread")).unwrap_err(),
+            "--hint is not supported: Requested operation not supported on this system"
         );
+        assert!(apply("exclusive", Some("user")).is_err());
+        assert!(apply("distribution", Some("block")).is_ok());
+        assert!(apply("distribution", Some("cyclic")).is_err());
+        assert!(apply("oversubscribe", None).unwrap().oversubscribe);
+        assert_eq!(
+            apply("gpu-bind", Some("single:1"))
+                .unwrap()
+                .gpu_bind
+                .as_deref(),
+            Some("single:1")
+        );
+        assert!(apply("gpu-bind", Some("far")).is_err());
     }
 
     #[test]
@@ -785,7 +627,10 @@ mod tests {
             ("SBATCH_TIMELIMIT".to_string(), "10".to_string()),
             ("HOME".to_string(), "/x".to_string()),
         ];
-        let o = env_options(&env);
+        let o: Vec<_> = env_options(&env)
+            .into_iter()
+            .map(|(k, v, _)| (k, v))
+            .collect();
         assert!(o.contains(&("partition", Some("gpu".into()))));
         assert!(o.contains(&("exclusive", None)));
         assert!(o.contains(&("time", Some("10".into()))));

