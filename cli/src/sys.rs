@@ -78,6 +78,21 @@ pub fn give_terminal(pid: libc::pid_t) {
     }
 }
 
+/// The child `cmd` starts (already leading its own process group) makes
+/// that group the terminal's foreground one before exec. SIGTTOU is still
+/// ignored there (inherited), so a background group may do it; register
+/// this before [`default_job_signals`].
+pub fn foreground_in_child(cmd: &mut tokio::process::Command) {
+    // SAFETY: only async-signal-safe calls (getpgrp, tcsetpgrp) between
+    // fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::tcsetpgrp(0, libc::getpgrp());
+            Ok(())
+        });
+    }
+}
+
 /// Make this process's group the terminal's foreground group again.
 pub fn terminal_to_own_group() {
     // SAFETY: integer-only system calls on fd 0.

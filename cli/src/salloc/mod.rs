@@ -201,7 +201,7 @@ pub fn run(args: &[String]) -> i32 {
             cmd.current_dir(&shape.work_dir);
         }
         let tty = terminal::Foreground::take();
-        terminal::own_group(&mut cmd);
+        terminal::own_group(&mut cmd, tty.as_ref());
         let status = match cmd.spawn() {
             Ok(mut child) => {
                 let pid = child.id().map(|p| p as i32);

@@ -32,8 +32,14 @@ impl Drop for Foreground {
 }
 
 /// The command starts in a process group of its own with the job control
-/// signals at their defaults (salloc ignores them).
-pub fn own_group(cmd: &mut tokio::process::Command) {
+/// signals at their defaults (salloc ignores them). When salloc holds the
+/// terminal, the child makes its group the foreground one itself, before
+/// exec (the parent does too, in [`Foreground::give`]): whichever runs
+/// first, the command never starts in the background.
+pub fn own_group(cmd: &mut tokio::process::Command, tty: Option<&Foreground>) {
     cmd.process_group(0);
+    if tty.is_some() {
+        crate::sys::foreground_in_child(cmd);
+    }
     crate::sys::default_job_signals(cmd);
 }
