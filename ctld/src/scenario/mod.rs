@@ -9,3 +9,4 @@ mod power;
 mod preempt;
 mod queries;
 mod resources;
+mod stamps;
