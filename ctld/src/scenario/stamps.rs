@@ -44,12 +44,7 @@ type Held = HashMap<u32, (JobInfo, i64)>;
 /// One poll: the answer agrees with a fresh listing; returns the time to
 /// ask from next, the jobs that came in full and how many held jobs the
 /// stamps moved (priority, expected start, ... without a change).
-fn poll(
-    env: &mut TestEnv,
-    who: &Identity,
-    held: &mut Held,
-    since: i64,
-) -> (i64, Vec<u32>, usize) {
+fn poll(env: &mut TestEnv, who: &Identity, held: &mut Held, since: i64) -> (i64, Vec<u32>, usize) {
     let fresh = listing(env, who);
     let r = env
         .core
@@ -64,11 +59,12 @@ fn poll(
     let order: Vec<u32> = r.stamps.iter().map(|s| s.job_id).collect();
     let want: Vec<u32> = fresh.iter().map(|j| j.job_id).collect();
     assert_eq!(order, want, "the same jobs in the same order");
-    let changed: Vec<&JobInfo> = fresh
-        .iter()
-        .filter(|j| j.last_changed >= since)
-        .collect();
-    assert_eq!(r.jobs.iter().collect::<Vec<_>>(), changed, "changed in full");
+    let changed: Vec<&JobInfo> = fresh.iter().filter(|j| j.last_changed >= since).collect();
+    assert_eq!(
+        r.jobs.iter().collect::<Vec<_>>(),
+        changed,
+        "changed in full"
+    );
     let full: HashMap<u32, &JobInfo> = r.jobs.iter().map(|j| (j.job_id, j)).collect();
     let mut moved = 0;
     for (s, now) in r.stamps.iter().zip(&fresh) {
@@ -143,7 +139,10 @@ fn held_jobs_patched_with_stamps_are_the_jobs_listed_now() {
             assert!(!full.contains(&long), "{full:?}");
         }
     }
-    assert!(moved > 0, "no stamp moved a held job: the patch went untested");
+    assert!(
+        moved > 0,
+        "no stamp moved a held job: the patch went untested"
+    );
     let _ = (later, array);
     // The owner alone sees their jobs; another user's poll lists none.
     let mut mine = Held::new();
