@@ -236,7 +236,10 @@ mod tests {
     use drover_proto::JobState as S;
 
     fn params() -> squeue::Params {
-        let args: Vec<String> = ["--json", "-t", "all"].iter().map(|s| s.to_string()).collect();
+        let args: Vec<String> = ["--json", "-t", "all"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         match squeue::parse_args(&args, &|_| None, &|_| None, 1000) {
             Ok(squeue::Parsed::Run(p)) => *p,
             _ => panic!("squeue arguments"),
@@ -318,7 +321,10 @@ mod tests {
         let first = ready(answer(&c, &jobs, &ids, 200, 300), 300);
         assert_eq!(first, render_all(&jobs, &p, 300, "c"));
         assert!(first.contains("\"run_time\":"));
-        assert!(!first.contains("\"job_id\":6,"), "no row for the array record");
+        assert!(
+            !first.contains("\"job_id\":6,"),
+            "no row for the array record"
+        );
         assert_eq!(c.since(), 200);
         // Later, nothing changed: run times move, an unlimited job's end
         // comes (shown from then on), all from what is held.
@@ -354,11 +360,20 @@ mod tests {
         let c = JobCache::default();
         let jobs = vec![job(1, S::Pending, 200)];
         ready(answer(&c, &jobs, &[1], 200, 300), 300);
-        assert!(matches!(answer(&c, &jobs, &[], 201, 301), Plan::Refetch(200)));
+        assert!(matches!(
+            answer(&c, &jobs, &[], 201, 301),
+            Plan::Refetch(200)
+        ));
         // Unknown to the cache: asked for.
         let c = JobCache::default();
-        assert!(matches!(answer(&c, &jobs, &[], 201, 301), Plan::Refetch(200)));
+        assert!(matches!(
+            answer(&c, &jobs, &[], 201, 301),
+            Plan::Refetch(200)
+        ));
         // An empty queue is ready at once.
-        assert_eq!(ready(answer(&c, &[], &[], 201, 301), 301), render_all(&[], &p, 301, "c"));
+        assert_eq!(
+            ready(answer(&c, &[], &[], 201, 301), 301),
+            render_all(&[], &p, 301, "c")
+        );
     }
 }

@@ -10,7 +10,8 @@ use axum::extract::{Path, RawQuery, State};
 use axum::Extension;
 use drover_cli::squeue;
 use drover_proto::{
-    CancelRequest, GetJobsRequest, GetJobsSinceRequest, JobFilter, JobInfo, JobState, SubmitRequest, UpdateJobRequest,
+    CancelRequest, GetJobsRequest, GetJobsSinceRequest, JobFilter, JobInfo, JobState,
+    SubmitRequest, UpdateJobRequest,
 };
 use serde_json::{json, Value};
 
