@@ -48,7 +48,7 @@ for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/$REST_PORT) 2>/dev/null && br
 SLURM_JWT=$(scontrol token lifespan=3600 | sed 's/^SLURM_JWT=//')
 export SLURM_JWT REST_ADDR=127.0.0.1:$REST_PORT
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, commit $(git rev-parse --short HEAD)"
-python3 bench/rest_load.py
+CTLD_PID=$CTLD REST_PID=$REST python3 bench/rest_load.py
 echo "squeue sees $(squeue -h -t all -o %i | wc -l) jobs"
 t0=$(date +%s%N); squeue --json > /dev/null; t1=$(date +%s%N)
 echo "squeue --json over the same jobs (for comparison): $(( (t1 - t0) / 1000000 )) ms"

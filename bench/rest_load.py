@@ -55,14 +55,27 @@ def main():
         sys.exit(1)
     c = http.client.HTTPConnection(HOST, int(PORT))
     times, count = [], 0
-    for _ in range(7):
+    pids = {k: os.environ.get(v) for k, v in (("droverctld", "CTLD_PID"), ("droverrestd", "REST_PID"))}
+    cpu_before = {}
+    for i in range(7):
+        if i == 1:
+            cpu_before = {k: cpu_secs(p) for k, p in pids.items() if p}
         t = time.monotonic()
         c.request("GET", "/slurm/v0.0.40/jobs", headers=HEADERS)
         r = c.getresponse()
         body = r.read()
         times.append((time.monotonic() - t) * 1000)
         count = len(json.loads(body)["jobs"])
-    print(f"GET /slurm/v0.0.40/jobs ({count} jobs, {len(body) // 1024} KiB): median {statistics.median(times):.1f} ms (min {min(times):.1f})")
+    print(f"GET /slurm/v0.0.40/jobs ({count} jobs, {len(body) // 1024} KiB): median {statistics.median(times):.1f} ms (min {min(times):.1f}, first {times[0]:.1f})")
+    if cpu_before:
+        per = ", ".join(f"{k} {(cpu_secs(pids[k]) - v) * 1000 / 6:.1f} ms" for k, v in cpu_before.items())
+        print(f"CPU per GET (requests 2-7): {per}")
+
+
+def cpu_secs(pid):
+    """User + system CPU seconds of a process so far."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":

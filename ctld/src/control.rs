@@ -397,7 +397,7 @@ fn result(id: &str, r: Result<(), &'static str>) -> JobResult {
 }
 
 /// Does job `j` pass every part of `f` but its job ids?
-fn job_matches(f: &JobFilter, j: &Job) -> bool {
+pub(crate) fn job_matches(f: &JobFilter, j: &Job) -> bool {
     let state = j.state();
     let selected = if f.all_states {
         true

@@ -540,7 +540,7 @@ impl Ctld {
 }
 
 /// Whether a pending job would share its CPUs in its (first) partition.
-fn may_share(cfg: &Config, spec: &drover_proto::JobSpec) -> bool {
+pub(crate) fn may_share(cfg: &Config, spec: &drover_proto::JobSpec) -> bool {
     let first = spec.partition.split(',').next().unwrap_or("").trim();
     let part = if first.is_empty() {
         cfg.partitions

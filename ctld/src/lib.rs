@@ -35,6 +35,7 @@ pub mod inactive;
 pub mod job;
 pub mod jobindex;
 pub mod jobinfo;
+pub mod jobstamp;
 pub mod mail;
 pub mod metrics;
 pub mod nodepower;

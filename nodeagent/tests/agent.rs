@@ -214,6 +214,12 @@ impl Controller for FakeCtl {
             "the fake controller keeps no metrics",
         ))
     }
+    async fn get_jobs_since(
+        &self,
+        _: Request<drover_proto::GetJobsSinceRequest>,
+    ) -> Result<Response<drover_proto::GetJobsSinceResponse>, Status> {
+        unimpl()
+    }
     async fn step_ended(
         &self,
         _: Request<drover_proto::StepEndedRequest>,

@@ -10,7 +10,8 @@ use axum::extract::{Path, RawQuery, State};
 use axum::Extension;
 use drover_cli::squeue;
 use drover_proto::{
-    CancelRequest, GetJobsRequest, JobFilter, JobInfo, JobState, SubmitRequest, UpdateJobRequest,
+    CancelRequest, GetJobsRequest, GetJobsSinceRequest, JobFilter, JobInfo, JobState,
+    SubmitRequest, UpdateJobRequest,
 };
 use serde_json::{json, Value};
 
@@ -110,27 +111,49 @@ async fn fetch_changed(
 
 /// The answer: squeue --json's job objects, written compactly.
 fn render(app: &App, jobs: &[JobInfo], p: &squeue::Params) -> String {
-    let mut rows = Vec::with_capacity(jobs.len());
-    for j in jobs {
-        squeue::filter(j, p, &mut rows);
-    }
     let now = drover_proto::auth::now_secs();
-    let mut out = String::with_capacity(256 + rows.len() * 2048);
-    out.push_str("{\"jobs\":[");
-    for (i, r) in rows.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
+    crate::jobcache::render_all(jobs, p, now, &app.cluster)
+}
+
+/// Every job the caller may see, through the cache of written jobs
+/// ([`crate::jobcache`]): the controller sends in full only the jobs
+/// changed since the last listing. A controller without `GetJobsSince`
+/// gets the plain listing.
+async fn list_cached(app: &App, caller: &Caller, p: &squeue::Params) -> Result<String, Failure> {
+    use crate::jobcache::{assemble, Entry, Plan};
+    let filter = squeue::request(p).filter;
+    let mut since = app.jobs.since();
+    for attempt in 0..4 {
+        if attempt == 3 {
+            // Still unsettled (jobs changing under every listing): all in full.
+            since = 0;
         }
-        drover_cli::jsonw::write_compact(&mut out, &drover_cli::json::job(r, now, &app.cluster));
+        let mut client = app.ctl.controller(caller);
+        let req = GetJobsSinceRequest {
+            filter: filter.clone(),
+            changed_since: since,
+        };
+        let r = match client.get_jobs_since(req).await {
+            Ok(r) => r.into_inner(),
+            Err(st) if st.code() == tonic::Code::Unimplemented => {
+                return Ok(render(app, &fetch(app, caller, p).await?, p));
+            }
+            Err(st) => return Err(Failure::from_status(&st)),
+        };
+        let now = drover_proto::auth::now_secs();
+        let fresh = r
+            .jobs
+            .into_iter()
+            .map(|j| Entry::new(j, r.now, p, now, &app.cluster))
+            .collect();
+        match app.jobs.plan(&r.stamps, fresh, r.now, p, now, &app.cluster) {
+            Plan::Ready(entries) => return Ok(assemble(&entries, now)),
+            Plan::Refetch(t) => since = t,
+        }
     }
-    out.push_str("],\"last_backfill\":");
-    out.push_str(&drover_cli::json::num(0).to_string());
-    out.push_str(",\"last_update\":");
-    out.push_str(&drover_cli::json::num(now).to_string());
-    out.push_str(",\"meta\":");
-    out.push_str(&reply::meta().to_string());
-    out.push_str(",\"errors\":[],\"warnings\":[]}");
-    out
+    Err(Failure::from_status(&tonic::Status::internal(
+        "the job listing did not settle",
+    )))
 }
 
 pub async fn list(
@@ -141,14 +164,11 @@ pub async fn list(
     let q = query::pairs(q.as_deref(), &["update_time", "flags"])?;
     let since = query::epoch(&q, "update_time")?;
     let p = params(&caller, None)?;
-    let jobs = match since {
-        Some(t) => fetch_changed(&app, &caller, &p, t).await?,
-        None => fetch(&app, &caller, &p).await?,
+    let body = match since {
+        Some(t) => render(&app, &fetch_changed(&app, &caller, &p, t).await?, &p),
+        None => list_cached(&app, &caller, &p).await?,
     };
-    Ok(reply::json_response(
-        axum::http::StatusCode::OK,
-        render(&app, &jobs, &p),
-    ))
+    Ok(reply::json_response(axum::http::StatusCode::OK, body))
 }
 
 pub async fn show(

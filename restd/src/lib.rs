@@ -10,6 +10,7 @@ pub mod auth;
 pub mod cluster;
 pub mod ctl;
 pub mod dash;
+pub mod jobcache;
 pub mod jobdesc;
 pub mod jobs;
 pub mod metrics;
@@ -48,6 +49,8 @@ pub struct App {
     /// PrivateData is set: `/metrics` is off (as Slurm's).
     pub private_data: bool,
     pub callers: auth::CallerCache,
+    /// Jobs as last written for `GET /jobs` ([`jobcache`]).
+    pub jobs: jobcache::JobCache,
     /// The config read at start: what seff's advice may suggest (the
     /// largest node of a partition, the GPU types).
     pub conf: drover_conf::slurmconf::Config,

@@ -128,6 +128,7 @@ async fn run(args: Args) -> Result<(), String> {
         max_body: args.max_body,
         private_data: !cfg.private_data.is_empty(),
         callers: Default::default(),
+        jobs: Default::default(),
         conf: cfg.clone(),
     });
     let mut tasks = tokio::task::JoinSet::new();

@@ -262,6 +262,18 @@ impl Controller for Svc {
         .await
     }
 
+    async fn get_jobs_since(
+        &self,
+        req: Request<GetJobsSinceRequest>,
+    ) -> Result<Response<GetJobsSinceResponse>, Status> {
+        let who = self.who(&req)?;
+        let req = req.into_inner();
+        self.call(move |c, r| {
+            let _ = r.send(c.get_jobs_since(&who, req));
+        })
+        .await
+    }
+
     async fn cancel(
         &self,
         req: Request<CancelRequest>,

@@ -10,3 +10,4 @@ mod power;
 mod preempt;
 mod queries;
 mod resources;
+mod stamps;

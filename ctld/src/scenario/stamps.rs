@@ -1,0 +1,186 @@
+//! `GetJobsSince` (droverrestd's cache): a job held from an earlier listing
+//! with a newer stamp patched in is exactly the job `GetJobs` gives now,
+//! through priority recalculation, backfill's expected starts, --begin
+//! eligibility, start, suspend, resume, end, holds, array task splits and
+//! PrivateData; every job changed since the client's time comes in full.
+
+use std::collections::HashMap;
+
+use drover_proto::auth::Identity;
+use drover_proto::{jobstamp, GetJobsRequest, GetJobsSinceRequest, JobFilter, JobInfo, JobSpec};
+
+use super::env::{job, root, user, TestEnv, T0, USER};
+
+const CONF: &str = "NodeName=n[1-2] CPUs=2 RealMemory=1000\n\
+                    PartitionName=a Nodes=n[1-2] Default=YES MaxTime=UNLIMITED\n\
+                    PriorityType=priority/multifactor\n\
+                    PriorityWeightAge=100000\n\
+                    PriorityMaxAge=00:10:00\n\
+                    PrivateData=jobs";
+
+fn all() -> JobFilter {
+    JobFilter {
+        all_states: true,
+        ..Default::default()
+    }
+}
+
+fn listing(env: &mut TestEnv, who: &Identity) -> Vec<JobInfo> {
+    env.core
+        .get_jobs(
+            who,
+            GetJobsRequest {
+                filter: Some(all()),
+                details: true,
+            },
+        )
+        .expect("listing")
+        .jobs
+}
+
+/// What a client holds: each job as last given in full, and when.
+type Held = HashMap<u32, (JobInfo, i64)>;
+
+/// One poll: the answer agrees with a fresh listing; returns the time to
+/// ask from next, the jobs that came in full and how many held jobs the
+/// stamps moved (priority, expected start, ... without a change).
+fn poll(env: &mut TestEnv, who: &Identity, held: &mut Held, since: i64) -> (i64, Vec<u32>, usize) {
+    let fresh = listing(env, who);
+    let r = env
+        .core
+        .get_jobs_since(
+            who,
+            GetJobsSinceRequest {
+                filter: Some(all()),
+                changed_since: since,
+            },
+        )
+        .expect("listing since");
+    let order: Vec<u32> = r.stamps.iter().map(|s| s.job_id).collect();
+    let want: Vec<u32> = fresh.iter().map(|j| j.job_id).collect();
+    assert_eq!(order, want, "the same jobs in the same order");
+    let changed: Vec<&JobInfo> = fresh.iter().filter(|j| j.last_changed >= since).collect();
+    assert_eq!(
+        r.jobs.iter().collect::<Vec<_>>(),
+        changed,
+        "changed in full"
+    );
+    let full: HashMap<u32, &JobInfo> = r.jobs.iter().map(|j| (j.job_id, j)).collect();
+    let mut moved = 0;
+    for (s, now) in r.stamps.iter().zip(&fresh) {
+        assert_eq!(s, &jobstamp::of(now), "job {}'s stamp", s.job_id);
+        if let Some(j) = full.get(&s.job_id) {
+            held.insert(s.job_id, ((*j).clone(), r.now));
+            continue;
+        }
+        let (old, at) = held
+            .get(&s.job_id)
+            .unwrap_or_else(|| panic!("job {} neither held nor sent", s.job_id));
+        assert!(jobstamp::usable(old, *at, s), "job {} usable", s.job_id);
+        let mut patched = old.clone();
+        if jobstamp::apply(&mut patched, s) {
+            moved += 1;
+        }
+        assert_eq!(&patched, now, "job {} patched", s.job_id);
+        held.insert(s.job_id, (patched, r.now));
+    }
+    (r.now, full.keys().copied().collect(), moved)
+}
+
+#[test]
+fn held_jobs_patched_with_stamps_are_the_jobs_listed_now() {
+    let mut env = TestEnv::new(CONF);
+    let run = env.sbatch(job(30));
+    let long = env.sbatch(JobSpec {
+        cpus_per_task: 2,
+        ..job(60)
+    });
+    let waiting: Vec<u32> = (0..3)
+        .map(|_| {
+            env.sbatch(JobSpec {
+                cpus_per_task: 2,
+                ..job(20)
+            })
+        })
+        .collect();
+    let later = env.sbatch(JobSpec {
+        begin_time: T0 + 300,
+        ..job(5)
+    });
+    let array = env.sbatch(JobSpec {
+        array: "1-4".into(),
+        ..job(10)
+    });
+    let held_job = env.sbatch(job(10));
+    env.control("hold", held_job).unwrap();
+    let mut held = Held::new();
+    let (mut since, _, _) = poll(&mut env, &root(), &mut held, 0);
+    let mut moved = 0;
+    assert_eq!(held.len(), listing(&mut env, &root()).len());
+    let mut t = T0;
+    // Passes: priorities age, expected starts and eligibility move.
+    for step in 0..12 {
+        t += 60;
+        env.advance(t);
+        match step {
+            2 => env.control("suspend", run).unwrap(),
+            4 => env.control("resume", run).unwrap(),
+            5 => env.control("release", held_job).unwrap(),
+            6 => env.finish(run, 0),
+            8 => env.cancel(waiting[0]),
+            _ => {}
+        }
+        let (next, full, m) = poll(&mut env, &root(), &mut held, since);
+        since = next;
+        moved += m;
+        if step == 2 {
+            // Nothing happened to the long job since the last poll: a
+            // stamp alone.
+            assert!(!full.contains(&long), "{full:?}");
+        }
+    }
+    assert!(
+        moved > 0,
+        "no stamp moved a held job: the patch went untested"
+    );
+    let _ = (later, array);
+    // The owner alone sees their jobs; another user's poll lists none.
+    let mut mine = Held::new();
+    let (s, _, _) = poll(&mut env, &user(), &mut mine, 0);
+    assert!(!mine.is_empty());
+    poll(&mut env, &user(), &mut mine, s);
+    let other = Identity {
+        uid: USER + 1,
+        gid: USER + 1,
+        groups: vec![USER + 1],
+        ..user()
+    };
+    let r = env
+        .core
+        .get_jobs_since(
+            &other,
+            GetJobsSinceRequest {
+                filter: Some(all()),
+                changed_since: 0,
+            },
+        )
+        .unwrap();
+    assert!(r.stamps.is_empty() && r.jobs.is_empty());
+}
+
+#[test]
+fn jobs_by_id_are_refused() {
+    let mut env = TestEnv::new(CONF);
+    let id = env.sbatch(job(5));
+    let r = env.core.get_jobs_since(
+        &root(),
+        GetJobsSinceRequest {
+            filter: Some(JobFilter {
+                job_ids: vec![id.to_string()],
+                ..Default::default()
+            }),
+            changed_since: 0,
+        },
+    );
+    assert!(r.is_err());
+}
