@@ -32,6 +32,7 @@ pub mod inactive;
 pub mod job;
 pub mod jobindex;
 pub mod jobinfo;
+pub mod jobwire;
 pub mod mail;
 pub mod metrics;
 pub mod nodepower;
