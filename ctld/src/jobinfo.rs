@@ -267,8 +267,7 @@ pub fn fill_job_info(
             } else {
                 job.id()
             },
-            array_task_id: (rt.array_job_id != 0 && !rt.is_array_meta)
-                .then_some(rt.array_task_id),
+            array_task_id: (rt.array_job_id != 0 && !rt.is_array_meta).then_some(rt.array_task_id),
             job_name: &spec.name,
             node: if rt.batch_host.is_empty() {
                 "%N"

@@ -72,8 +72,10 @@ impl Service<http::Request<Body>> for Routed {
         let method = GetJobsWire(self.svc.clone());
         let max_request = self.max_request;
         Box::pin(async move {
-            let mut grpc = Grpc::new(WireCodec)
-                .apply_max_message_size_config(Some(max_request), Some(drover_proto::MAX_MESSAGE_BYTES));
+            let mut grpc = Grpc::new(WireCodec).apply_max_message_size_config(
+                Some(max_request),
+                Some(drover_proto::MAX_MESSAGE_BYTES),
+            );
             Ok(grpc.unary(method, req).await)
         })
     }

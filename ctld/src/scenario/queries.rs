@@ -134,14 +134,16 @@ fn same_bytes(env: &mut TestEnv, who: &Identity, f: &JobFilter) {
             filter: Some(f.clone()),
             details,
         };
-        let want = env.core.get_jobs(who, req.clone()).map(|r| r.encode_to_vec());
+        let want = env
+            .core
+            .get_jobs(who, req.clone())
+            .map(|r| r.encode_to_vec());
         let got = env.core.get_jobs_wire(who, req);
         match (want, got) {
             (Ok(want), Ok(got)) => assert!(want == got, "{f:?} details={details}"),
-            (Err(want), Err(got)) => assert_eq!(
-                (want.code(), want.message()),
-                (got.code(), got.message())
-            ),
+            (Err(want), Err(got)) => {
+                assert_eq!((want.code(), want.message()), (got.code(), got.message()))
+            }
             (want, got) => panic!("{f:?}: {want:?} against {got:?}"),
         }
     }
