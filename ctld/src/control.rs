@@ -171,27 +171,42 @@ impl Ctld {
     /// A query without job ids: one walk over the candidates (the most
     /// selective index's, or every job), each job looked up once.
     fn list_jobs(&mut self, who: &Identity, f: &JobFilter, details: bool) -> GetJobsResponse {
-        let viewer = self.job_viewer(who);
-        let candidates = self.index.candidates(f);
         let now = self.now;
-        let (cfg, names, jobs) = (&*self.cfg, &mut self.names, &self.jobs);
+        let mut names = std::mem::take(&mut self.names);
         let mut out = Vec::new();
+        self.each_listed(who, f, |c, j| {
+            let mut i = crate::jobinfo::job_info(&c.cfg, &mut names, j, details, now);
+            c.add_expected_start(&mut i);
+            out.push(i);
+        });
+        self.names = names;
+        GetJobsResponse { jobs: out, now }
+    }
+
+    /// Every job a query without job ids shows `who`, in id order: the
+    /// candidates of the most selective index (or every job), each checked
+    /// against the whole filter and PrivateData. Both answers of the
+    /// listing (records here, encoded bytes in `jobwire.rs`) walk this.
+    pub(crate) fn each_listed(
+        &mut self,
+        who: &Identity,
+        f: &JobFilter,
+        mut visit: impl FnMut(&Ctld, &Job),
+    ) {
+        let viewer = self.job_viewer(who);
+        let me: &Ctld = self;
         let mut add = |j: &Job| {
             if job_matches(f, j) && viewer.sees(j.rec.uid) {
-                out.push(crate::jobinfo::job_info(cfg, names, j, details, now));
+                visit(me, j);
             }
         };
-        match candidates {
+        match me.index.candidates(f) {
             Some(ids) => ids
                 .iter()
-                .filter_map(|id| jobs.get(id))
+                .filter_map(|id| me.jobs.get(id))
                 .for_each(|j| add(j)),
-            None => jobs.values().for_each(|j| add(j)),
+            None => me.jobs.values().for_each(|j| add(j)),
         }
-        for i in &mut out {
-            self.add_expected_start(i);
-        }
-        GetJobsResponse { jobs: out, now }
     }
 
     /// `scontrol write batch_script`: the script of a batch job, for its

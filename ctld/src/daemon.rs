@@ -252,6 +252,18 @@ async fn serve(
     })
     .max_decoding_message_size(max_request)
     .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
+    // GetJobs answers with the bytes the owner encodes (`rpc/jobs.rs`).
+    let svc = crate::rpc::jobs::Routed::new(
+        svc,
+        Svc {
+            tx: tx.clone(),
+            key: key.clone(),
+            agents: agents.clone(),
+            ha: ha.clone(),
+            limit: limit.clone(),
+        },
+        max_request,
+    );
     let sched = drover_proto::scheduler_server::SchedulerServer::new(
         crate::rpc::scheduler::SchedSvc(Svc {
             tx: tx.clone(),

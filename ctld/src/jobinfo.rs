@@ -63,47 +63,153 @@ pub fn job_info(
     details: bool,
     now: i64,
 ) -> JobInfo {
-    {
-        let spec = job.spec();
-        let rt = job.rt();
-        let state = job.state();
-        let user = names.user(job.rec.uid);
-        let group = names.group(job.rec.gid);
+    let mut i = JobInfo::default();
+    fill_job_info(cfg, names, job, details, now, &mut i);
+    i
+}
+
+/// `dst` = `src`, in `dst`'s buffer (no allocation once it is big enough).
+fn set(dst: &mut String, src: &str) {
+    dst.clear();
+    dst.push_str(src);
+}
+
+/// [`set`] with `details`, else empty.
+fn set_detail(dst: &mut String, details: bool, src: &str) {
+    dst.clear();
+    if details {
+        dst.push_str(src);
+    }
+}
+
+/// [`job_info`] written over `out`, every field of it, reusing its strings'
+/// buffers: a listing fills one scratch record per job and encodes it
+/// (`jobwire.rs`), allocating nothing for most jobs.
+pub fn fill_job_info(
+    cfg: &Config,
+    names: &mut NameCache,
+    job: &Job,
+    details: bool,
+    now: i64,
+    out: &mut JobInfo,
+) {
+    let spec = job.spec();
+    let rt = job.rt();
+    let state = job.state();
+    let user = names.user(job.rec.uid);
+    let running = !rt.alloc.is_empty();
+    // Counts come from the resolved request (partition defaults
+    // applied at submit), the allocation once running.
+    let no_request;
+    let req = match job.request() {
+        Some(r) => r,
+        None => {
+            no_request = Default::default();
+            &no_request
+        }
+    };
+    let want = crate::request::totals(req);
+    let cpt = req.cpus_per_task.max(1);
+    let n_cpus = if running {
+        rt.alloc.iter().map(|a| a.cpus).sum()
+    } else {
+        want.cpus as u32
+    };
+    let n_nodes = if running {
+        rt.alloc.len() as u32
+    } else {
+        req.min_nodes.max(1)
+    };
+    let (min_mem, per_cpu) = match crate::request::min_memory(req) {
+        // --exclusive without --mem: the node's memory, once known.
+        (0, _) => (rt.alloc.first().map_or(0, |a| a.mem_mb), false),
+        m => m,
+    };
+    // Every field, by name: a field added to JobInfo must be set here (a
+    // reused record would otherwise show the previous job's value).
+    let JobInfo {
+        job_id,
+        array_job_id,
+        array_task_id,
+        array_pending,
+        array_max_running,
+        is_array_meta,
+        state: state_out,
+        state_reason,
+        reason_detail,
+        user_id,
+        user_name,
+        group_id,
+        group_name,
+        name,
+        partition,
+        account,
+        qos,
+        priority,
+        nice,
+        time_limit,
+        submit_time,
+        eligible_time,
+        start_time,
+        end_time,
+        suspend_time,
+        nodes,
+        req_nodes,
+        exc_nodes,
+        num_nodes,
+        num_cpus,
+        num_tasks,
+        cpus_per_task,
+        min_memory_mb,
+        mem_per_cpu,
+        tres_per_node,
+        tres_req,
+        tres_alloc,
+        features,
+        dependency,
+        work_dir,
+        std_out,
+        std_err,
+        std_in,
+        command,
+        exit_code,
+        exit_signal,
+        restart_count,
+        requeue,
+        exclusive,
+        comment,
+        batch_host,
+        hold,
+        alloc,
+        pre_sus_time,
+        submit_host,
+        reservation,
+        derived_exit_code,
+        cancelled_by,
+        min_cpus_per_node,
+        array_spec,
+        wckey,
+        ntasks_per_node,
+        gres_detail,
+        batch_flag,
+        oom,
+        mail_type,
+        mail_user,
+        time_min,
+        steps,
+        oversubscribe,
+        stopped,
+        system_comment,
+        last_changed,
+    } = out;
+    nodes.clear();
+    if running {
         let node_names: Vec<&str> = rt.alloc.iter().map(|a| a.node.as_str()).collect();
-        let nodes = if node_names.is_empty() {
-            String::new()
-        } else {
-            hostlist::compress(&node_names)
-        };
-        let running = !rt.alloc.is_empty();
-        // Counts come from the resolved request (partition defaults
-        // applied at submit), the allocation once running.
-        let no_request;
-        let req = match job.request() {
-            Some(r) => r,
-            None => {
-                no_request = Default::default();
-                &no_request
-            }
-        };
-        let want = crate::request::totals(req);
-        let cpt = req.cpus_per_task.max(1);
-        let ntasks = req.ntasks.max(1);
-        let num_cpus = if running {
-            rt.alloc.iter().map(|a| a.cpus).sum()
-        } else {
-            want.cpus as u32
-        };
-        let num_nodes = if running {
-            rt.alloc.len() as u32
-        } else {
-            req.min_nodes.max(1)
-        };
-        let (min_mem, per_cpu) = match crate::request::min_memory(req) {
-            // --exclusive without --mem: the node's memory, once known.
-            (0, _) => (rt.alloc.first().map_or(0, |a| a.mem_mb), false),
-            m => m,
-        };
+        nodes.push_str(&hostlist::compress(&node_names));
+    }
+    tres_req.clear();
+    tres_alloc.clear();
+    if details {
         let total_mem: u64 = if running {
             rt.alloc.iter().map(|a| a.mem_mb).sum()
         } else {
@@ -119,53 +225,61 @@ pub fn job_info(
         } else {
             want.gpus
         };
-        let mut tres = String::new();
-        if details {
-            tres = format!(
-                "cpu={num_cpus},mem={},node={num_nodes},billing={num_cpus}",
-                mem_text(total_mem)
-            );
-            if gpus > 0 {
-                tres.push_str(&format!(",gres/gpu={gpus}"));
+        use std::fmt::Write;
+        let _ = write!(
+            tres_req,
+            "cpu={n_cpus},mem={},node={n_nodes},billing={n_cpus}",
+            mem_text(total_mem)
+        );
+        if gpus > 0 {
+            let _ = write!(tres_req, ",gres/gpu={gpus}");
+        }
+        if running {
+            tres_alloc.push_str(tres_req);
+        }
+    }
+    tres_per_node.clear();
+    if !spec.gres.is_empty() {
+        for (k, g) in spec.gres.split(',').enumerate() {
+            if k > 0 {
+                tres_per_node.push(',');
             }
+            tres_per_node.push_str("gres/");
+            tres_per_node.push_str(g.trim_start_matches("gres/"));
         }
-        let mut tres_per_node = String::new();
-        if !spec.gres.is_empty() {
-            tres_per_node = spec
-                .gres
-                .split(',')
-                .map(|g| format!("gres/{}", g.trim_start_matches("gres/")))
-                .collect::<Vec<_>>()
-                .join(",");
-        } else if spec.gpus_per_node > 0 {
-            tres_per_node = if spec.gpus_type.is_empty() {
-                format!("gres/gpu:{}", spec.gpus_per_node)
-            } else {
-                format!("gres/gpu:{}:{}", spec.gpus_type, spec.gpus_per_node)
-            };
-        }
-        let array_job_id = rt.array_job_id;
-        let batch_host = rt.batch_host.clone();
+    } else if spec.gpus_per_node > 0 {
+        use std::fmt::Write;
+        let _ = if spec.gpus_type.is_empty() {
+            write!(tres_per_node, "gres/gpu:{}", spec.gpus_per_node)
+        } else {
+            write!(
+                tres_per_node,
+                "gres/gpu:{}:{}",
+                spec.gpus_type, spec.gpus_per_node
+            )
+        };
+    }
+    if details {
         let vars = PatternVars {
             job_id: job.id(),
-            array_job_id: if array_job_id != 0 {
-                array_job_id
+            array_job_id: if rt.array_job_id != 0 {
+                rt.array_job_id
             } else {
                 job.id()
             },
-            array_task_id: (array_job_id != 0 && !rt.is_array_meta).then_some(rt.array_task_id),
+            array_task_id: (rt.array_job_id != 0 && !rt.is_array_meta).then_some(rt.array_task_id),
             job_name: &spec.name,
-            node: if batch_host.is_empty() {
+            node: if rt.batch_host.is_empty() {
                 "%N"
             } else {
-                &batch_host
+                &rt.batch_host
             },
             user: &user,
             node_id: 0,
             task_id: 0,
             step: "batch",
         };
-        let default_out = if array_job_id != 0 {
+        let default_out = if rt.array_job_id != 0 {
             "slurm-%A_%a.out"
         } else {
             "slurm-%j.out"
@@ -175,221 +289,159 @@ pub fn job_info(
         } else {
             &spec.std_out
         };
-        let (std_out, std_err, std_in) = if details {
-            let std_out = expand_path(out_pat, &vars, &spec.work_dir);
-            let std_err = if spec.std_err.is_empty() {
-                std_out.clone()
-            } else {
-                expand_path(&spec.std_err, &vars, &spec.work_dir)
-            };
-            let std_in = if spec.std_in.is_empty() {
-                "/dev/null".to_string()
-            } else {
-                expand_path(&spec.std_in, &vars, &spec.work_dir)
-            };
-            (std_out, std_err, std_in)
+        *std_out = expand_path(out_pat, &vars, &spec.work_dir);
+        *std_err = if spec.std_err.is_empty() {
+            std_out.clone()
         } else {
-            Default::default()
+            expand_path(&spec.std_err, &vars, &spec.work_dir)
         };
-        let gres_detail = if !details {
-            String::new()
+        *std_in = if spec.std_in.is_empty() {
+            "/dev/null".to_string()
         } else {
-            rt.alloc
-                .iter()
-                .map(|a| {
-                    let gpus: Vec<u32> = a
-                        .gres
-                        .iter()
-                        .filter(|g| g.name == "gpu")
-                        .flat_map(|g| g.indices.iter().copied())
-                        .collect();
-                    if gpus.is_empty() {
-                        String::new()
-                    } else {
-                        format!("gpu(IDX:{})", crate::array::ranges(&gpus))
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(";")
+            expand_path(&spec.std_in, &vars, &spec.work_dir)
         };
-        let derived_pending = if job.is_meta() {
-            crate::array::ranges(&job.pending_tasks)
-        } else {
-            String::new()
-        };
-        JobInfo {
-            job_id: job.id(),
-            array_job_id,
-            array_task_id: rt.array_task_id,
-            array_pending: derived_pending,
-            array_max_running: rt.array_max_running,
-            is_array_meta: rt.is_array_meta,
-            state: state as i32,
-            state_reason: if rt.reason.is_empty() {
-                "None".into()
-            } else {
-                rt.reason.clone()
-            },
-            reason_detail: if details {
-                rt.reason_detail.clone()
-            } else {
-                String::new()
-            },
-            user_id: job.rec.uid,
-            user_name: user.to_string(),
-            group_id: job.rec.gid,
-            group_name: if details {
-                group.to_string()
-            } else {
-                String::new()
-            },
-            name: spec.name.clone(),
-            partition: if rt.partition.is_empty() {
-                spec.partition.clone()
-            } else {
-                rt.partition.clone()
-            },
-            account: spec.account.clone(),
-            qos: if spec.qos.is_empty() {
-                "normal".into()
-            } else {
-                spec.qos.clone()
-            },
-            priority: if rt.hold != 0 { 0 } else { rt.priority },
-            nice: spec.nice,
-            time_limit: if rt.time_limit == 0 {
-                INFINITE
-            } else {
-                rt.time_limit
-            },
-            submit_time: rt.submit_time,
-            // Slurm shows a --begin time not reached yet as EligibleTime.
-            eligible_time: if rt.eligible_time == 0 && state == JobState::Pending {
-                spec.begin_time
-            } else {
-                rt.eligible_time
-            },
-            start_time: rt.start_time,
-            stopped: rt.stopped && state == JobState::Running,
-            end_time: if rt.end_time != 0 {
-                rt.end_time
-            } else {
-                crate::suspend::shown_end(rt, state, now).unwrap_or(0)
-            },
-            suspend_time: rt.suspend_time,
-            nodes,
-            req_nodes: if details {
-                spec.nodelist.clone()
-            } else {
-                String::new()
-            },
-            exc_nodes: if details {
-                spec.exclude.clone()
-            } else {
-                String::new()
-            },
-            num_nodes,
-            num_cpus,
-            num_tasks: ntasks,
-            cpus_per_task: cpt,
-            min_memory_mb: min_mem,
-            mem_per_cpu: per_cpu,
-            tres_per_node,
-            tres_req: tres.clone(),
-            tres_alloc: if running { tres } else { String::new() },
-            features: if details {
-                spec.constraint.clone()
-            } else {
-                String::new()
-            },
-            dependency: if details {
-                spec.dependency.clone()
-            } else {
-                String::new()
-            },
-            work_dir: if details {
-                spec.work_dir.clone()
-            } else {
-                String::new()
-            },
-            std_out,
-            std_err,
-            std_in,
-            command: if details {
-                spec.command.clone()
-            } else {
-                String::new()
-            },
-            exit_code: rt.exit_code,
-            exit_signal: rt.exit_signal,
-            restart_count: rt.restart_count,
-            requeue: spec.requeue,
-            exclusive: spec.exclusive,
-            oversubscribe: if job.state() == JobState::Pending {
-                may_share(cfg, spec)
-            } else {
-                rt.share > 1
-            },
-            comment: if details {
-                spec.comment.clone()
-            } else {
-                String::new()
-            },
-            batch_host,
-            hold: rt.hold,
-            alloc: if details {
-                rt.alloc.clone()
-            } else {
-                Vec::new()
-            },
-            pre_sus_time: rt.pre_sus_time,
-            submit_host: if details {
-                spec.submit_host.clone()
-            } else {
-                String::new()
-            },
-            reservation: spec.reservation.clone(),
-            derived_exit_code: 0,
-            cancelled_by: if rt.cancelled {
-                rt.cancelled_by.to_string()
-            } else {
-                String::new()
-            },
-            min_cpus_per_node: spec.min_cpus_per_node.max(cpt),
-            array_spec: if details {
-                spec.array.clone()
-            } else {
-                String::new()
-            },
-            wckey: if details {
-                spec.wckey.clone()
-            } else {
-                String::new()
-            },
-            ntasks_per_node: spec.ntasks_per_node,
-            gres_detail,
-            batch_flag: true,
-            oom: rt.oom,
-            system_comment: rt.system_comment.clone(),
-            last_changed: rt.last_changed,
-            mail_type: if details {
-                spec.mail_type.clone()
-            } else {
-                String::new()
-            },
-            mail_user: if details {
-                spec.mail_user.clone()
-            } else {
-                String::new()
-            },
-            time_min: spec.time_min,
-            steps: rt
-                .steps
-                .iter()
-                .map(|st| crate::steps::effective(st, state, rt.end_time))
-                .collect(),
-        }
+        *gres_detail = rt
+            .alloc
+            .iter()
+            .map(|a| {
+                let gpus: Vec<u32> = a
+                    .gres
+                    .iter()
+                    .filter(|g| g.name == "gpu")
+                    .flat_map(|g| g.indices.iter().copied())
+                    .collect();
+                if gpus.is_empty() {
+                    String::new()
+                } else {
+                    format!("gpu(IDX:{})", crate::array::ranges(&gpus))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(";");
+        set(group_name, &names.group(job.rec.gid));
+        alloc.clone_from(&rt.alloc);
+    } else {
+        std_out.clear();
+        std_err.clear();
+        std_in.clear();
+        gres_detail.clear();
+        group_name.clear();
+        alloc.clear();
     }
+    *job_id = job.id();
+    *array_job_id = rt.array_job_id;
+    *array_task_id = rt.array_task_id;
+    if job.is_meta() {
+        *array_pending = crate::array::ranges(&job.pending_tasks);
+    } else {
+        array_pending.clear();
+    }
+    *array_max_running = rt.array_max_running;
+    *is_array_meta = rt.is_array_meta;
+    *state_out = state as i32;
+    set(
+        state_reason,
+        if rt.reason.is_empty() {
+            "None"
+        } else {
+            &rt.reason
+        },
+    );
+    set_detail(reason_detail, details, &rt.reason_detail);
+    *user_id = job.rec.uid;
+    set(user_name, &user);
+    *group_id = job.rec.gid;
+    set(name, &spec.name);
+    set(
+        partition,
+        if rt.partition.is_empty() {
+            &spec.partition
+        } else {
+            &rt.partition
+        },
+    );
+    set(account, &spec.account);
+    set(
+        qos,
+        if spec.qos.is_empty() {
+            "normal"
+        } else {
+            &spec.qos
+        },
+    );
+    *priority = if rt.hold != 0 { 0 } else { rt.priority };
+    *nice = spec.nice;
+    *time_limit = if rt.time_limit == 0 {
+        INFINITE
+    } else {
+        rt.time_limit
+    };
+    *submit_time = rt.submit_time;
+    // Slurm shows a --begin time not reached yet as EligibleTime.
+    *eligible_time = if rt.eligible_time == 0 && state == JobState::Pending {
+        spec.begin_time
+    } else {
+        rt.eligible_time
+    };
+    *start_time = rt.start_time;
+    *stopped = rt.stopped && state == JobState::Running;
+    *end_time = if rt.end_time != 0 {
+        rt.end_time
+    } else {
+        crate::suspend::shown_end(rt, state, now).unwrap_or(0)
+    };
+    *suspend_time = rt.suspend_time;
+    set_detail(req_nodes, details, &spec.nodelist);
+    set_detail(exc_nodes, details, &spec.exclude);
+    *num_nodes = n_nodes;
+    *num_cpus = n_cpus;
+    *num_tasks = req.ntasks.max(1);
+    *cpus_per_task = cpt;
+    *min_memory_mb = min_mem;
+    *mem_per_cpu = per_cpu;
+    set_detail(features, details, &spec.constraint);
+    set_detail(dependency, details, &spec.dependency);
+    set_detail(work_dir, details, &spec.work_dir);
+    set_detail(command, details, &spec.command);
+    *exit_code = rt.exit_code;
+    *exit_signal = rt.exit_signal;
+    *restart_count = rt.restart_count;
+    *requeue = spec.requeue;
+    *exclusive = spec.exclusive;
+    *oversubscribe = if state == JobState::Pending {
+        may_share(cfg, spec)
+    } else {
+        rt.share > 1
+    };
+    set_detail(comment, details, &spec.comment);
+    set(batch_host, &rt.batch_host);
+    *hold = rt.hold;
+    *pre_sus_time = rt.pre_sus_time;
+    set_detail(submit_host, details, &spec.submit_host);
+    set(reservation, &spec.reservation);
+    *derived_exit_code = 0;
+    cancelled_by.clear();
+    if rt.cancelled {
+        use std::fmt::Write;
+        let _ = write!(cancelled_by, "{}", rt.cancelled_by);
+    }
+    *min_cpus_per_node = spec.min_cpus_per_node.max(cpt);
+    set_detail(array_spec, details, &spec.array);
+    set_detail(wckey, details, &spec.wckey);
+    *ntasks_per_node = spec.ntasks_per_node;
+    *batch_flag = true;
+    *oom = rt.oom;
+    set(system_comment, &rt.system_comment);
+    *last_changed = rt.last_changed;
+    set_detail(mail_type, details, &spec.mail_type);
+    set_detail(mail_user, details, &spec.mail_user);
+    *time_min = spec.time_min;
+    steps.clear();
+    steps.extend(
+        rt.steps
+            .iter()
+            .map(|st| crate::steps::effective(st, state, rt.end_time)),
+    );
 }
 
 impl Ctld {

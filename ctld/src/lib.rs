@@ -36,6 +36,7 @@ pub mod job;
 pub mod jobindex;
 pub mod jobinfo;
 pub mod jobstamp;
+pub mod jobwire;
 pub mod mail;
 pub mod metrics;
 pub mod nodepower;

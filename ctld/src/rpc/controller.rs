@@ -250,6 +250,9 @@ impl Controller for Svc {
         self.call(move |c, r| c.submit(who, spec, r)).await
     }
 
+    /// The generated trait's `GetJobs`: the daemon answers the method in
+    /// front of this service (`rpc/jobs.rs`, the owner's encoded bytes);
+    /// this answer (the same records) is what the trait requires.
     async fn get_jobs(
         &self,
         req: Request<GetJobsRequest>,

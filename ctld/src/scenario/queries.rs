@@ -4,6 +4,7 @@
 
 use drover_proto::auth::Identity;
 use drover_proto::{GetJobsRequest, JobFilter, JobInfo, JobState};
+use prost::Message;
 
 use super::env::{job, root, user, TestEnv, T0, USER};
 use crate::jobindex::state_selected;
@@ -104,7 +105,17 @@ fn check(env: &mut TestEnv, who: &Identity) {
             ..Default::default()
         },
     );
+    same_record_after_any_other(env);
+    for id in ["1", "5", "5_[1-3]", "99999"] {
+        let named = JobFilter {
+            job_ids: vec![id.to_string()],
+            all_states: true,
+            ..Default::default()
+        };
+        same_bytes(env, who, &named);
+    }
     for f in filters() {
+        same_bytes(env, who, &f);
         let want: Vec<u32> = all
             .iter()
             .filter(|j| keeps(&f, j))
@@ -112,6 +123,50 @@ fn check(env: &mut TestEnv, who: &Identity) {
             .collect();
         assert_eq!(ids(&query(env, who, f.clone())), want, "{f:?}");
     }
+}
+
+/// The listing's encoded answer (`jobwire.rs`, one scratch record refilled
+/// for every job) is, byte for byte, prost's encoding of the records
+/// `get_jobs` builds; errors are the same errors.
+fn same_bytes(env: &mut TestEnv, who: &Identity, f: &JobFilter) {
+    for details in [false, true] {
+        let req = GetJobsRequest {
+            filter: Some(f.clone()),
+            details,
+        };
+        let want = env
+            .core
+            .get_jobs(who, req.clone())
+            .map(|r| r.encode_to_vec());
+        let got = env.core.get_jobs_wire(who, req);
+        match (want, got) {
+            (Ok(want), Ok(got)) => assert!(want == got, "{f:?} details={details}"),
+            (Err(want), Err(got)) => {
+                assert_eq!((want.code(), want.message()), (got.code(), got.message()))
+            }
+            (want, got) => panic!("{f:?}: {want:?} against {got:?}"),
+        }
+    }
+}
+
+/// A record refilled over any other job's carries nothing of it over.
+fn same_record_after_any_other(env: &mut TestEnv) {
+    let now = env.core.now;
+    let ids: Vec<u32> = env.core.jobs.keys().copied().collect();
+    let mut names = std::mem::take(&mut env.core.names);
+    for details in [false, true] {
+        for a in &ids {
+            for b in &ids {
+                let (ja, jb) = (&env.core.jobs[a], &env.core.jobs[b]);
+                let cfg = &env.core.cfg;
+                let mut reused = crate::jobinfo::job_info(cfg, &mut names, ja, details, now);
+                crate::jobinfo::fill_job_info(cfg, &mut names, jb, details, now, &mut reused);
+                let fresh = crate::jobinfo::job_info(cfg, &mut names, jb, details, now);
+                assert_eq!(reused, fresh, "job {b} over job {a}, details={details}");
+            }
+        }
+    }
+    env.core.names = names;
 }
 
 fn in_part(p: &str) -> drover_proto::JobSpec {

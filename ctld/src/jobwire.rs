@@ -1,0 +1,46 @@
+//! squeue's listing encoded straight into the bytes of its answer.
+//!
+//! On the wire a `GetJobsResponse` is its jobs, each a length-delimited
+//! field 1, then `now` (field 2). [`Ctld::get_jobs_wire`] fills one scratch
+//! `JobInfo` per job, reusing its strings' buffers
+//! ([`crate::jobinfo::fill_job_info`]), and appends its encoding to one
+//! buffer: no record per job is built, moved or freed, and the RPC layer
+//! (`rpc/jobs.rs`) sends the bytes as they are. They are the bytes prost
+//! writes for [`Ctld::get_jobs`]'s answer (the tests compare them), so every
+//! client decodes the `GetJobsResponse` it always did.
+
+use drover_proto::auth::Identity;
+use drover_proto::{GetJobsRequest, JobInfo};
+use prost::Message;
+use tonic::Status;
+
+use crate::ctld::Ctld;
+
+impl Ctld {
+    /// [`Ctld::get_jobs`]'s answer, encoded.
+    pub fn get_jobs_wire(
+        &mut self,
+        who: &Identity,
+        req: GetJobsRequest,
+    ) -> Result<Vec<u8>, Status> {
+        let f = req.filter.clone().unwrap_or_default();
+        if !f.job_ids.is_empty() {
+            // Named jobs (a few records, with their own errors).
+            return self.get_jobs(who, req).map(|r| r.encode_to_vec());
+        }
+        let (details, now) = (req.details, self.now);
+        let mut names = std::mem::take(&mut self.names);
+        let mut scratch = JobInfo::default();
+        let mut buf = Vec::with_capacity(64 * 1024);
+        self.each_listed(who, &f, |c, j| {
+            crate::jobinfo::fill_job_info(&c.cfg, &mut names, j, details, now, &mut scratch);
+            c.add_expected_start(&mut scratch);
+            prost::encoding::message::encode(1, &scratch, &mut buf);
+        });
+        self.names = names;
+        if now != 0 {
+            prost::encoding::int64::encode(2, &now, &mut buf);
+        }
+        Ok(buf)
+    }
+}
