@@ -244,7 +244,8 @@ impl Ctld {
         let queue_len = self.queue.len();
         let (mut nodes, parts) = self.cluster.snapshot();
         self.power_ready(&mut nodes);
-        let params = crate::dispatch::state::params(&self.cfg);
+        let mut params = crate::dispatch::state::params(&self.cfg);
+        params.quick = !full;
         let running = self.running_snaps(&nodes);
         self.share_untils(&mut nodes, t);
         let resvs = self.resv_snaps(t);
