@@ -135,8 +135,11 @@ impl<'a> Pass<'a> {
                     }
                 }
             }
-            let pname = inp.parts.get(r.partition).map_or("", |p| p.name.as_str());
-            limits.add(&r.owner, pname, &run_tres(inp.nodes, &r.allocs));
+            if limits.any() {
+                // (Each job's TRES is a map of names: only with limits.)
+                let pname = inp.parts.get(r.partition).map_or("", |p| p.name.as_str());
+                limits.add(&r.owner, pname, &run_tres(inp.nodes, &r.allocs));
+            }
         }
         if inp.nodes.iter().any(|n| !n.shared.is_empty()) {
             // Shared CPUs come back once each, when expected free.
