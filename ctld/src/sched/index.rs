@@ -45,10 +45,7 @@ impl Index {
             devs.sort_unstable();
             devs.dedup();
             let same = |x: &Vec<(String, String)>| {
-                x.len() == devs.len()
-                    && x.iter()
-                        .zip(&devs)
-                        .all(|(a, b)| a.0 == b.0 && a.1 == b.1)
+                x.len() == devs.len() && x.iter().zip(&devs).all(|(a, b)| a.0 == b.0 && a.1 == b.1)
             };
             let c = match class_devs.iter().position(same) {
                 Some(c) => c,

@@ -280,7 +280,9 @@ fn quick_pass_stops_a_partition_at_its_first_pending_job() {
     let d = s.plan();
     assert_eq!(started(&d), [1, 4]);
     assert_eq!(reason(&d, 2), "Resources");
-    assert!(d.iter().all(|x| !matches!(x, Decision::Wait { job: 3, .. })));
+    assert!(d
+        .iter()
+        .all(|x| !matches!(x, Decision::Wait { job: 3, .. })));
     s.params.quick = false;
     assert_eq!(started(&s.plan()), [1, 3, 4]);
 }
