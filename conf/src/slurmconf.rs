@@ -431,7 +431,13 @@ impl Config {
     pub fn partition_nodes(&self, name: &str) -> Vec<&NodeConf> {
         match self.partition(name) {
             None => Vec::new(),
-            Some(p) => self.nodes.iter().filter(|n| p.has_node(&n.name)).collect(),
+            Some(p) => {
+                let names: HashSet<&str> = p.nodes.iter().map(String::as_str).collect();
+                self.nodes
+                    .iter()
+                    .filter(|n| names.contains(n.name.as_str()))
+                    .collect()
+            }
         }
     }
 }

@@ -296,6 +296,9 @@ pub struct Cluster {
     pub by_name: HashMap<String, usize>,
     pub parts: Vec<Partition>,
     pub default_part: Option<usize>,
+    /// Every node as configured, empty and usable ([`Cluster::pristine`]),
+    /// built on first use; [`Cluster::node_conf_changed`] drops it.
+    pristine: std::cell::OnceCell<Vec<NodeSnap>>,
 }
 
 impl Cluster {
@@ -311,6 +314,7 @@ impl Cluster {
             by_name,
             parts: Vec::new(),
             default_part: None,
+            pristine: std::cell::OnceCell::new(),
         };
         c.set_partitions(&cfg.partitions);
         c
@@ -371,6 +375,22 @@ impl Cluster {
             })
             .collect();
         (nodes, parts)
+    }
+
+    /// Every node as configured, empty and usable (the submit-time "could
+    /// this ever run" check), kept until a node's configuration changes.
+    pub fn pristine(&self) -> &[NodeSnap] {
+        let p = self
+            .pristine
+            .get_or_init(|| self.nodes.iter().map(|n| n.snap().pristine()).collect());
+        debug_assert_eq!(p.len(), self.nodes.len());
+        p
+    }
+
+    /// A node's configuration (features, weight) changed: the pristine
+    /// cluster is built again on next use.
+    pub fn node_conf_changed(&mut self) {
+        self.pristine.take();
     }
 
     /// How many jobs may share each CPU of a job with this spec running in

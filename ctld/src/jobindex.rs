@@ -100,6 +100,19 @@ impl JobIndex {
         }
     }
 
+    /// Ids of the jobs in these states, ascending (the scheduler's running
+    /// jobs without a walk over every job).
+    pub fn ids_in(&self, states: &[JobState]) -> Vec<u32> {
+        let mut ids: Vec<u32> = states
+            .iter()
+            .filter_map(|s| self.by_state.get(&(*s as i32)))
+            .flatten()
+            .copied()
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
     /// Ids that may match `f` (ascending), from the most selective index
     /// that applies; None when no index narrows it (scan every job). Job
     /// ids in the filter are handled by the caller.

@@ -103,7 +103,15 @@ fn fewest_nodes(
     per_node: u32,
 ) -> u32 {
     let nodes: Vec<&drover_conf::slurmconf::NodeConf> = match part {
-        Some(p) => cfg.nodes.iter().filter(|n| p.has_node(&n.name)).collect(),
+        Some(p) => {
+            // A set: a name-by-name match is nodes × partition nodes.
+            let names: std::collections::HashSet<&str> =
+                p.nodes.iter().map(String::as_str).collect();
+            cfg.nodes
+                .iter()
+                .filter(|n| names.contains(n.name.as_str()))
+                .collect()
+        }
         None => cfg.nodes.iter().collect(),
     };
     let mut caps: Vec<u32> = nodes

@@ -9,7 +9,7 @@ use tonic::Status;
 
 use crate::ctld::{Ctld, Reply};
 use crate::job::{env_to_blob, Job};
-use crate::sched::{place, NodeSnap, Request};
+use crate::sched::{place, Request};
 
 /// Slurm's texts for the refusals clients and scripts look for.
 pub mod msg {
@@ -260,16 +260,11 @@ impl Ctld {
                 return Err(msg::FEATURE);
             }
         }
-        let pristine: Vec<NodeSnap> = self
-            .cluster
-            .nodes
-            .iter()
-            .map(|n| n.snap().pristine())
-            .collect();
+        let pristine = self.cluster.pristine();
         if (req.min_nodes as usize) > p.nodes.len() {
             return Err(msg::NODE_CONFIG);
         }
-        place(&req, &p.nodes, &pristine).map_err(|_| msg::NODE_CONFIG)?;
+        place(&req, &p.nodes, pristine).map_err(|_| msg::NODE_CONFIG)?;
         Ok(resolved)
     }
 

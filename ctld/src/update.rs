@@ -462,6 +462,7 @@ impl Ctld {
                     errors.push(format!("Update of {k} is not supported"));
                 }
             }
+            self.cluster.node_conf_changed();
             self.log_node(i);
         }
         self.sched_needed = true;

@@ -266,7 +266,8 @@ impl Ctld {
         let queue_len = self.queue.len();
         let (mut nodes, parts) = self.cluster.snapshot();
         self.power_ready(&mut nodes);
-        let params = crate::dispatch::state::params(&self.cfg);
+        let mut params = crate::dispatch::state::params(&self.cfg);
+        params.quick = !full;
         let running = self.running_snaps(&nodes);
         self.share_untils(&mut nodes, t);
         let resvs = self.resv_snaps(t);
@@ -448,6 +449,19 @@ impl Ctld {
         }
     }
 
+    /// Jobs that may hold resources (running, completing, suspended,
+    /// configuring), by id, from the state index.
+    fn holding_jobs(&self) -> impl Iterator<Item = &Job> + '_ {
+        let ids = self.index.ids_in(&[
+            JobState::Running,
+            JobState::Completing,
+            JobState::Suspended,
+            JobState::Configuring,
+        ]);
+        ids.into_iter()
+            .filter_map(move |id| self.jobs.get(&id).map(|j| &**j))
+    }
+
     /// Running jobs with their expected ends, for the scheduler.
     /// When each shared CPU of the snapshot is expected free: the latest
     /// expected end of the sharing jobs on it (now for jobs being stopped,
@@ -462,7 +476,7 @@ impl Ctld {
                 x.until = i64::MIN;
             }
         }
-        for job in self.jobs.values() {
+        for job in self.holding_jobs() {
             let st = job.state();
             let rt = job.rt();
             if rt.share <= 1
@@ -510,7 +524,7 @@ impl Ctld {
 
     fn running_snaps(&self, nodes: &[sched::NodeSnap]) -> Vec<sched::RunSnap> {
         let mut out = Vec::new();
-        for job in self.jobs.values() {
+        for job in self.holding_jobs() {
             let st = job.state();
             if !matches!(
                 st,

@@ -62,6 +62,7 @@ pub fn params(cfg: &Config) -> Params {
         bf_max_job_user: sp.bf_max_job_user as usize,
         place,
         preempt,
+        quick: false,
     }
 }
 

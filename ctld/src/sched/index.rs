@@ -36,17 +36,25 @@ impl Index {
         let mut class_devs: Vec<Vec<(String, String)>> = vec![Vec::new()];
         let mut class = Vec::with_capacity(nodes.len());
         for n in nodes {
-            let mut devs: Vec<(String, String)> = n
+            // Borrowed: most nodes share a class already known.
+            let mut devs: Vec<(&str, &str)> = n
                 .gres
                 .iter()
-                .map(|d| (d.name.clone(), d.r#type.clone()))
+                .map(|d| (d.name.as_str(), d.r#type.as_str()))
                 .collect();
-            devs.sort();
+            devs.sort_unstable();
             devs.dedup();
-            let c = match class_devs.iter().position(|x| *x == devs) {
+            let same = |x: &Vec<(String, String)>| {
+                x.len() == devs.len() && x.iter().zip(&devs).all(|(a, b)| a.0 == b.0 && a.1 == b.1)
+            };
+            let c = match class_devs.iter().position(same) {
                 Some(c) => c,
                 None => {
-                    class_devs.push(devs);
+                    class_devs.push(
+                        devs.iter()
+                            .map(|(a, b)| (a.to_string(), b.to_string()))
+                            .collect(),
+                    );
                     class_devs.len() - 1
                 }
             };

@@ -47,6 +47,11 @@ pub struct Params {
     pub bf_max_job_user: usize,
     pub place: PlaceOpts,
     pub preempt: PreemptKind,
+    /// An event-driven pass (Slurm's main scheduler, run on submissions
+    /// and job ends over the first `default_queue_depth` jobs): once a job
+    /// of a partition is left pending, no job below it there is looked at
+    /// (they keep their reasons and planned starts until a full pass).
+    pub quick: bool,
 }
 
 impl Default for Params {
@@ -59,6 +64,7 @@ impl Default for Params {
             bf_max_job_user: 0,
             place: PlaceOpts::default(),
             preempt: PreemptKind::Off,
+            quick: false,
         }
     }
 }

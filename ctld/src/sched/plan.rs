@@ -135,8 +135,11 @@ impl<'a> Pass<'a> {
                     }
                 }
             }
-            let pname = inp.parts.get(r.partition).map_or("", |p| p.name.as_str());
-            limits.add(&r.owner, pname, &run_tres(inp.nodes, &r.allocs));
+            if limits.any() {
+                // (Each job's TRES is a map of names: only with limits.)
+                let pname = inp.parts.get(r.partition).map_or("", |p| p.name.as_str());
+                limits.add(&r.owner, pname, &run_tres(inp.nodes, &r.allocs));
+            }
         }
         if inp.nodes.iter().any(|n| !n.shared.is_empty()) {
             // Shared CPUs come back once each, when expected free.
@@ -501,10 +504,19 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
             pass.wait(job.id, reason, None);
             continue;
         }
-        if !params.backfill && up.iter().all(|&p| blocked[p]) {
+        let all_blocked = up.iter().all(|&p| blocked[p]);
+        if params.quick && all_blocked {
+            // Slurm's main scheduler: its partitions already left a job
+            // pending; this one is not looked at.
+            continue;
+        }
+        if !params.backfill && all_blocked {
             pass.wait(job.id, "Priority", None);
             continue;
         }
+        // Backfill tests `bf_max_job_test` jobs per cycle (Slurm's backfill
+        // stops there): one held back behind a pending job is not tried.
+        let untested = all_blocked && tested >= params.bf_max_job_test;
 
         // Start now, as many instances as may.
         let mut started = 0;
@@ -521,7 +533,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
             info.memo.clear();
             info.memo2.1.clear();
         }
-        let skip_now = info.now_fails;
+        let skip_now = info.now_fails || untested;
         'inst: while started < job.instances.max(1) && resv_open && !skip_now {
             if started > 0
                 && limited
@@ -619,7 +631,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
             continue;
         }
         let info = &mut shapes[sid];
-        info.now_fails = true;
+        info.now_fails |= !untested;
 
         // It waits. Plan its start (backfill), or preempt for it.
         let planning = params.backfill
@@ -634,7 +646,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
             now
         };
         let mut plan: Option<(i64, usize, Vec<Alloc>)> = None;
-        if planning || params.preempt != PreemptKind::Off {
+        if planning || (params.preempt != PreemptKind::Off && !untested) {
             if planning {
                 tested += 1;
                 *per_user.entry(job.owner.user.as_str()).or_default() += 1;
@@ -665,6 +677,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
             };
         }
         if params.preempt != PreemptKind::Off
+            && !untested
             && resv_open
             && plan.as_ref().is_none_or(|p| p.0 > now)
         {

@@ -237,6 +237,56 @@ fn window_and_max_job_test_bound_planning() {
     assert_eq!(start_of(&d, 2), None);
 }
 
+/// Backfill tests `bf_max_job_test` jobs: past it, a job held behind a
+/// pending one is not tried, even where it would fit the gap.
+#[test]
+fn jobs_past_max_job_test_are_not_backfilled() {
+    let queue = |max: usize| {
+        let mut s = Sim::new(1, 4, 0);
+        s.params.bf_max_job_test = max;
+        s.run(100, 0, 2, 0, NOW + 100);
+        s.job(1, 30, 4, 1000); // planned at NOW+100
+        s.job(2, 20, 4, 1000); // planned after job 1 (if tested)
+        s.job(3, 10, 1, 50); // fits the gap before NOW+100
+        s.plan()
+    };
+    let d = queue(500);
+    assert_eq!(started(&d), [3]);
+    assert_eq!(start_of(&d, 2), Some(NOW + 1100));
+    let d = queue(1);
+    assert_eq!(started(&d), Vec::<u32>::new());
+    assert_eq!(start_of(&d, 2), None);
+    assert_eq!((reason(&d, 2), reason(&d, 3)), ("Priority", "Priority"));
+}
+
+/// An event-driven (quick) pass is Slurm's main scheduler: jobs start in
+/// order until one of the partition is left pending; nothing below it
+/// there is looked at (no decision: it keeps its reason), not even a job
+/// that backfill would start. A job of another partition still starts.
+#[test]
+fn quick_pass_stops_a_partition_at_its_first_pending_job() {
+    let mut s = Sim::new(2, 4, 0);
+    s.parts[0].nodes = vec![0];
+    let mut other = s.parts[0].clone();
+    other.nodes = vec![1];
+    other.name = "other".into();
+    s.parts.push(other);
+    s.run(100, 0, 2, 0, NOW + 100);
+    s.job(1, 40, 1, 50); // starts
+    s.job(2, 30, 4, 1000); // left pending: planned at NOW+100
+    s.job(3, 20, 1, 50); // would backfill
+    s.job(4, 10, 1, 50).partitions = vec![1];
+    s.params.quick = true;
+    let d = s.plan();
+    assert_eq!(started(&d), [1, 4]);
+    assert_eq!(reason(&d, 2), "Resources");
+    assert!(d
+        .iter()
+        .all(|x| !matches!(x, Decision::Wait { job: 3, .. })));
+    s.params.quick = false;
+    assert_eq!(started(&s.plan()), [1, 3, 4]);
+}
+
 #[test]
 fn multi_node_jobs_plan_when_enough_nodes_free_together() {
     let mut s = Sim::new(3, 4, 0);
