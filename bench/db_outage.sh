@@ -30,7 +30,7 @@ mkdir -p "$DIR/runs" "$DIR/pids"
 PGDATA=$DIR/pgdata
 PGPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 as_pg() { setpriv --reuid "$PGUSER_OS" --regid "$(id -g "$PGUSER_OS")" --init-groups "$@"; }
-pg_start() { as_pg "$PG/pg_ctl" -D "$PGDATA" -l "$DIR/pg.log" -w -t 120 -o "-p $PGPORT -k $DIR/pgsock -c listen_addresses=127.0.0.1" start > /dev/null; }
+pg_start() { as_pg "$PG/pg_ctl" -D "$PGDATA" -l "$DIR/pgsock/pg.log" -w -t 120 -o "-p $PGPORT -k $DIR/pgsock -c listen_addresses=127.0.0.1" start > /dev/null; }
 pg_stop() { as_pg "$PG/pg_ctl" -D "$PGDATA" -m immediate -w stop > /dev/null; }
 psql_q() { as_pg "$PG/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d drover -At -c "$1"; }
 cleanup() {
@@ -45,7 +45,8 @@ now() { date +%s; }
 
 mkdir -p "$DIR/pgsock"
 chown "$PGUSER_OS" "$DIR/pgsock"
-as_pg mkdir "$PGDATA"
+mkdir -m 700 "$PGDATA"
+chown "$PGUSER_OS" "$PGDATA"
 as_pg "$PG/initdb" -D "$PGDATA" -U postgres --auth=trust -E UTF8 > "$DIR/initdb.log"
 pg_start
 as_pg "$PG/createdb" -h 127.0.0.1 -p "$PGPORT" -U postgres drover

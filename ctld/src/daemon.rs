@@ -218,12 +218,14 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         });
     }
     tracing::info!("auth socket {}", auth_path.display());
+    let disk = Arc::new(crate::runtime::disk::StateDisk::new(&cfg.state_save_location));
     let svc = ControllerServer::new(Svc {
         tx: tx.clone(),
         key: key.clone(),
         agents: agents.clone(),
         ha: ha.clone(),
         limit: limit.clone(),
+        disk: disk.clone(),
     })
     .max_decoding_message_size(max_request)
     .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
@@ -234,6 +236,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
             agents: agents.clone(),
             ha: ha.clone(),
             limit,
+            disk,
         }),
     )
     .max_decoding_message_size(max_request)
