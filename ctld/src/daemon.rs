@@ -242,9 +242,14 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     .max_decoding_message_size(max_request)
     .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
     // Small RPCs must not wait for delayed ACKs (Nagle).
+    let nofile = raise_open_files_limit();
     let incoming = crate::rpc::conns::limit(
         drover_proto::tlsaccept::incoming(listener, tls),
         front.conn_per_peer as usize,
+        nofile.map_or(0, |n| {
+            n.saturating_sub(crate::rpc::conns::RESERVED_FDS)
+                .max(n / 2)
+        }),
     );
     // Bounds on what one connection may cost (docs/admin-guide.md,
     // "Overload protection"): streams in flight (tonic's default is no
@@ -344,6 +349,50 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     tracing::info!("droverctld stopped");
     0
+}
+
+/// Raise the open files limit to its hard limit, as slurmctld does, and
+/// say what it is (every client connection holds a descriptor). Returns
+/// the limit now in force (None: unlimited or unknown).
+fn raise_open_files_limit() -> Option<usize> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct it is given a valid pointer to.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return None;
+    }
+    let before = r.rlim_cur;
+    if r.rlim_cur < r.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: r.rlim_max,
+            rlim_max: r.rlim_max,
+        };
+        // SAFETY: setrlimit reads the struct it is given a valid pointer to.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            r.rlim_cur = r.rlim_max;
+        } else {
+            tracing::warn!(
+                "cannot raise the open files limit from {before} to {}: {}",
+                r.rlim_max,
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    if r.rlim_cur == libc::RLIM_INFINITY {
+        tracing::info!("open files limit (RLIMIT_NOFILE): unlimited");
+        return None;
+    }
+    if r.rlim_cur != before {
+        tracing::info!(
+            "open files limit (RLIMIT_NOFILE): {} (raised from {before})",
+            r.rlim_cur
+        );
+    } else {
+        tracing::info!("open files limit (RLIMIT_NOFILE): {}", r.rlim_cur);
+    }
+    usize::try_from(r.rlim_cur).ok()
 }
 
 fn server_ended(r: Result<Result<(), tonic::transport::Error>, tokio::task::JoinError>) -> i32 {

@@ -1,8 +1,11 @@
 //! Connections per peer address (`SlurmctldParameters=drover_conn_per_peer`,
 //! Drover's own: Slurm has no such limit): one host cannot hold all the
-//! controller's file descriptors. A connection over the limit is closed as
-//! soon as it is accepted (and sorted, see `drover_proto::tlsaccept`), with
-//! a warning naming the peer, at most one a minute per address.
+//! controller's file descriptors. Connections in all: at most the open
+//! files limit less [`RESERVED_FDS`], so many hosts together cannot take
+//! the descriptors the controller needs for its state files and its own
+//! calls to agents. A connection over either limit is closed as soon as it
+//! is accepted (and sorted, see `drover_proto::tlsaccept`), with a warning
+//! naming the peer, at most one a minute per address.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -15,28 +18,51 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_stream::{Stream, StreamExt};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
+/// File descriptors kept out of reach of incoming connections.
+pub const RESERVED_FDS: usize = 256;
+
 /// Open connections by peer address (pure counting).
 #[derive(Debug, Default)]
 pub struct PeerCounts {
     open: HashMap<IpAddr, usize>,
+    total: usize,
+    /// Most connections in all (0: no limit).
+    pub max_total: usize,
+}
+
+/// Why a connection was not taken.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refusal {
+    PerPeer,
+    Total,
 }
 
 impl PeerCounts {
     /// One more from `ip`, unless it already holds `max` (0: no limit).
     pub fn take(&mut self, ip: IpAddr, max: usize) -> bool {
+        self.admit(ip, max).is_ok()
+    }
+
+    /// One more from `ip`, or why not.
+    pub fn admit(&mut self, ip: IpAddr, max: usize) -> Result<(), Refusal> {
+        if self.max_total > 0 && self.total >= self.max_total {
+            return Err(Refusal::Total);
+        }
         let n = self.open.entry(ip).or_insert(0);
         if max > 0 && *n >= max {
             if *n == 0 {
                 self.open.remove(&ip);
             }
-            return false;
+            return Err(Refusal::PerPeer);
         }
         *n += 1;
-        true
+        self.total += 1;
+        Ok(())
     }
 
     pub fn release(&mut self, ip: IpAddr) {
         if let Some(n) = self.open.get_mut(&ip) {
+            self.total = self.total.saturating_sub(1);
             *n = n.saturating_sub(1);
             if *n == 0 {
                 self.open.remove(&ip);
@@ -97,13 +123,17 @@ impl AsyncWrite for Held {
     }
 }
 
-/// The listener's connections, those over `max` per address left out
-/// (closed).
+/// The listener's connections, those over `max` per address or
+/// `max_total` in all (0: no limit) left out (closed).
 pub fn limit(
     incoming: impl Stream<Item = Result<Conn, std::io::Error>> + Send + 'static,
     max: usize,
+    max_total: usize,
 ) -> impl Stream<Item = Result<Held, std::io::Error>> + Send + 'static {
-    let counts = Arc::new(Mutex::new(PeerCounts::default()));
+    let counts = Arc::new(Mutex::new(PeerCounts {
+        max_total,
+        ..Default::default()
+    }));
     let warned: Arc<Mutex<HashMap<IpAddr, std::time::Instant>>> = Default::default();
     incoming.filter_map(move |c| {
         let conn = match c {
@@ -111,18 +141,28 @@ pub fn limit(
             Err(e) => return Some(Err(e)),
         };
         let ip = conn.connect_info().remote_addr().map(|a| a.ip())?;
-        let ok = counts.lock().map(|mut c| c.take(ip, max)).unwrap_or(true);
-        if !ok {
+        let taken = counts
+            .lock()
+            .map(|mut c| c.admit(ip, max))
+            .unwrap_or(Ok(()));
+        if let Err(why) = taken {
             let now = std::time::Instant::now();
             let mut w = warned.lock().ok()?;
             if w.get(&ip)
                 .is_none_or(|t| now.duration_since(*t).as_secs() >= 60)
             {
                 w.insert(ip, now);
-                tracing::warn!(
-                    "connection from {ip} refused: it holds {max} already \
-                     (SlurmctldParameters=drover_conn_per_peer)"
-                );
+                match why {
+                    Refusal::PerPeer => tracing::warn!(
+                        "connection from {ip} refused: it holds {max} already \
+                         (SlurmctldParameters=drover_conn_per_peer)"
+                    ),
+                    Refusal::Total => tracing::warn!(
+                        "connection from {ip} refused: {max_total} connections are open, \
+                         the most the open files limit allows ({RESERVED_FDS} descriptors \
+                         are kept for state files and calls to agents)"
+                    ),
+                }
             }
             return None;
         }
@@ -157,5 +197,23 @@ mod tests {
         for _ in 0..100 {
             assert!(c.take(a, 0));
         }
+    }
+
+    #[test]
+    fn connections_in_all_are_bounded() {
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let mut c = PeerCounts {
+            max_total: 3,
+            ..Default::default()
+        };
+        assert_eq!(c.admit(a, 2), Ok(()));
+        assert_eq!(c.admit(a, 2), Ok(()));
+        assert_eq!(c.admit(a, 2), Err(Refusal::PerPeer));
+        assert_eq!(c.admit(b, 2), Ok(()));
+        assert_eq!(c.admit(b, 2), Err(Refusal::Total));
+        c.release(a);
+        assert_eq!(c.admit(b, 2), Ok(()));
+        assert_eq!(c.open(b), 2);
     }
 }
