@@ -593,7 +593,13 @@ mod ranges_tests {
     #[test]
     fn count_agrees_with_expand_and_bounds_it() {
         use super::{count, expand, expand_at_most};
-        for e in ["n[1-3]", "a[1-2],b,c[01-03]-ib", "r[1-2]n[01-02]", "x y", ""] {
+        for e in [
+            "n[1-3]",
+            "a[1-2],b,c[01-03]-ib",
+            "r[1-2]n[01-02]",
+            "x y",
+            "",
+        ] {
             assert_eq!(count(e), Ok(expand(e).unwrap().len()), "{e}");
         }
         assert_eq!(count("x[01-903]y[01-903]"), Ok(903 * 903));

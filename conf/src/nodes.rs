@@ -385,7 +385,8 @@ fn positive(p: &Pair, key: &str) -> Result<u32, ConfError> {
 }
 
 fn host_list(p: &Pair, key: &str) -> Result<Vec<String>, ConfError> {
-    let v = hostlist::expand_at_most(&p.value, MAX_NODES).map_err(|e| err(p, key, e.to_string()))?;
+    let v =
+        hostlist::expand_at_most(&p.value, MAX_NODES).map_err(|e| err(p, key, e.to_string()))?;
     if v.is_empty() {
         return Err(err(p, key, "empty value"));
     }
@@ -399,8 +400,8 @@ fn port_list(p: &Pair) -> Result<Vec<u16>, ConfError> {
     } else {
         format!("[{v}]")
     };
-    let items =
-        hostlist::expand_at_most(&expr, MAX_NODES).map_err(|_| err(p, "Port", format!("invalid port '{v}'")))?;
+    let items = hostlist::expand_at_most(&expr, MAX_NODES)
+        .map_err(|_| err(p, "Port", format!("invalid port '{v}'")))?;
     if items.is_empty() {
         return Err(err(p, "Port", "empty value"));
     }
@@ -697,9 +698,8 @@ mod tests {
     /// are made (the fuzzer's slow input: ~815,000 nodes on one line).
     #[test]
     fn the_node_count_of_a_configuration_is_bounded() {
-        let mut no_inc = |p: &str| -> Result<(String, String), String> {
-            Err(format!("no include {p}"))
-        };
+        let mut no_inc =
+            |p: &str| -> Result<(String, String), String> { Err(format!("no include {p}")) };
         let text = "ClusterName=c\nNodeName=a[1-60000] CPUs=1\nNodeName=b[1-5536] CPUs=1\n";
         let (c, _) = crate::slurmconf::parse_str(text, "t.conf", &mut no_inc).unwrap();
         assert_eq!(c.nodes.len(), MAX_NODES);
@@ -712,7 +712,11 @@ mod tests {
         );
         let text = "ClusterName=c\nNodeName=x[01-903]y[01-903] CPUs=1\n";
         let e = crate::slurmconf::parse_str(text, "t.conf", &mut no_inc).unwrap_err();
-        assert!(e.to_string().starts_with("t.conf:2: NodeName: more than 65536 nodes"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("t.conf:2: NodeName: more than 65536 nodes"),
+            "{e}"
+        );
         let text = "ClusterName=c\nNodeName=n1 NodeAddr=h[1-900000] CPUs=1\n";
         let e = crate::slurmconf::parse_str(text, "t.conf", &mut no_inc).unwrap_err();
         assert!(e.to_string().contains("more than 65536"), "{e}");

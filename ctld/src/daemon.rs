@@ -218,7 +218,9 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         });
     }
     tracing::info!("auth socket {}", auth_path.display());
-    let disk = Arc::new(crate::runtime::disk::StateDisk::new(&cfg.state_save_location));
+    let disk = Arc::new(crate::runtime::disk::StateDisk::new(
+        &cfg.state_save_location,
+    ));
     let svc = ControllerServer::new(Svc {
         tx: tx.clone(),
         key: key.clone(),
@@ -247,8 +249,7 @@ async fn serve(cfg: drover_conf::slurmconf::Config, path: PathBuf, key: ClusterK
         drover_proto::tlsaccept::incoming(listener, tls),
         front.conn_per_peer as usize,
         nofile.map_or(0, |n| {
-            n.saturating_sub(crate::rpc::conns::RESERVED_FDS)
-                .max(n / 2)
+            n.saturating_sub(crate::rpc::conns::RESERVED_FDS).max(n / 2)
         }),
     );
     // Bounds on what one connection may cost (docs/admin-guide.md,

@@ -336,7 +336,9 @@ impl Out {
                 Err(e) if is_no_space(&e) => {
                     // Frames after a torn one would be lost at recovery.
                     if let Err(t) = self.file.set_len(self.len) {
-                        tracing::error!("state log write failed: {e}, and cutting it back: {t}; exiting");
+                        tracing::error!(
+                            "state log write failed: {e}, and cutting it back: {t}; exiting"
+                        );
                         std::process::exit(1);
                     }
                     if self.waiting_since.is_none() {

@@ -169,7 +169,11 @@ async fn preface_in(tcp: &TcpStream) -> bool {
 /// A plaintext connection, once its HTTP/2 preface is complete; one that
 /// has not sent it by `deadline` (10 s after accept) is closed, so slow
 /// clients cannot hold the daemon's connections and descriptors.
-async fn plain(tcp: TcpStream, peer: std::net::SocketAddr, deadline: tokio::time::Instant) -> Option<Conn> {
+async fn plain(
+    tcp: TcpStream,
+    peer: std::net::SocketAddr,
+    deadline: tokio::time::Instant,
+) -> Option<Conn> {
     match tokio::time::timeout_at(deadline, preface_in(&tcp)).await {
         Ok(true) => Some(Conn::Plain(tcp)),
         Ok(false) => None,

@@ -287,7 +287,8 @@ impl Controller for Svc {
         req: Request<SubmitRequest>,
     ) -> Result<Response<SubmitResponse>, Status> {
         let who = self.who(&req)?;
-        self.disk.admit(prost::Message::encoded_len(req.get_ref()))?;
+        self.disk
+            .admit(prost::Message::encoded_len(req.get_ref()))?;
         let spec = req.into_inner().spec.unwrap_or_default();
         self.call(move |c, r| c.submit(who, spec, r)).await
     }

@@ -280,10 +280,7 @@ fn slow_clients_are_closed() {
         took >= Duration::from_secs(9) && took < Duration::from_secs(25),
         "closed after {took:?}"
     );
-    wait_log(
-        &c,
-        "TLS: refused connection from 127.0.0.1",
-    );
+    wait_log(&c, "TLS: refused connection from 127.0.0.1");
     assert!(c
         .log_text("droverctld")
         .contains("HTTP/2 preface not complete in 10 s (a slowloris client?); closed"));

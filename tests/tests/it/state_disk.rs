@@ -23,7 +23,13 @@ impl Tmpfs {
             .tempdir()
             .map_err(|e| e.to_string())?;
         let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0755"), "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0755"),
+                "tmpfs",
+            ])
             .arg(dir.path())
             .output()
             .map_err(|e| format!("cannot run mount: {e}"))?;
@@ -41,7 +47,10 @@ impl Tmpfs {
 impl Drop for Tmpfs {
     fn drop(&mut self) {
         // Lazily: a daemon being killed may still hold a file open.
-        let _ = Command::new("umount").arg("-l").arg(self.dir.path()).status();
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
     }
 }
 
@@ -97,17 +106,21 @@ fn a_full_state_disk_refuses_submissions_and_keeps_jobs() {
     let filler = disk.path().join("filler");
     let filled = fill(&filler);
     assert!(filled > 0);
-    let o = c.run(
-        "sbatch",
-        &["-o", "/dev/null", "--wrap", "echo never"],
-    );
+    let o = c.run("sbatch", &["-o", "/dev/null", "--wrap", "echo never"]);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success(), "sbatch succeeded on a full disk: {err}");
+    assert!(
+        !o.status.success(),
+        "sbatch succeeded on a full disk: {err}"
+    );
     assert_eq!(
         err.trim(),
         "sbatch: error: Batch job submission failed: I/O error writing script/environment to file"
     );
-    assert!(o.stdout.is_empty(), "{:?}", String::from_utf8_lossy(&o.stdout));
+    assert!(
+        o.stdout.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     let log = c.log_text("droverctld");
     assert!(
         log.contains(&format!("StateSaveLocation {} is full", state.display())),
@@ -130,10 +143,16 @@ fn a_full_state_disk_refuses_submissions_and_keeps_jobs() {
     let after = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\ntrue\n");
     assert!(after > held);
     assert_eq!(c.wait_done(running), "COMPLETED");
-    until("the log to say there is room", Duration::from_secs(10), || {
-        c.log_text("droverctld")
-            .contains(&format!("StateSaveLocation {} has room again", state.display()))
-    });
+    until(
+        "the log to say there is room",
+        Duration::from_secs(10),
+        || {
+            c.log_text("droverctld").contains(&format!(
+                "StateSaveLocation {} has room again",
+                state.display()
+            ))
+        },
+    );
 
     // Everything acknowledged is on disk: a controller killed now has it all.
     c.kill_ctld();
