@@ -3,9 +3,11 @@
 //! controller's file descriptors. Connections in all: at most the open
 //! files limit less [`RESERVED_FDS`], so many hosts together cannot take
 //! the descriptors the controller needs for its state files and its own
-//! calls to agents. A connection over either limit is closed as soon as it
-//! is accepted (and sorted, see `drover_proto::tlsaccept`), with a warning
-//! naming the peer, at most one a minute per address.
+//! calls to agents; at that many, the connection silent for longest (10 s
+//! at least, [`super::idle`]) is closed to make room for the new one. A
+//! connection over either limit is closed as soon as it is accepted (and
+//! sorted, see `drover_proto::tlsaccept`), with a warning naming the peer,
+//! at most one a minute per address.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -17,6 +19,8 @@ use drover_proto::tls::Conn;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_stream::{Stream, StreamExt};
 use tonic::transport::server::{Connected, TcpConnectInfo};
+
+use super::idle::{self, Activity, Live};
 
 /// File descriptors kept out of reach of incoming connections.
 pub const RESERVED_FDS: usize = 256;
@@ -48,6 +52,12 @@ impl PeerCounts {
         if self.max_total > 0 && self.total >= self.max_total {
             return Err(Refusal::Total);
         }
+        self.admit_per_peer(ip, max)
+    }
+
+    /// One more from `ip` whatever the total (another is being closed to
+    /// make room), unless `ip` holds `max` already.
+    pub fn admit_per_peer(&mut self, ip: IpAddr, max: usize) -> Result<(), Refusal> {
         let n = self.open.entry(ip).or_insert(0);
         if max > 0 && *n >= max {
             if *n == 0 {
@@ -75,19 +85,36 @@ impl PeerCounts {
     }
 }
 
+/// The counts and the open connections, under one lock.
+#[derive(Default)]
+struct Places {
+    counts: PeerCounts,
+    live: Live,
+}
+
 /// An admitted connection: gives its place back when closed.
 pub struct Held {
     conn: Conn,
     ip: IpAddr,
-    counts: Arc<Mutex<PeerCounts>>,
+    places: Arc<Mutex<Places>>,
+    id: u64,
+    act: Arc<Activity>,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        if let Ok(mut c) = self.counts.lock() {
-            c.release(self.ip);
+        if let Ok(mut p) = self.places.lock() {
+            p.counts.release(self.ip);
+            p.live.remove(self.id);
         }
     }
+}
+
+fn made_room() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::ConnectionAborted,
+        "closed to make room for a new connection",
+    )
 }
 
 impl Connected for Held {
@@ -103,7 +130,28 @@ impl AsyncRead for Held {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.conn).poll_read(cx, buf)
+        if self.act.is_closing() {
+            return Poll::Ready(Err(made_room()));
+        }
+        let before = buf.filled().len();
+        match Pin::new(&mut self.conn).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() > before {
+                    self.act.read_now();
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Pending => {
+                self.act.park(cx.waker());
+                // Closed between the check above and parking: no wake-up
+                // would come.
+                if self.act.is_closing() {
+                    return Poll::Ready(Err(made_room()));
+                }
+                Poll::Pending
+            }
+            other => other,
+        }
     }
 }
 
@@ -130,9 +178,12 @@ pub fn limit(
     max: usize,
     max_total: usize,
 ) -> impl Stream<Item = Result<Held, std::io::Error>> + Send + 'static {
-    let counts = Arc::new(Mutex::new(PeerCounts {
-        max_total,
-        ..Default::default()
+    let places = Arc::new(Mutex::new(Places {
+        counts: PeerCounts {
+            max_total,
+            ..Default::default()
+        },
+        live: Live::default(),
     }));
     let warned: Arc<Mutex<HashMap<IpAddr, std::time::Instant>>> = Default::default();
     incoming.filter_map(move |c| {
@@ -141,35 +192,77 @@ pub fn limit(
             Err(e) => return Some(Err(e)),
         };
         let ip = conn.connect_info().remote_addr().map(|a| a.ip())?;
-        let taken = counts
-            .lock()
-            .map(|mut c| c.admit(ip, max))
-            .unwrap_or(Ok(()));
-        if let Err(why) = taken {
+        let act = Arc::new(Activity::new());
+        let mut made_room_from = None;
+        let taken = match places.lock() {
+            Ok(mut p) => {
+                let p = &mut *p;
+                match p.counts.admit(ip, max) {
+                    // Full: close the idlest (while not too many are still
+                    // closing) and take this one in its place.
+                    Err(Refusal::Total)
+                        if p.counts.total < max_total.saturating_add(RESERVED_FDS / 2) =>
+                    {
+                        match p.live.close_idlest(idle::now_ms()) {
+                            Some(idle_for) => {
+                                made_room_from = Some(idle_for);
+                                p.counts.admit_per_peer(ip, max)
+                            }
+                            None => Err(Refusal::Total),
+                        }
+                    }
+                    r => r,
+                }
+                .map(|()| p.live.add(act.clone()))
+            }
+            Err(_) => return None,
+        };
+        let warn_due = |ip: IpAddr| {
             let now = std::time::Instant::now();
             let mut w = warned.lock().ok()?;
             if w.get(&ip)
                 .is_none_or(|t| now.duration_since(*t).as_secs() >= 60)
             {
                 w.insert(ip, now);
-                match why {
-                    Refusal::PerPeer => tracing::warn!(
-                        "connection from {ip} refused: it holds {max} already \
-                         (SlurmctldParameters=drover_conn_per_peer)"
-                    ),
-                    Refusal::Total => tracing::warn!(
-                        "connection from {ip} refused: {max_total} connections are open, \
-                         the most the open files limit allows ({RESERVED_FDS} descriptors \
-                         are kept for state files and calls to agents)"
-                    ),
-                }
+                Some(())
+            } else {
+                None
             }
-            return None;
+        };
+        let id = match taken {
+            Ok(id) => id,
+            Err(why) => {
+                if warn_due(ip).is_some() {
+                    match why {
+                        Refusal::PerPeer => tracing::warn!(
+                            "connection from {ip} refused: it holds {max} already \
+                             (SlurmctldParameters=drover_conn_per_peer)"
+                        ),
+                        Refusal::Total => tracing::warn!(
+                            "connection from {ip} refused: {max_total} connections are open, \
+                             the most the open files limit allows ({RESERVED_FDS} descriptors \
+                             are kept for state files and calls to agents), none of them idle"
+                        ),
+                    }
+                }
+                return None;
+            }
+        };
+        if let Some(idle_for) = made_room_from {
+            if warn_due(ip).is_some() {
+                tracing::warn!(
+                    "{max_total} connections are open, the most the open files limit allows: \
+                     closed one silent for {} s to take one from {ip}",
+                    idle_for.as_secs()
+                );
+            }
         }
         Some(Ok(Held {
             conn,
             ip,
-            counts: counts.clone(),
+            places: places.clone(),
+            id,
+            act,
         }))
     })
 }

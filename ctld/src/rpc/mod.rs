@@ -6,5 +6,6 @@
 pub mod conns;
 pub mod controller;
 mod failover;
+pub mod idle;
 pub mod ratelimit;
 pub mod scheduler;
