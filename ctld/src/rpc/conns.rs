@@ -201,7 +201,7 @@ pub fn limit(
                     // Full: close the idlest (while not too many are still
                     // closing) and take this one in its place.
                     Err(Refusal::Total)
-                        if p.counts.total < max_total.saturating_add(RESERVED_FDS / 2) =>
+                        if p.counts.total < max_total.saturating_add(RESERVED_FDS / 8) =>
                     {
                         match p.live.close_idlest(idle::now_ms()) {
                             Some(idle_for) => {
