@@ -203,6 +203,38 @@ pub fn expand(expr: &str) -> Result<Vec<String>, HostlistError> {
     Ok(out)
 }
 
+/// How many names `expr` stands for, counted without making them.
+pub fn count(expr: &str) -> Result<usize, HostlistError> {
+    check_brackets(expr)?;
+    let mut total = 0usize;
+    for piece in split_top_level(expr) {
+        for name in piece.split_whitespace() {
+            let too_many = || HostlistError::new(format!("'{name}' names too many hosts"));
+            let mut n = 1usize;
+            for s in &parse_pattern(name)? {
+                n = s
+                    .count()
+                    .and_then(|c| n.checked_mul(c))
+                    .ok_or_else(too_many)?;
+            }
+            total = total.checked_add(n).ok_or_else(too_many)?;
+        }
+    }
+    Ok(total)
+}
+
+/// [`expand`], refusing an expression of more than `max` names before any
+/// is made.
+pub fn expand_at_most(expr: &str, max: usize) -> Result<Vec<String>, HostlistError> {
+    let n = count(expr)?;
+    if n > max {
+        return Err(HostlistError::new(format!(
+            "'{expr}' names {n} hosts, more than {max}"
+        )));
+    }
+    expand(expr)
+}
+
 /// A name split around its last numeric field.
 struct Split<'a> {
     prefix: &'a str,
@@ -556,5 +588,25 @@ mod ranges_tests {
             super::ranges(&[u32::MAX, u32::MAX - 1, 0]),
             format!("0,{}-{}", u32::MAX - 1, u32::MAX)
         );
+    }
+
+    #[test]
+    fn count_agrees_with_expand_and_bounds_it() {
+        use super::{count, expand, expand_at_most};
+        for e in [
+            "n[1-3]",
+            "a[1-2],b,c[01-03]-ib",
+            "r[1-2]n[01-02]",
+            "x y",
+            "",
+        ] {
+            assert_eq!(count(e), Ok(expand(e).unwrap().len()), "{e}");
+        }
+        assert_eq!(count("x[01-903]y[01-903]"), Ok(903 * 903));
+        assert_eq!(count("n[1-1000000000]"), Ok(1_000_000_000));
+        assert!(count("n[1-2").is_err());
+        assert_eq!(expand_at_most("n[1-4]", 4).map(|v| v.len()), Ok(4));
+        let e = expand_at_most("n[1-5]", 4).unwrap_err();
+        assert_eq!(e.message, "'n[1-5]' names 5 hosts, more than 4");
     }
 }

@@ -9,6 +9,12 @@ use crate::lexer::Pair;
 use crate::units;
 use crate::values::{self, canonical, err, warn, UnknownKeys};
 
+/// Most nodes one configuration may define, and so most names any one
+/// node expression in it may stand for (Drover's bound, not Slurm's: it
+/// keeps a short file from naming millions of nodes, which would take
+/// minutes to expand).
+pub const MAX_NODES: usize = 65_536;
+
 /// One generic resource: `gpu:a100:4` -> name `gpu`, type `a100`, count 4.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GresSpec {
@@ -379,7 +385,8 @@ fn positive(p: &Pair, key: &str) -> Result<u32, ConfError> {
 }
 
 fn host_list(p: &Pair, key: &str) -> Result<Vec<String>, ConfError> {
-    let v = hostlist::expand(&p.value).map_err(|e| err(p, key, e.to_string()))?;
+    let v =
+        hostlist::expand_at_most(&p.value, MAX_NODES).map_err(|e| err(p, key, e.to_string()))?;
     if v.is_empty() {
         return Err(err(p, key, "empty value"));
     }
@@ -393,8 +400,8 @@ fn port_list(p: &Pair) -> Result<Vec<u16>, ConfError> {
     } else {
         format!("[{v}]")
     };
-    let items =
-        hostlist::expand(&expr).map_err(|_| err(p, "Port", format!("invalid port '{v}'")))?;
+    let items = hostlist::expand_at_most(&expr, MAX_NODES)
+        .map_err(|_| err(p, "Port", format!("invalid port '{v}'")))?;
     if items.is_empty() {
         return Err(err(p, "Port", "empty value"));
     }
@@ -684,5 +691,37 @@ mod tests {
         assert_eq!(n.gres_count("gpu"), 3);
         assert!(n.has_feature("ib"));
         assert_eq!(n.sockets_per_board(), 1);
+    }
+
+    /// A configuration names at most MAX_NODES nodes; a line past it is
+    /// refused with the file, the line and the counts, before its names
+    /// are made (the fuzzer's slow input: ~815,000 nodes on one line).
+    #[test]
+    fn the_node_count_of_a_configuration_is_bounded() {
+        let mut no_inc =
+            |p: &str| -> Result<(String, String), String> { Err(format!("no include {p}")) };
+        let text = "ClusterName=c\nNodeName=a[1-60000] CPUs=1\nNodeName=b[1-5536] CPUs=1\n";
+        let (c, _) = crate::slurmconf::parse_str(text, "t.conf", &mut no_inc).unwrap();
+        assert_eq!(c.nodes.len(), MAX_NODES);
+        let text = format!("{text}NodeName=c1 CPUs=1\n");
+        let e = crate::slurmconf::parse_str(&text, "t.conf", &mut no_inc).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.conf:4: NodeName: more than 65536 nodes in the configuration \
+             (65536 before this line, 1 on it)"
+        );
+        let text = "ClusterName=c\nNodeName=x[01-903]y[01-903] CPUs=1\n";
+        let e = crate::slurmconf::parse_str(text, "t.conf", &mut no_inc).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("t.conf:2: NodeName: more than 65536 nodes"),
+            "{e}"
+        );
+        let text = "ClusterName=c\nNodeName=n1 NodeAddr=h[1-900000] CPUs=1\n";
+        let e = crate::slurmconf::parse_str(text, "t.conf", &mut no_inc).unwrap_err();
+        assert!(e.to_string().contains("more than 65536"), "{e}");
+        let text = "ClusterName=c\nNodeName=n1 CPUs=1\nPartitionName=p Nodes=n[1-999999]\n";
+        let e = crate::slurmconf::parse_str(text, "t.conf", &mut no_inc).unwrap_err();
+        assert!(e.to_string().starts_with("t.conf:3: Nodes: "), "{e}");
     }
 }

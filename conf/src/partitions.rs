@@ -429,7 +429,8 @@ fn resolve_nodes(
             }
             continue;
         }
-        let names = hostlist::expand(piece).map_err(|e| err(p, "Nodes", e.to_string()))?;
+        let names = hostlist::expand_at_most(piece, crate::nodes::MAX_NODES)
+            .map_err(|e| err(p, "Nodes", e.to_string()))?;
         for n in names {
             match index.get(&n) {
                 Some(&i) => selected[i] = true,

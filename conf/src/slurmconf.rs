@@ -516,6 +516,19 @@ fn build(
             continue;
         }
         let merged = node_default.overlay(&spec);
+        let count = crate::hostlist::count(&name_pair.value)
+            .map_err(|e| err(name_pair, "NodeName", e.to_string()))?;
+        if cfg.nodes.len().saturating_add(count) > nodes::MAX_NODES {
+            return Err(err(
+                name_pair,
+                "NodeName",
+                format!(
+                    "more than {} nodes in the configuration ({} before this line, {count} on it)",
+                    nodes::MAX_NODES,
+                    cfg.nodes.len()
+                ),
+            ));
+        }
         for node in nodes::build_nodes(name_pair, &merged, &mut warnings)? {
             if index.contains_key(&node.name) {
                 return Err(err(
@@ -636,7 +649,7 @@ fn build_nodeset(
                         selected.iter_mut().for_each(|s| *s = true);
                         continue;
                     }
-                    let names = crate::hostlist::expand(piece)
+                    let names = crate::hostlist::expand_at_most(piece, nodes::MAX_NODES)
                         .map_err(|e| err(p, "Nodes", e.to_string()))?;
                     for n in names {
                         match index.get(&n) {
@@ -689,7 +702,7 @@ fn apply_down_nodes(
             None => unknown.note("DownNodes", p, warnings),
         }
     }
-    let names = crate::hostlist::expand(&name_pair.value)
+    let names = crate::hostlist::expand_at_most(&name_pair.value, nodes::MAX_NODES)
         .map_err(|e| err(name_pair, "DownNodes", e.to_string()))?;
     for n in names {
         let Some(node) = index.get(&n).and_then(|&i| cfg.nodes.get_mut(i)) else {

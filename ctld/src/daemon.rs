@@ -243,42 +243,34 @@ async fn serve(
         });
         tracing::info!("auth socket {}", auth_path.display());
     }
-    let svc = ControllerServer::new(Svc {
+    let disk = Arc::new(crate::runtime::disk::StateDisk::new(
+        &cfg.state_save_location,
+    ));
+    let base = Svc {
         tx: tx.clone(),
-        key: key.clone(),
+        key,
         agents: agents.clone(),
         ha: ha.clone(),
-        limit: limit.clone(),
-    })
-    .max_decoding_message_size(max_request)
-    .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
+        limit,
+        disk,
+    };
+    let svc = ControllerServer::new(base.clone())
+        .max_decoding_message_size(max_request)
+        .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
     // GetJobs answers with the bytes the owner encodes (`rpc/jobs.rs`).
-    let svc = crate::rpc::jobs::Routed::new(
-        svc,
-        Svc {
-            tx: tx.clone(),
-            key: key.clone(),
-            agents: agents.clone(),
-            ha: ha.clone(),
-            limit: limit.clone(),
-        },
-        max_request,
-    );
-    let sched = drover_proto::scheduler_server::SchedulerServer::new(
-        crate::rpc::scheduler::SchedSvc(Svc {
-            tx: tx.clone(),
-            key,
-            agents: agents.clone(),
-            ha: ha.clone(),
-            limit,
-        }),
-    )
-    .max_decoding_message_size(max_request)
-    .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
+    let svc = crate::rpc::jobs::Routed::new(svc, base.clone(), max_request);
+    let sched =
+        drover_proto::scheduler_server::SchedulerServer::new(crate::rpc::scheduler::SchedSvc(base))
+            .max_decoding_message_size(max_request)
+            .max_encoding_message_size(drover_proto::MAX_MESSAGE_BYTES);
     // Small RPCs must not wait for delayed ACKs (Nagle).
+    let nofile = raise_open_files_limit();
     let incoming = crate::rpc::conns::limit(
         drover_proto::tlsaccept::incoming(listener, tls),
         front.conn_per_peer as usize,
+        nofile.map_or(0, |n| {
+            n.saturating_sub(crate::rpc::conns::RESERVED_FDS).max(n / 2)
+        }),
     );
     // Bounds on what one connection may cost (docs/admin-guide.md,
     // "Overload protection"): streams in flight (tonic's default is no
@@ -378,6 +370,32 @@ async fn serve(
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     tracing::info!("droverctld stopped");
     0
+}
+
+/// Raise the open files limit to its hard limit, as slurmctld does, and
+/// say what it is (every client connection holds a descriptor). Returns
+/// the limit now in force (None: unlimited or unknown).
+fn raise_open_files_limit() -> Option<usize> {
+    let (mut soft, hard) = drover_proto::sys::nofile_limit().ok()?;
+    let before = soft;
+    if soft < hard {
+        match drover_proto::sys::set_nofile_soft(hard, hard) {
+            Ok(()) => soft = hard,
+            Err(e) => {
+                tracing::warn!("cannot raise the open files limit from {before} to {hard}: {e}")
+            }
+        }
+    }
+    if soft == libc::RLIM_INFINITY as u64 {
+        tracing::info!("open files limit (RLIMIT_NOFILE): unlimited");
+        return None;
+    }
+    if soft != before {
+        tracing::info!("open files limit (RLIMIT_NOFILE): {soft} (raised from {before})");
+    } else {
+        tracing::info!("open files limit (RLIMIT_NOFILE): {soft}");
+    }
+    usize::try_from(soft).ok()
 }
 
 fn server_ended(r: Result<Result<(), tonic::transport::Error>, tokio::task::JoinError>) -> i32 {

@@ -171,14 +171,30 @@ impl Wal {
             let p = wal_path(&dir, g);
             private::append(&p).map_err(|e| format!("cannot open {}: {e}", p.display()))
         };
-        let mut file = open(generation)?;
+        let file = open(generation)?;
         fsync_dir(&dir).map_err(|e| format!("cannot sync {}: {e}", dir.display()))?;
         let (tx, rx) = mpsc::channel::<Msg>();
         let bytes_in_generation = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut out = Out {
+            len: bytes_in_generation,
+            file,
+            dir: dir.clone(),
+            waiting_since: None,
+        };
         std::thread::Builder::new()
             .name("wal-writer".into())
             .spawn(move || {
                 let mut acks: Vec<Ack> = Vec::new();
+                let epoch_mark = |fe: &Fence| {
+                    let mut mark = Vec::with_capacity(16);
+                    frame(
+                        &WalRecord {
+                            kind: Some(Kind::Epoch(fe.epoch)),
+                        },
+                        &mut mark,
+                    );
+                    mark
+                };
                 while let Ok(first) = rx.recv() {
                     let held = fence.as_ref().map(|f| match f.hold() {
                         Ok(h) => h,
@@ -190,28 +206,14 @@ impl Wal {
                         }
                     });
                     if let Some(f) = &fence {
-                        let mut mark = Vec::with_capacity(16);
-                        frame(
-                            &WalRecord {
-                                kind: Some(Kind::Epoch(f.epoch)),
-                            },
-                            &mut mark,
-                        );
-                        if let Err(e) = file.write_all(&mark) {
-                            tracing::error!("state log write failed: {e}; exiting");
-                            std::process::exit(1);
-                        }
+                        out.write(&epoch_mark(f));
                     }
                     let mut next = Some(first);
                     let mut dirty = false;
                     while let Some(msg) = next.take() {
                         match msg {
                             Msg::Append(bytes, a) => {
-                                if let Err(e) = file.write_all(&bytes) {
-                                    // Without durable state the controller must not go on.
-                                    tracing::error!("state log write failed: {e}; exiting");
-                                    std::process::exit(1);
-                                }
+                                out.write(&bytes);
                                 dirty = true;
                                 acks.extend(a);
                             }
@@ -220,40 +222,32 @@ impl Wal {
                                 snapshot,
                             } => {
                                 if dirty {
-                                    sync_or_die(&file);
+                                    sync_or_die(&out.file);
                                     dirty = false;
                                 }
                                 match rotate(&dir, generation, &snapshot) {
-                                    Ok(mut f) => {
+                                    Ok(f) => {
+                                        out.file = f;
+                                        out.len = 0;
                                         // The new log starts with the epoch too.
                                         if let Some(fe) = &fence {
-                                            let mut mark = Vec::with_capacity(16);
-                                            frame(
-                                                &WalRecord {
-                                                    kind: Some(Kind::Epoch(fe.epoch)),
-                                                },
-                                                &mut mark,
-                                            );
-                                            if let Err(e) = f.write_all(&mark) {
-                                                tracing::error!(
-                                                    "state log write failed: {e}; exiting"
-                                                );
-                                                std::process::exit(1);
-                                            }
+                                            out.write(&epoch_mark(fe));
                                         }
-                                        file = f
                                     }
-                                    Err(e) => {
-                                        tracing::error!("snapshot failed: {e}; exiting");
-                                        std::process::exit(1);
-                                    }
+                                    // The old log and snapshot still hold
+                                    // everything: go on appending to them.
+                                    Err(e) => tracing::error!(
+                                        "state snapshot in {} failed: {e}; \
+                                         the current log is kept",
+                                        dir.display()
+                                    ),
                                 }
                             }
                         }
                         next = rx.try_recv().ok();
                     }
                     if dirty || held.is_some() {
-                        sync_or_die(&file);
+                        sync_or_die(&out.file);
                     }
                     drop(held);
                     for a in acks.drain(..) {
@@ -319,6 +313,67 @@ impl Wal {
     }
 }
 
+/// The log file being appended to, and how much of it is whole frames.
+struct Out {
+    file: File,
+    len: u64,
+    dir: PathBuf,
+    /// Since when a write has been failing for want of space.
+    waiting_since: Option<std::time::Instant>,
+}
+
+impl Out {
+    /// Append `bytes`. A full disk (or quota) is waited out: the partial
+    /// write is cut off, and the same bytes are tried again every second,
+    /// the acknowledgements held, while new submissions are refused
+    /// ([`crate::runtime::disk`]). Any other failure ends the controller:
+    /// without durable state it must not go on.
+    fn write(&mut self, bytes: &[u8]) {
+        use std::sync::atomic::Ordering;
+        loop {
+            match self.file.write_all(bytes) {
+                Ok(()) => break,
+                Err(e) if is_no_space(&e) => {
+                    // Frames after a torn one would be lost at recovery.
+                    if let Err(t) = self.file.set_len(self.len) {
+                        tracing::error!(
+                            "state log write failed: {e}, and cutting it back: {t}; exiting"
+                        );
+                        std::process::exit(1);
+                    }
+                    if self.waiting_since.is_none() {
+                        self.waiting_since = Some(std::time::Instant::now());
+                        crate::runtime::disk::LOG_WAITING_FOR_SPACE.store(true, Ordering::Release);
+                        tracing::error!(
+                            "state log write in {} failed: {e}; waiting for space \
+                             (new submissions are refused meanwhile)",
+                            self.dir.display()
+                        );
+                    }
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+                Err(e) => {
+                    tracing::error!("state log write failed: {e}; exiting");
+                    std::process::exit(1);
+                }
+            }
+        }
+        self.len += bytes.len() as u64;
+        if let Some(t) = self.waiting_since.take() {
+            crate::runtime::disk::LOG_WAITING_FOR_SPACE.store(false, Ordering::Release);
+            tracing::info!(
+                "state log in {} written again after {} s without space",
+                self.dir.display(),
+                t.elapsed().as_secs()
+            );
+        }
+    }
+}
+
+fn is_no_space(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+}
+
 /// One frame: len | crc32 | body, the body encoded in place.
 fn frame(rec: &WalRecord, buf: &mut Vec<u8>) {
     let len = rec.encoded_len();
@@ -343,17 +398,34 @@ fn sync_or_die(f: &File) {
 }
 
 /// New log first, then the snapshot that points at it, then drop old logs.
+/// On failure before the snapshot is in place, what was made is removed
+/// and the old snapshot and log stay in force.
 fn rotate(dir: &Path, generation: u64, snapshot: &[u8]) -> Result<File, String> {
-    let err = |e: std::io::Error| e.to_string();
-    let f = private::append(&wal_path(dir, generation)).map_err(err)?;
+    let new_log = wal_path(dir, generation);
     let tmp = dir.join("snapshot.new");
-    {
-        let mut t = private::create(&tmp).map_err(err)?;
-        t.write_all(snapshot).map_err(err)?;
-        t.sync_all().map_err(err)?;
+    let made = (|| -> std::io::Result<File> {
+        let f = private::append(&new_log)?;
+        let mut t = private::create(&tmp)?;
+        t.write_all(snapshot)?;
+        t.sync_all()?;
+        std::fs::rename(&tmp, dir.join("snapshot"))?;
+        Ok(f)
+    })();
+    let f = match made {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            let _ = std::fs::remove_file(&new_log);
+            return Err(e.to_string());
+        }
+    };
+    // The new snapshot is in place; if the directory cannot be synced, a
+    // crash may bring back the old one, which with the old logs kept still
+    // gives the same state.
+    if let Err(e) = fsync_dir(dir) {
+        tracing::warn!("cannot sync {}: {e}; older logs kept", dir.display());
+        return Ok(f);
     }
-    std::fs::rename(&tmp, dir.join("snapshot")).map_err(err)?;
-    fsync_dir(dir).map_err(err)?;
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
             let name = e.file_name();
@@ -460,6 +532,37 @@ mod tests {
         assert_eq!(
             ids,
             vec![Some(Kind::NextJobId(10)), Some(Kind::NextJobId(20))]
+        );
+    }
+
+    /// A snapshot that cannot be written (here: `snapshot.new` is taken by
+    /// a directory) leaves the old snapshot and log in force, and the log
+    /// goes on taking records.
+    #[test]
+    fn a_failed_snapshot_keeps_the_current_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = Wal::start(dir.path(), 0, None).unwrap();
+        w.append(&WalRecord {
+            kind: Some(Kind::NextJobId(7)),
+        });
+        wait_durable(&mut w);
+        std::fs::create_dir(dir.path().join("snapshot.new")).unwrap();
+        w.snapshot(Snapshot {
+            next_job_id: 8,
+            ..Default::default()
+        });
+        w.append(&WalRecord {
+            kind: Some(Kind::NextJobId(9)),
+        });
+        wait_durable(&mut w);
+        assert!(!dir.path().join("wal.1").exists());
+        assert!(!dir.path().join("snapshot").exists());
+        let r = recover(dir.path()).unwrap();
+        assert!(r.snapshot.is_none());
+        let ids: Vec<_> = r.records.iter().map(|r| r.kind.clone()).collect();
+        assert_eq!(
+            ids,
+            vec![Some(Kind::NextJobId(7)), Some(Kind::NextJobId(9))]
         );
     }
 }

@@ -9,8 +9,9 @@
 //! * TLS off: plaintext only, a handshake is refused.
 //!
 //! Every refusal is a warning naming the peer and the reason, rate-limited
-//! per peer ([`crate::authlog`]); a connection that sends nothing is
-//! dropped after the same 10 s. None of it holds up the accept loop.
+//! per peer ([`crate::authlog`]); a connection that sends nothing, or
+//! (plaintext) has not sent the whole HTTP/2 preface, is dropped after the
+//! same 10 s. None of it holds up the accept loop.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -143,7 +144,52 @@ pub fn incoming(
     ReceiverStream::new(rx)
 }
 
+/// What every plaintext gRPC client sends first.
+const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Wait until the client's whole HTTP/2 preface is in (peeked: it stays
+/// for the server to read). Bytes that are not the preface end the wait
+/// at once (the server then refuses them). Polls with a growing pause:
+/// a real client sends the preface in one segment, so only a slow one
+/// (slowloris) is polled more than once.
+async fn preface_in(tcp: &TcpStream) -> bool {
+    let mut buf = [0u8; 24];
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match tcp.peek(&mut buf).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) if n >= H2_PREFACE.len() || buf[..n] != H2_PREFACE[..n] => return true,
+            Ok(_) => {}
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(500));
+    }
+}
+
+/// A plaintext connection, once its HTTP/2 preface is complete; one that
+/// has not sent it by `deadline` (10 s after accept) is closed, so slow
+/// clients cannot hold the daemon's connections and descriptors.
+async fn plain(
+    tcp: TcpStream,
+    peer: std::net::SocketAddr,
+    deadline: tokio::time::Instant,
+) -> Option<Conn> {
+    match tokio::time::timeout_at(deadline, preface_in(&tcp)).await {
+        Ok(true) => Some(Conn::Plain(tcp)),
+        Ok(false) => None,
+        Err(_) => {
+            crate::authlog::tls_refused(
+                Some(peer),
+                "slow",
+                "HTTP/2 preface not complete in 10 s (a slowloris client?); closed",
+            );
+            None
+        }
+    }
+}
+
 async fn sort(tcp: TcpStream, peer: std::net::SocketAddr, tls: &ServerTls) -> Option<Conn> {
+    let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
     let mut first = [0u8; 1];
     let n = match tokio::time::timeout(HANDSHAKE_TIMEOUT, tcp.peek(&mut first)).await {
         Ok(Ok(n)) => n,
@@ -167,11 +213,11 @@ async fn sort(tcp: TcpStream, peer: std::net::SocketAddr, tls: &ServerTls) -> Op
             );
             return None;
         }
-        return Some(Conn::Plain(tcp));
+        return plain(tcp, peer, deadline).await;
     };
     if !hello {
         if tls.loopback_plaintext && crate::tls::is_loopback(peer.ip()) {
-            return Some(Conn::Plain(tcp));
+            return plain(tcp, peer, deadline).await;
         }
         crate::authlog::tls_refused(
             Some(peer),
@@ -224,5 +270,47 @@ fn handshake_refusal(e: &std::io::Error) -> (&'static str, String) {
         ),
         Some(r) => ("handshake", format!("TLS handshake failed: {r}")),
         None => ("handshake", format!("TLS handshake failed: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    async fn pair() -> (TcpStream, TcpStream, std::net::SocketAddr) {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (server, peer) = l.accept().await.unwrap();
+        (client, server, peer)
+    }
+
+    #[tokio::test]
+    async fn a_whole_preface_is_served_and_a_trickled_one_dropped() {
+        let (mut c, s, peer) = pair().await;
+        c.write_all(H2_PREFACE).await.unwrap();
+        let soon = tokio::time::Instant::now() + Duration::from_secs(5);
+        assert!(plain(s, peer, soon).await.is_some());
+
+        // Slowloris: part of the preface, then nothing.
+        let (mut c, s, peer) = pair().await;
+        c.write_all(&H2_PREFACE[..3]).await.unwrap();
+        let started = tokio::time::Instant::now();
+        let soon = started + Duration::from_millis(300);
+        assert!(plain(s, peer, soon).await.is_none());
+        assert!(started.elapsed() < Duration::from_secs(2));
+
+        // Not HTTP/2 at all: handed on at once (the server refuses it).
+        let (mut c, s, peer) = pair().await;
+        c.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+        let soon = tokio::time::Instant::now() + Duration::from_secs(5);
+        assert!(plain(s, peer, soon).await.is_some());
+
+        // A client that closes mid-preface.
+        let (mut c, s, peer) = pair().await;
+        c.write_all(&H2_PREFACE[..5]).await.unwrap();
+        drop(c);
+        let soon = tokio::time::Instant::now() + Duration::from_millis(300);
+        assert!(plain(s, peer, soon).await.is_none());
     }
 }

@@ -21,6 +21,8 @@ pub struct Svc {
     pub ha: std::sync::Arc<crate::runtime::ha::Ha>,
     /// `SlurmctldParameters=rl_enable`: per-user token buckets.
     pub limit: std::sync::Arc<crate::rpc::ratelimit::Limiter>,
+    /// Room in StateSaveLocation for new submissions.
+    pub disk: std::sync::Arc<crate::runtime::disk::StateDisk>,
 }
 
 impl Svc {
@@ -246,6 +248,8 @@ impl Controller for Svc {
         req: Request<SubmitRequest>,
     ) -> Result<Response<SubmitResponse>, Status> {
         let who = self.who(&req)?;
+        self.disk
+            .admit(prost::Message::encoded_len(req.get_ref()))?;
         let spec = req.into_inner().spec.unwrap_or_default();
         self.call(move |c, r| c.submit(who, spec, r)).await
     }

@@ -7,6 +7,7 @@
 pub mod conns;
 pub mod controller;
 mod failover;
+pub mod idle;
 pub mod jobs;
 pub mod ratelimit;
 pub mod scheduler;

@@ -7,6 +7,7 @@
 mod accounting;
 pub mod agent_pool;
 pub mod config_files;
+pub mod disk;
 pub mod fence;
 pub mod ha;
 pub mod mail;

@@ -303,6 +303,53 @@ pub fn umask_in_child(cmd: &mut std::process::Command, mask: u32) {
     }
 }
 
+/// Free bytes and free inodes of the file system holding `path`, as an
+/// unprivileged user sees them (`statvfs`: `f_bavail` × `f_frsize`,
+/// `f_favail`); inodes `None` where the file system does not count them.
+pub fn free_space(path: &std::path::Path) -> std::io::Result<(u64, Option<u64>)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: an all-zero statvfs is a valid value of this plain C struct;
+    // `c` is NUL-terminated and `st` a valid out pointer for the call.
+    let st = unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c.as_ptr(), &mut st) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        st
+    };
+    let bytes = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
+    let inodes = (st.f_files > 0).then_some(st.f_favail as u64);
+    Ok((bytes, inodes))
+}
+
+/// The open files limit (RLIMIT_NOFILE): (soft, hard).
+pub fn nofile_limit() -> std::io::Result<(u64, u64)> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct it is given a valid pointer to.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((r.rlim_cur as u64, r.rlim_max as u64))
+}
+
+/// Set the open files limit's soft value (at most the hard one).
+pub fn set_nofile_soft(soft: u64, hard: u64) -> std::io::Result<()> {
+    let r = libc::rlimit {
+        rlim_cur: soft as libc::rlim_t,
+        rlim_max: hard as libc::rlim_t,
+    };
+    // SAFETY: setrlimit reads the struct it is given a valid pointer to.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,6 +49,7 @@ mod scheduler;
 mod script_cmds;
 mod sim;
 mod squeue_index;
+mod state_disk;
 mod step_limits;
 mod steps;
 mod suspend;

@@ -239,3 +239,50 @@ fn connections_per_peer_are_bounded() {
     let id = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\ntrue\n");
     c.expect_end(id, "COMPLETED");
 }
+
+/// Slowloris: clients that send part of the HTTP/2 preface and then
+/// nothing are closed 10 s after they connected, with a warning naming
+/// the peer, so they cannot hold the controller's connections; others are
+/// served meanwhile.
+#[test]
+fn slow_clients_are_closed() {
+    let c = limited("drover_conn_per_peer=64");
+    let port = std::fs::read_to_string(&c.conf)
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("SlurmctldPort=")
+                .map(|p| p.trim().to_string())
+        })
+        .expect("SlurmctldPort");
+    let started = Instant::now();
+    let slow: Vec<std::net::TcpStream> = (0..20)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+            std::io::Write::write_all(&mut s, b"PRI * HT").unwrap();
+            s
+        })
+        .collect();
+    c.ok("squeue", &[]);
+    for mut s in slow {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut buf = [0u8; 64];
+        // Closed by the controller: end of stream (or a reset), not the
+        // read timeout.
+        match std::io::Read::read(&mut s, &mut buf) {
+            Ok(0) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            other => panic!("a slow client was not closed: {other:?}"),
+        }
+    }
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(9) && took < Duration::from_secs(25),
+        "closed after {took:?}"
+    );
+    wait_log(&c, "TLS: refused connection from 127.0.0.1");
+    assert!(c
+        .log_text("droverctld")
+        .contains("HTTP/2 preface not complete in 10 s (a slowloris client?); closed"));
+    c.ok("squeue", &[]);
+}
