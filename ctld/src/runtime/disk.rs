@@ -7,7 +7,7 @@
 //! directory is full. Nothing already acknowledged is dropped: the writer
 //! waits for space instead of exiting (see the state log, wal.rs).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tonic::Status;
