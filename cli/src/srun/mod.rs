@@ -460,6 +460,21 @@ async fn run_io(
             node_name.get(n).map_or("?", |s| s.as_str())
         );
     }
+    // --pty: srun's terminal goes raw (keys, Ctrl-C and Ctrl-Z included, go
+    // to the remote terminal) and its size follows ours; the first size goes
+    // before any input, so the remote shell never reads a command first.
+    let _raw = if s.pty { RawMode::enter() } else { None };
+    let mut winch = if s.pty {
+        signal(SignalKind::window_change()).ok()
+    } else {
+        None
+    };
+    let task0 = task_node.get(&0).and_then(|n| writers.get(n)).cloned();
+    if s.pty {
+        if let (Some(w), Some((rows, cols))) = (&task0, term_size()) {
+            let _ = w.send(Frame::winsize(rows, cols));
+        }
+    }
     // stdin -> the input task(s); a thread, so a blocked read never holds srun.
     let targets: Vec<u32> = match s.req.input.as_str() {
         "" => vec![0],
@@ -492,20 +507,6 @@ async fn run_io(
                 }
             }
         });
-    }
-    // --pty: srun's terminal goes raw (keys, Ctrl-C and Ctrl-Z included, go
-    // to the remote terminal) and its size follows ours.
-    let _raw = if s.pty { RawMode::enter() } else { None };
-    let mut winch = if s.pty {
-        signal(SignalKind::window_change()).ok()
-    } else {
-        None
-    };
-    let task0 = task_node.get(&0).and_then(|n| writers.get(n)).cloned();
-    if s.pty {
-        if let (Some(w), Some((rows, cols))) = (&task0, term_size()) {
-            let _ = w.send(Frame::winsize(rows, cols));
-        }
     }
     let broadcast = |f: Frame| {
         for w in writers.values() {

@@ -235,12 +235,24 @@ pub fn run_mail_prog(prog: &str, m: &MailRecord, timeout: Duration) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
+    /// An executable script, written by a child process: written here, a
+    /// test forking in another thread meanwhile would hold the file open
+    /// for writing and make its exec fail ("Text file busy").
     fn script(dir: &std::path::Path, name: &str, body: &str) -> String {
         let p = dir.join(name);
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let text = format!("#!/bin/sh\n{body}\n");
+        let st = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "printf '%s' \"$2\" > \"$1\" && chmod 755 \"$1\"",
+                "sh",
+            ])
+            .arg(&p)
+            .arg(&text)
+            .status()
+            .unwrap();
+        assert!(st.success(), "writing {}", p.display());
         p.display().to_string()
     }
 

@@ -153,7 +153,17 @@ fn jobs_pack_onto_nodes_without_overcommit() {
             c.job_field(&id.to_string(), "JobState").as_deref(),
             Some("PENDING")
         );
-        let r = c.job_field(&id.to_string(), "Reason").unwrap();
+        // A job below the first blocked one of its partition gets its
+        // reason from the next full pass (as in Slurm: `None` until the
+        // scheduler has looked at it).
+        let mut r = String::new();
+        for _ in 0..400 {
+            r = c.job_field(&id.to_string(), "Reason").unwrap_or_default();
+            if r != "None" {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
         assert!(r == "Resources" || r == "Priority", "{r}");
     }
     let nodes = c.ok("sinfo", &["-h", "-N", "-o", "%N %t %C"]);
