@@ -386,7 +386,7 @@ fn raise_open_files_limit() -> Option<usize> {
             }
         }
     }
-    if soft == libc::RLIM_INFINITY as u64 {
+    if soft == libc::RLIM_INFINITY {
         tracing::info!("open files limit (RLIMIT_NOFILE): unlimited");
         return None;
     }

@@ -334,14 +334,14 @@ pub fn nofile_limit() -> std::io::Result<(u64, u64)> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok((r.rlim_cur as u64, r.rlim_max as u64))
+    Ok((r.rlim_cur, r.rlim_max))
 }
 
 /// Set the open files limit's soft value (at most the hard one).
 pub fn set_nofile_soft(soft: u64, hard: u64) -> std::io::Result<()> {
     let r = libc::rlimit {
-        rlim_cur: soft as libc::rlim_t,
-        rlim_max: hard as libc::rlim_t,
+        rlim_cur: soft,
+        rlim_max: hard,
     };
     // SAFETY: setrlimit reads the struct it is given a valid pointer to.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } != 0 {
