@@ -1,5 +1,6 @@
 //! `sinfo`: view partitions and nodes.
 
+pub mod dump;
 pub mod format;
 pub mod resv;
 
@@ -80,6 +81,8 @@ pub struct Params {
     pub future: bool,
     /// `-M` (or `SLURM_CLUSTERS`): checked against the cluster's name.
     pub clusters: Option<(String, crate::refuse::ClustersFrom)>,
+    /// `-v`: Slurm's dump of these parameters, printed first.
+    pub verbose_dump: Option<String>,
 }
 
 #[derive(Debug)]
@@ -127,12 +130,12 @@ pub fn parse_args(
     let (mut auto_part, mut auto_node) = (false, false);
     let user_fmt = p.value("format").map(str::to_string);
     let user_long = p.value("Format").map(str::to_string);
-    let format = if let Some(f) = user_long {
+    let (format, format_text) = if let Some(f) = user_long {
         let (fmt, bad) = format::parse_long_format(&f);
         for b in bad {
             warnings.push(format!("Invalid node format specification: {b}"));
         }
-        fmt
+        (fmt, None)
     } else {
         let f = match user_fmt {
             Some(f) => f,
@@ -170,7 +173,7 @@ pub fn parse_args(
         for b in bad {
             warnings.push(format!("Invalid node format specification: {b}"));
         }
-        fmt
+        (fmt, Some(f))
     };
     let list = |s: &str| -> Vec<String> {
         s.split(',')
@@ -235,6 +238,42 @@ pub fn parse_args(
         .value("partition")
         .map(list)
         .or_else(|| env("SINFO_PARTITION").map(|s| list(&s)));
+    // The last of -a/--hide wins; SINFO_ALL unless either is given.
+    let all = partitions.is_some()
+        || match (
+            p.opts.iter().rposition(|f| f.key == "all"),
+            p.opts.iter().rposition(|f| f.key == "hide"),
+        ) {
+            (Some(a), Some(h)) => a > h,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => env("SINFO_ALL").is_some(),
+        };
+    let partition_text = p
+        .value("partition")
+        .map(str::to_string)
+        .or_else(|| env("SINFO_PARTITION"));
+    let verbose_dump = (p.count("verbose") > 0).then(|| {
+        dump::Dump {
+            dead: p.has("dead"),
+            exact: p.has("exact"),
+            format: format_text.as_deref(),
+            fields: format.fields.iter().map(|f| f.kind).collect(),
+            iterate,
+            long,
+            no_header: p.has("noheader"),
+            node_format: node_mode,
+            nodes: p.value("nodes"),
+            partition: partition_text.as_deref(),
+            responding: p.has("responding"),
+            states: p.value("states"),
+            summarize,
+            verbose: p.count("verbose"),
+            all,
+            reservation: p.has("reservation"),
+        }
+        .text()
+    });
     Ok(Parsed::Run(Box::new(Params {
         format,
         auto_part,
@@ -243,17 +282,8 @@ pub fn parse_args(
         long,
         node_mode,
         json: p.has("json"),
-        // The last of -a/--hide wins; SINFO_ALL unless either is given.
-        all: partitions.is_some()
-            || match (
-                p.opts.iter().rposition(|f| f.key == "all"),
-                p.opts.iter().rposition(|f| f.key == "hide"),
-            ) {
-                (Some(a), Some(h)) => a > h,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => env("SINFO_ALL").is_some(),
-            },
+        all,
+        verbose_dump,
         future: p.has("future") || env("SINFO_FUTURE").is_some(),
         clusters: crate::refuse::clusters_asked(p.value("clusters"), env),
         dead: p.has("dead"),
@@ -404,6 +434,9 @@ pub fn run(args: &[String]) -> i32 {
     for w in &p.warnings {
         eprintln!("sinfo: error: {w}");
     }
+    if let Some(d) = &p.verbose_dump {
+        print!("{d}");
+    }
     let (cfg, rt) = match conn::setup("sinfo") {
         Ok(v) => v,
         Err(rc) => return rc,
@@ -530,6 +563,20 @@ mod tests {
         let mut s = String::new();
         render(&mut s, &params(args), &parts, &nodes);
         s
+    }
+
+    #[test]
+    fn verbose_dumps_the_parameters_in_force() {
+        let p = params(&["-v", "-p", "debug", "-t", "idle"]);
+        let d = p.verbose_dump.expect("-v dumps");
+        assert!(d.contains("\nfiltering   = true\n"), "{d}");
+        assert!(d.contains("\npartition   = debug\n"), "{d}");
+        assert!(d.contains("\nstates      = idle\n"), "{d}");
+        assert!(
+            d.contains(&format!("\nformat      = {}\n", format::DEFAULT_FORMAT)),
+            "{d}"
+        );
+        assert!(params(&[]).verbose_dump.is_none());
     }
 
     #[test]
