@@ -370,6 +370,35 @@ fn confirm(job: &drover_proto::JobInfo) -> bool {
     matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
 }
 
+/// The active jobs (pending, running, suspended unless the filter names
+/// states) that `filter` matches; a failed call is reported.
+async fn active_jobs(
+    client: &mut drover_proto::client::Controller,
+    filter: &JobFilter,
+    details: bool,
+) -> Result<Vec<drover_proto::JobInfo>, i32> {
+    let mut active = filter.clone();
+    if active.states.is_empty() {
+        active.states = [JobState::Pending, JobState::Running, JobState::Suspended]
+            .iter()
+            .map(|s| *s as i32)
+            .collect();
+    }
+    match client
+        .get_jobs(GetJobsRequest {
+            filter: Some(active),
+            details,
+        })
+        .await
+    {
+        Ok(resp) => Ok(resp.into_inner().jobs),
+        Err(st) => {
+            conn::report("scancel", "scancel: error: ", &st);
+            Err(1)
+        }
+    }
+}
+
 pub fn run(args: &[String]) -> i32 {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let r = match parse_args(args, &env, &crate::users::uid_of, crate::users::euid()) {
@@ -416,25 +445,9 @@ pub fn run(args: &[String]) -> i32 {
             // The controller's filter has no reservation or wckey: list the
             // active jobs the other filters match, keep those in the named
             // reservations / with the named wckeys, and cancel them by id.
-            let mut active = filter.clone();
-            if active.states.is_empty() {
-                active.states = [JobState::Pending, JobState::Running, JobState::Suspended]
-                    .iter()
-                    .map(|s| *s as i32)
-                    .collect();
-            }
-            let jobs = match client
-                .get_jobs(GetJobsRequest {
-                    filter: Some(active),
-                    details: true,
-                })
-                .await
-            {
-                Ok(resp) => resp.into_inner().jobs,
-                Err(st) => {
-                    conn::report("scancel", "scancel: error: ", &st);
-                    return 1;
-                }
+            let jobs = match active_jobs(&mut client, &filter, true).await {
+                Ok(jobs) => jobs,
+                Err(rc) => return rc,
             };
             let chosen: Vec<String> = jobs
                 .iter()
@@ -491,25 +504,9 @@ pub fn run(args: &[String]) -> i32 {
         if r.verbose > 0 && !r.filters_text.is_empty() {
             // With filters, the jobs that match them, or Slurm's note that
             // none does.
-            let mut active = filter.clone();
-            if active.states.is_empty() {
-                active.states = [JobState::Pending, JobState::Running, JobState::Suspended]
-                    .iter()
-                    .map(|s| *s as i32)
-                    .collect();
-            }
-            let jobs = match client
-                .get_jobs(GetJobsRequest {
-                    filter: Some(active),
-                    details: false,
-                })
-                .await
-            {
-                Ok(resp) => resp.into_inner().jobs,
-                Err(st) => {
-                    conn::report("scancel", "scancel: error: ", &st);
-                    return 1;
-                }
+            let jobs = match active_jobs(&mut client, &filter, false).await {
+                Ok(jobs) => jobs,
+                Err(rc) => return rc,
             };
             if jobs.is_empty() {
                 eprintln!(

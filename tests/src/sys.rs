@@ -136,24 +136,7 @@ pub fn clock_ticks() -> u64 {
 }
 
 /// Make a character device node at `path` (mode 0666) for `major:minor`.
-pub fn mknod_char(path: &std::path::Path, major: u32, minor: u32) -> std::io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| std::io::Error::other("path contains a NUL byte"))?;
-    // SAFETY: c is a valid NUL-terminated path for the call's duration.
-    let r = unsafe {
-        libc::mknod(
-            c.as_ptr(),
-            libc::S_IFCHR | 0o666,
-            libc::makedev(major, minor),
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
+pub use drover_proto::sys::mknod_char;
 
 /// Have the process `cmd` starts set its umask to `mask` before it execs.
 pub fn umask_in_child(cmd: &mut Command, mask: u32) {
