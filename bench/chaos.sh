@@ -36,14 +36,7 @@ for _ in $(seq 1200); do grep -q '^export' "$DIR/up.out" 2>/dev/null && break; s
 eval "$(grep '^export' "$DIR/up.out")"
 kill -TERM "$UP"; wait "$UP" || true
 
-start() {
-  case $1 in
-    ctld) "$BIN/droverctld" -D -f "$DIR/drover.conf" >> "$DIR/log/droverctld.log" 2>&1 & ;;
-    agent) "$BIN/droverd" -D -f "$DIR/drover.conf" -N 'node[1-4]' >> "$DIR/log/droverd.log" 2>&1 & ;;
-    dbd) "$BIN/droverdbd" -D -f "$DIR/droverdbd.conf" >> "$DIR/log/droverdbd.log" 2>&1 & ;;
-  esac
-  echo $! > "$DIR/pids/$1"
-}
+. bench/daemons.sh
 start dbd; start ctld; start agent
 for _ in $(seq 600); do scontrol ping >/dev/null 2>&1 && break; sleep 0.05; done
 

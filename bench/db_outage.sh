@@ -60,15 +60,7 @@ eval "$(grep '^export' "$DIR/up.out")"
 kill -TERM "$UP"; wait "$UP" || true
 sed -i '/^StorageType=/d' "$DIR/droverdbd.conf"
 echo "StorageURL=postgres://postgres@127.0.0.1:$PGPORT/drover" >> "$DIR/droverdbd.conf"
-mkdir -p "$DIR/log"
-start() {
-  case $1 in
-    ctld) "$BIN/droverctld" -D -f "$DIR/drover.conf" >> "$DIR/log/droverctld.log" 2>&1 & ;;
-    agent) "$BIN/droverd" -D -f "$DIR/drover.conf" -N 'node[1-4]' >> "$DIR/log/droverd.log" 2>&1 & ;;
-    dbd) "$BIN/droverdbd" -D -f "$DIR/droverdbd.conf" >> "$DIR/log/droverdbd.log" 2>&1 & ;;
-  esac
-  echo $! > "$DIR/pids/$1"
-}
+. bench/daemons.sh
 start dbd; start ctld; start agent
 for _ in $(seq 600); do scontrol ping >/dev/null 2>&1 && sinfo -h -o %T | grep -q idle && break; sleep 0.1; done
 # One job before the outage: the path works end to end.

@@ -182,14 +182,7 @@ fn idle_client(port: &str) -> std::net::TcpStream {
 #[test]
 fn connections_per_peer_are_bounded() {
     let c = limited("drover_conn_per_peer=4");
-    let port = std::fs::read_to_string(&c.conf)
-        .unwrap()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("SlurmctldPort=")
-                .map(|p| p.trim().to_string())
-        })
-        .expect("SlurmctldPort");
+    let port = c.ctld_port.to_string();
     // Idle HTTP/2 clients from this host until the controller refuses one
     // more (the agent holds a connection or two of its own, which it may
     // close and open again at any time: so fill up again before each try).
@@ -247,14 +240,7 @@ fn connections_per_peer_are_bounded() {
 #[test]
 fn slow_clients_are_closed() {
     let c = limited("drover_conn_per_peer=64");
-    let port = std::fs::read_to_string(&c.conf)
-        .unwrap()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("SlurmctldPort=")
-                .map(|p| p.trim().to_string())
-        })
-        .expect("SlurmctldPort");
+    let port = c.ctld_port.to_string();
     let started = Instant::now();
     let slow: Vec<std::net::TcpStream> = (0..20)
         .map(|_| {
