@@ -32,6 +32,7 @@ pub mod fairshare;
 pub mod fieldlimits;
 pub mod fuzz;
 pub mod inactive;
+pub mod intern;
 pub mod job;
 pub mod jobindex;
 pub mod jobinfo;

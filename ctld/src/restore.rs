@@ -73,6 +73,9 @@ impl Ctld {
         // Rebuild derived state: blob references, allocations, array index.
         let ids: Vec<u32> = c.jobs.keys().copied().collect();
         for id in ids {
+            if let Some(job) = c.jobs.get_mut(&id) {
+                c.shared.share_spec(job);
+            }
             let job = &c.jobs[&id];
             c.next_job_id = c.next_job_id.max(id.saturating_add(1));
             c.blobs.retain_ref(job.rec.script_blob);
