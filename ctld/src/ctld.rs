@@ -253,6 +253,15 @@ impl Ctld {
             }
             jobs.push(rec);
         }
+        Snapshot {
+            jobs,
+            ..self.snapshot_but_jobs()
+        }
+    }
+
+    /// [`Ctld::snapshot`] without the jobs (`snapshot.rs` encodes them
+    /// from the job table directly).
+    pub fn snapshot_but_jobs(&mut self) -> Snapshot {
         let blobs: Vec<Blob> = self
             .blobs
             .iter()
@@ -268,7 +277,7 @@ impl Ctld {
         Snapshot {
             next_job_id: self.next_job_id,
             blobs,
-            jobs,
+            jobs: Vec::new(),
             nodes,
             wal_generation: 0,
             usage: Some(self.usage_record()),

@@ -54,6 +54,7 @@ pub mod runtime;
 #[cfg(test)]
 mod scenario;
 pub mod sched;
+pub mod snapshot;
 pub mod stats;
 pub mod steps;
 pub mod submit;

@@ -106,3 +106,35 @@ fn recovered_jobs_share_again_and_keep_their_own_fields() {
     // One spec for the five, one for the odd one (plus none left over).
     assert_eq!(again.core.shared.specs.len(), 2);
 }
+
+#[test]
+fn the_snapshot_encoded_from_the_table_decodes_to_the_built_one() {
+    use drover_proto::state::Snapshot;
+    use prost::Message;
+    let mut env = TestEnv::new(CONF);
+    env.sbatch(job(10));
+    env.sbatch(drover_proto::JobSpec {
+        name: "other".into(),
+        dependency: "afterok:1".into(),
+        ..job(20)
+    });
+    env.sbatch(drover_proto::JobSpec {
+        array: "0-9%2".into(),
+        ..job(5)
+    });
+    let built = env.core.snapshot();
+    let bytes = env.core.encode_snapshot(7);
+    let decoded = Snapshot::decode(bytes.as_slice()).unwrap();
+    assert_eq!(decoded.jobs.len(), 3);
+    assert!(decoded
+        .jobs
+        .iter()
+        .all(|j| j.spec.is_some() && j.request.is_some()));
+    assert_eq!(
+        Snapshot {
+            wal_generation: 7,
+            ..built
+        },
+        decoded
+    );
+}
