@@ -71,7 +71,7 @@ pub struct Ctld {
     /// Job ids by state, user and partition for queries (`jobindex.rs`),
     /// kept in step by [`Ctld::sync_queue`] like the queue.
     pub index: crate::jobindex::JobIndex,
-    /// Specs and requests shared between jobs (`intern.rs`, `Ctld::intern_job`).
+    /// Specs and requests shared between jobs (`intern.rs`).
     pub shared: crate::intern::SharedParts,
     /// Scheduler state: reservations, fair-share usage, planned starts.
     pub sched: crate::dispatch::state::SchedState,

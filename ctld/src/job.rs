@@ -13,7 +13,7 @@ use crate::sched::Request;
 
 /// `rec.spec` and `rec.request` are empty in memory: the spec and the
 /// resolved request are held behind `Arc`s, shared with every other job
-/// whose spec or request is equal (`Ctld::intern_job`, `crate::intern`),
+/// whose spec or request is equal (the tables in intern.rs),
 /// and put back into the record when it is written ([`Job::record`]).
 #[derive(Debug, Clone)]
 pub struct Job {
