@@ -71,6 +71,8 @@ pub struct Ctld {
     /// Job ids by state, user and partition for queries (`jobindex.rs`),
     /// kept in step by [`Ctld::sync_queue`] like the queue.
     pub index: crate::jobindex::JobIndex,
+    /// Specs and requests shared between jobs (`intern.rs`).
+    pub shared: crate::intern::SharedParts,
     /// Scheduler state: reservations, fair-share usage, planned starts.
     pub sched: crate::dispatch::state::SchedState,
     /// Jobs suspended by preemption whose CPUs/GPUs are lent (resumed
@@ -128,6 +130,7 @@ impl Ctld {
             queue: BTreeSet::new(),
             queue_key: HashMap::new(),
             index: Default::default(),
+            shared: Default::default(),
             sched: Default::default(),
             alloc_seen: HashMap::new(),
             lenders: BTreeSet::new(),
@@ -179,6 +182,7 @@ impl Ctld {
             return;
         };
         job.rt_mut().last_changed = now;
+        self.shared.share_spec(job);
         let job = &**job;
         for b in [job.rec.script_blob, job.rec.env_blob] {
             if b != 0 && self.blobs_logged.insert(b) {
@@ -192,7 +196,7 @@ impl Ctld {
                 }
             }
         }
-        let mut rec = job.rec.clone();
+        let mut rec = job.record();
         if let Some(rt) = rec.runtime.as_mut() {
             if job.is_meta() {
                 rt.array_pending = crate::array::ranges(&job.pending_tasks);
@@ -241,7 +245,7 @@ impl Ctld {
     pub fn snapshot(&mut self) -> Snapshot {
         let mut jobs = Vec::with_capacity(self.jobs.len());
         for j in self.jobs.values() {
-            let mut rec = j.rec.clone();
+            let mut rec = j.record();
             if j.is_meta() {
                 if let Some(rt) = rec.runtime.as_mut() {
                     rt.array_pending = crate::array::ranges(&j.pending_tasks);
@@ -249,6 +253,15 @@ impl Ctld {
             }
             jobs.push(rec);
         }
+        Snapshot {
+            jobs,
+            ..self.snapshot_but_jobs()
+        }
+    }
+
+    /// [`Ctld::snapshot`] without the jobs (`snapshot.rs` encodes them
+    /// from the job table directly).
+    pub fn snapshot_but_jobs(&mut self) -> Snapshot {
         let blobs: Vec<Blob> = self
             .blobs
             .iter()
@@ -264,7 +277,7 @@ impl Ctld {
         Snapshot {
             next_job_id: self.next_job_id,
             blobs,
-            jobs,
+            jobs: Vec::new(),
             nodes,
             wal_generation: 0,
             usage: Some(self.usage_record()),

@@ -11,16 +11,22 @@ use drover_proto::{JobSpec, JobState};
 use crate::deps::Dependency;
 use crate::sched::Request;
 
+/// `rec.spec` and `rec.request` are empty in memory: the spec and the
+/// resolved request are held behind `Arc`s, shared with every other job
+/// whose spec or request is equal (the tables in intern.rs),
+/// and put back into the record when it is written ([`Job::record`]).
 #[derive(Debug, Clone)]
 pub struct Job {
     pub rec: JobRecord,
+    spec: Arc<JobSpec>,
+    request: Option<Arc<ResolvedRequest>>,
     pub dep: Option<Dependency>,
     /// Array meta record: task ids not yet split off, ascending.
     pub pending_tasks: Vec<u32>,
-    /// `rec.request` in the scheduler's form for the current configuration
+    /// `request` in the scheduler's form for the current configuration
     /// (node indices), made when the request or the configuration changes,
     /// not on every pass. None: the request names nodes that no longer exist.
-    pub sched_req: Option<Request>,
+    pub sched_req: Option<Arc<Request>>,
 }
 
 impl Job {
@@ -28,13 +34,20 @@ impl Job {
         self.rec.job_id
     }
     pub fn spec(&self) -> &JobSpec {
-        self.rec
-            .spec
-            .as_ref()
-            .expect("job records always carry a spec")
+        &self.spec
     }
+    /// The spec for a change: a copy of its own when it was shared.
     pub fn spec_mut(&mut self) -> &mut JobSpec {
-        self.rec.spec.get_or_insert_with(Default::default)
+        Arc::make_mut(&mut self.spec)
+    }
+    pub fn set_spec(&mut self, spec: JobSpec) {
+        self.spec = Arc::new(spec);
+    }
+    pub(crate) fn spec_arc(&self) -> &Arc<JobSpec> {
+        &self.spec
+    }
+    pub(crate) fn set_spec_arc(&mut self, spec: Arc<JobSpec>) {
+        self.spec = spec;
     }
     pub fn rt(&self) -> &JobRuntime {
         self.rec
@@ -47,7 +60,13 @@ impl Job {
     }
     /// The resolved request (every job has one once submitted or recovered).
     pub fn request(&self) -> Option<&ResolvedRequest> {
-        self.rec.request.as_ref()
+        self.request.as_deref()
+    }
+    pub(crate) fn request_arc(&self) -> Option<&Arc<ResolvedRequest>> {
+        self.request.as_ref()
+    }
+    pub(crate) fn set_request_arc(&mut self, r: Option<Arc<ResolvedRequest>>) {
+        self.request = r;
     }
     pub fn state(&self) -> JobState {
         JobState::try_from(self.rt().state).unwrap_or(JobState::Pending)
@@ -64,18 +83,20 @@ impl Job {
             self.id().to_string()
         }
     }
-    /// Ensure a record read from disk has its parts.
+    /// The whole record as it is written (log, snapshot): spec and request
+    /// filled in.
+    pub fn record(&self) -> JobRecord {
+        let mut rec = self.rec.clone();
+        rec.spec = Some(Box::new((*self.spec).clone()));
+        rec.request = self.request.as_deref().cloned().map(Box::new);
+        rec
+    }
+    /// A job from its whole record (read from disk, or made by a test).
     pub fn from_record(mut rec: JobRecord) -> Job {
-        rec.spec.get_or_insert_with(Default::default);
+        let spec = rec.spec.take().map(|s| *s).unwrap_or_default();
+        let request = rec.request.take().map(|r| Arc::new(*r));
         rec.runtime.get_or_insert_with(Default::default);
-        let dep = crate::deps::parse(
-            &rec.spec
-                .as_ref()
-                .map(|s| s.dependency.clone())
-                .unwrap_or_default(),
-        )
-        .ok()
-        .flatten();
+        let dep = crate::deps::parse(&spec.dependency).ok().flatten();
         let pending_tasks = rec
             .runtime
             .as_ref()
@@ -84,6 +105,8 @@ impl Job {
             .unwrap_or_default();
         Job {
             rec,
+            spec: Arc::new(spec),
+            request,
             dep,
             pending_tasks,
             sched_req: None,

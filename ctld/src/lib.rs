@@ -32,6 +32,7 @@ pub mod fairshare;
 pub mod fieldlimits;
 pub mod fuzz;
 pub mod inactive;
+pub mod intern;
 pub mod job;
 pub mod jobindex;
 pub mod jobinfo;
@@ -53,6 +54,7 @@ pub mod runtime;
 #[cfg(test)]
 mod scenario;
 pub mod sched;
+pub mod snapshot;
 pub mod stats;
 pub mod steps;
 pub mod submit;

@@ -73,11 +73,14 @@ impl Ctld {
         // Rebuild derived state: blob references, allocations, array index.
         let ids: Vec<u32> = c.jobs.keys().copied().collect();
         for id in ids {
+            if let Some(job) = c.jobs.get_mut(&id) {
+                c.shared.share_spec(job);
+            }
             let job = &c.jobs[&id];
             c.next_job_id = c.next_job_id.max(id.saturating_add(1));
             c.blobs.retain_ref(job.rec.script_blob);
             c.blobs.retain_ref(job.rec.env_blob);
-            let rt = job.rt().clone();
+            let rt = job.rt();
             if rt.array_job_id != 0 && !rt.is_array_meta {
                 c.array_tasks.entry(rt.array_job_id).or_default().push(id);
             }
@@ -88,9 +91,10 @@ impl Ctld {
                     | JobState::Suspended
                     | JobState::Configuring
             ) {
-                c.cluster
-                    .allocate(id, &crate::suspend::held_allocs(&rt), rt.share);
-                if job.state() == JobState::Suspended && rt.preempt_suspended {
+                let lender = job.state() == JobState::Suspended && rt.preempt_suspended;
+                let (allocs, share) = (crate::suspend::held_allocs(rt), rt.share);
+                c.cluster.allocate(id, &allocs, share);
+                if lender {
                     c.lenders.insert(id);
                 }
             }

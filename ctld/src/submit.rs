@@ -2,6 +2,9 @@
 //! request that could never run is refused now, with Slurm's wording), assign
 //! the id, log the job, answer once it is durable.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use drover_proto::auth::Identity;
 use drover_proto::state::{JobRecord, JobRuntime, ResolvedRequest};
 use drover_proto::{JobSpec, JobState, SubmitResponse, INFINITE};
@@ -202,11 +205,29 @@ impl Ctld {
 
     /// Store a job's resolved request and its scheduler form.
     pub fn set_request(&mut self, id: u32, r: ResolvedRequest) {
-        let sched = self.sched_request(&r).ok();
+        let r = self.shared.requests.intern(r);
+        self.set_request_arc(id, r, None);
+    }
+
+    /// `set_request` with the shared request; `sched` is its scheduler
+    /// form when already made for this configuration (recovery: once per
+    /// distinct request).
+    fn set_request_arc(
+        &mut self,
+        id: u32,
+        r: Arc<ResolvedRequest>,
+        sched: Option<Option<Arc<Request>>>,
+    ) -> Option<Arc<Request>> {
+        let sched = sched.unwrap_or_else(|| {
+            self.sched_request(&r)
+                .ok()
+                .map(|q| self.shared.sched.intern(q))
+        });
         if let Some(job) = self.jobs.get_mut(&id) {
-            job.rec.request = Some(r);
-            job.sched_req = sched;
+            job.set_request_arc(Some(r));
+            job.sched_req = sched.clone();
         }
+        sched
     }
 
     /// After recovery or a reconfiguration: resolve the requests of records
@@ -214,14 +235,23 @@ impl Ctld {
     /// scheduler form for the current node indices.
     pub fn refresh_requests(&mut self) {
         let ids: Vec<u32> = self.jobs.keys().copied().collect();
+        // Scheduler forms made so far, by shared request.
+        let mut made: HashMap<*const ResolvedRequest, Option<Arc<Request>>> = HashMap::new();
         for id in ids {
             let job = &self.jobs[&id];
-            let r = match job.request() {
-                Some(r) => Ok(r.clone()),
-                None => self.resolve_request(job.spec(), self.defaults_partition(job.spec())),
+            let r = match job.request_arc() {
+                Some(r) => Ok(self.shared.requests.intern_arc(r.clone())),
+                None => self
+                    .resolve_request(job.spec(), self.defaults_partition(job.spec()))
+                    .map(|r| self.shared.requests.intern(r)),
             };
             match r {
-                Ok(r) => self.set_request(id, r),
+                Ok(r) => {
+                    let key = Arc::as_ptr(&r);
+                    let known = made.get(&key).cloned();
+                    let sched = self.set_request_arc(id, r, known);
+                    made.insert(key, sched);
+                }
                 Err(e) => {
                     tracing::warn!(
                         "job {id}: its request cannot be resolved ({e}); it will not start"
@@ -404,21 +434,16 @@ impl Ctld {
             gid: who.gid,
             user_name: self.names.user(who.uid).to_string(),
             groups: who.groups.clone(),
-            spec: Some(spec.clone()),
+            spec: Some(Box::new(std::mem::take(spec))),
             runtime: Some(rt),
             script_blob,
             env_blob,
             request: None,
         };
-        self.jobs.insert(
-            id,
-            Box::new(Job {
-                rec,
-                dep,
-                pending_tasks,
-                sched_req: None,
-            }),
-        );
+        let mut job = Job::from_record(rec);
+        job.dep = dep;
+        job.pending_tasks = pending_tasks;
+        self.jobs.insert(id, Box::new(job));
         self.set_request(id, resolved);
         self.log_job(id);
         tracing::debug!("job {id} submitted by uid {}", who.uid);

@@ -359,7 +359,7 @@ impl Ctld {
             }
         }
         let j = self.jobs.get_mut(&id).expect("present");
-        j.rec.spec = Some(spec);
+        j.set_spec(spec);
         j.rec.runtime = Some(rt);
         j.dep = dep;
         if let Some(r) = resolved {

@@ -288,13 +288,21 @@ impl Wal {
 
     /// Replace the log by a snapshot of the whole state (built by the caller).
     pub fn snapshot(&mut self, mut snap: Snapshot) {
+        self.snapshot_encoded(|generation| {
+            snap.wal_generation = generation;
+            snap.encode_to_vec()
+        });
+    }
+
+    /// [`Wal::snapshot`] with the snapshot's bytes made by `encode`, given
+    /// the new generation (its `wal_generation`).
+    pub fn snapshot_encoded(&mut self, encode: impl FnOnce(u64) -> Vec<u8>) {
         self.flush();
         self.generation += 1;
-        snap.wal_generation = self.generation;
         self.bytes_in_generation = 0;
         let _ = self.tx.send(Msg::Rotate {
             generation: self.generation,
-            snapshot: snap.encode_to_vec(),
+            snapshot: encode(self.generation),
         });
     }
 

@@ -48,12 +48,12 @@ fn an_older_record_gets_its_request_at_recovery_and_keeps_it() {
     wal.append(&WalRecord {
         kind: Some(Kind::Job(JobRecord {
             job_id: 7,
-            spec: Some(JobSpec {
+            spec: Some(Box::new(JobSpec {
                 cpus_per_task: 2,
                 partition: "p".into(),
                 script: b"#!/bin/sh\ntrue\n".to_vec(),
                 ..Default::default()
-            }),
+            })),
             runtime: Some(JobRuntime {
                 state: JobState::Pending as i32,
                 ..Default::default()

@@ -265,7 +265,7 @@ mod tests {
         use drover_proto::NodeAlloc;
         Job::from_record(StateRecord {
             job_id: 7,
-            spec: Some(Default::default()),
+            spec: Some(Box::default()),
             runtime: Some(JobRuntime {
                 state: state as i32,
                 reason: reason.into(),

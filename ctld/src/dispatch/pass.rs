@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use drover_proto::state::JobRecord;
 use drover_proto::{GresAlloc, JobState, LaunchRequest, NodeAlloc, INFINITE};
 
 use crate::ctld::Effect;
@@ -280,7 +279,7 @@ impl Ctld {
                 .iter()
                 .filter_map(|n| self.cluster.part_idx(n))
                 .collect();
-            let Some(mut req) = job.sched_req.clone() else {
+            let Some(mut req) = job.sched_req.as_deref().cloned() else {
                 continue;
             };
             // OverSubscribe=EXCLUSIVE: every job gets whole nodes.
@@ -673,27 +672,21 @@ impl Ctld {
             return Some(meta_id);
         }
         meta.pending_tasks.remove(pos);
-        let mut rec: JobRecord = meta.rec.clone();
-        let dep = meta.dep.clone();
-        let sched_req = meta.sched_req.clone();
+        // The task is the meta record less its pending tasks (spec and
+        // request shared with it).
+        let tasks = std::mem::take(&mut meta.pending_tasks);
+        let mut task_job: Job = (**meta).clone();
+        meta.pending_tasks = tasks;
         let new_id = self.alloc_job_id().ok()?;
-        rec.job_id = new_id;
-        if let Some(rt) = rec.runtime.as_mut() {
+        task_job.rec.job_id = new_id;
+        if let Some(rt) = task_job.rec.runtime.as_mut() {
             rt.is_array_meta = false;
             rt.array_task_id = task;
             rt.array_pending.clear();
         }
-        self.blobs.retain_ref(rec.script_blob);
-        self.blobs.retain_ref(rec.env_blob);
-        self.jobs.insert(
-            new_id,
-            Box::new(Job {
-                rec,
-                dep,
-                pending_tasks: Vec::new(),
-                sched_req,
-            }),
-        );
+        self.blobs.retain_ref(task_job.rec.script_blob);
+        self.blobs.retain_ref(task_job.rec.env_blob);
+        self.jobs.insert(new_id, Box::new(task_job));
         self.array_tasks.entry(meta_id).or_default().push(new_id);
         self.log_runtime(meta_id);
         self.log_job(new_id);

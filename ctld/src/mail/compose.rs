@@ -303,12 +303,12 @@ mod tests {
     fn job(state: JobState, exit_code: i32, exit_signal: i32) -> Job {
         Job::from_record(JobRecord {
             job_id: 42,
-            spec: Some(JobSpec {
+            spec: Some(Box::new(JobSpec {
                 name: "train".into(),
                 work_dir: "/home/alice".into(),
                 std_out: "out-%j.txt".into(),
                 ..Default::default()
-            }),
+            })),
             runtime: Some(JobRuntime {
                 state: state as i32,
                 submit_time: 1000,

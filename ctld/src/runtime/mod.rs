@@ -182,8 +182,9 @@ impl Runtime {
     /// Write a snapshot: a new log generation.
     fn write_snapshot(&mut self) {
         self.perform();
-        let snap = self.core.snapshot();
-        self.wal.snapshot(snap);
+        let core = &mut self.core;
+        self.wal
+            .snapshot_encoded(|generation| core.encode_snapshot(generation));
     }
 
     /// Carry out what the core asked for, in order.

@@ -10,4 +10,5 @@ mod power;
 mod preempt;
 mod queries;
 mod resources;
+mod shared;
 mod stamps;

@@ -348,7 +348,7 @@ proptest! {
             }
             let job = crate::job::Job::from_record(drover_proto::state::JobRecord {
                 job_id: 1,
-                spec: Some(spec),
+                spec: Some(Box::new(spec)),
                 ..Default::default()
             });
             let mut names = crate::users::NameCache::default();
