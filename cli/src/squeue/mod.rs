@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod filter;
+pub mod fields;
 pub mod format;
 pub mod sort;
 pub mod steps;
