@@ -83,7 +83,6 @@ pub enum JobField {
     Invalid,
 }
 
-
 use JobField as F;
 
 /// `%` letters.

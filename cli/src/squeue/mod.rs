@@ -1,8 +1,8 @@
 //! `squeue`: view the job queue.
 
 pub mod args;
-pub mod filter;
 pub mod fields;
+pub mod filter;
 pub mod format;
 pub mod sort;
 pub mod steps;
