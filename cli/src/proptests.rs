@@ -56,8 +56,8 @@ proptest! {
     fn format_parsers_never_panic(fmt in "[%.\\-0-9a-zA-Z|,: ]{0,40}|\\PC{0,40}") {
         let (f, _) = squeue::format::parse_format(&fmt);
         let (g, _) = squeue::format::parse_long_format(&fmt);
-        let (h, _) = crate::sinfo::format::parse_format(&fmt);
-        let (i, _) = crate::sinfo::format::parse_long_format(&fmt);
+        let (h, _) = crate::sinfo::fields::parse_format(&fmt);
+        let (i, _) = crate::sinfo::fields::parse_long_format(&fmt);
         let job = drover_proto::JobInfo {
             job_id: 1,
             name: fmt.clone(),
@@ -77,8 +77,8 @@ proptest! {
         let part = drover_proto::PartitionInfo { name: fmt.clone(), is_default: true, ..Default::default() };
         let parts = vec![(&part, vec![&node])];
         for spec in [&h, &i] {
-            let groups = crate::sinfo::format::group(spec, &parts, false);
-            let aw = crate::sinfo::format::auto_widths(&groups, true, true);
+            let groups = crate::sinfo::group::group(spec, &parts, false);
+            let aw = crate::sinfo::group::auto_widths(&groups, true, true);
             crate::sinfo::format::render_header(&mut out, spec, &aw);
             for gr in &groups {
                 crate::sinfo::format::render_line(&mut out, &mut scratch, spec, gr, &aw);

@@ -1,11 +1,11 @@
 //! Client requests on existing jobs: listing, cancelling, signalling, waiting.
 
+use crate::refusal::Refusal;
 use drover_proto::auth::Identity;
 use drover_proto::{
     CancelRequest, CancelResponse, GetJobsRequest, GetJobsResponse, JobFilter, JobInfo, JobResult,
     JobState,
 };
-use tonic::Status;
 
 use crate::ctld::{Ctld, Reply};
 use crate::job::Job;
@@ -37,14 +37,14 @@ pub fn parse_selector(s: &str) -> Option<Selector> {
 impl Ctld {
     /// Job `id`, when `who` owns it or is an admin: else Slurm's
     /// `Invalid job id specified` / `Access/permission denied`.
-    pub fn owned_job(&self, who: &Identity, id: u32) -> Result<&Job, tonic::Status> {
+    pub fn owned_job(&self, who: &Identity, id: u32) -> Result<&Job, Refusal> {
         use crate::submit::msg;
         let job = self
             .jobs
             .get(&id)
-            .ok_or_else(|| tonic::Status::not_found(msg::INVALID_JOB))?;
+            .ok_or_else(|| Refusal::not_found(msg::INVALID_JOB))?;
         if !self.is_admin(who) && job.rec.uid != who.uid {
-            return Err(tonic::Status::permission_denied(msg::ACCESS));
+            return Err(Refusal::permission_denied(msg::ACCESS));
         }
         Ok(job)
     }
@@ -88,7 +88,7 @@ impl Ctld {
     }
 
     /// Jobs matching a filter, by id; errors for ids that name nothing.
-    fn matching(&self, f: &JobFilter) -> Result<Vec<(String, Vec<u32>)>, Status> {
+    fn matching(&self, f: &JobFilter) -> Result<Vec<(String, Vec<u32>)>, Refusal> {
         if f.job_ids.is_empty() {
             // The most selective index (state, user, partition) proposes;
             // every candidate is checked against the whole filter.
@@ -109,7 +109,7 @@ impl Ctld {
         let mut out = Vec::new();
         for text in &f.job_ids {
             let sel =
-                parse_selector(text).ok_or_else(|| Status::invalid_argument(msg::INVALID_JOB))?;
+                parse_selector(text).ok_or_else(|| Refusal::invalid_argument(msg::INVALID_JOB))?;
             let ids = self.select_ids(&sel);
             out.push((text.clone(), ids));
         }
@@ -121,14 +121,14 @@ impl Ctld {
         &mut self,
         who: &Identity,
         req: GetJobsRequest,
-    ) -> Result<GetJobsResponse, Status> {
+    ) -> Result<GetJobsResponse, Refusal> {
         let f = req.filter.clone().unwrap_or_default();
         if f.job_ids.is_empty() {
             return Ok(self.list_jobs(who, &f, req.details));
         }
         let groups = self.matching(&f)?;
         if !f.job_ids.is_empty() && groups.iter().all(|(_, ids)| ids.is_empty()) {
-            return Err(Status::not_found(msg::INVALID_JOB));
+            return Err(Refusal::not_found(msg::INVALID_JOB));
         }
         let mut ids: Vec<u32> = groups.into_iter().flat_map(|(_, v)| v).collect();
         ids.sort_unstable();
@@ -139,7 +139,7 @@ impl Ctld {
         let viewer = self.job_viewer(who);
         ids.retain(|id| self.jobs.get(id).is_none_or(|j| viewer.sees(j.rec.uid)));
         if !f.job_ids.is_empty() && before > 0 && ids.is_empty() {
-            return Err(Status::permission_denied(msg::ACCESS));
+            return Err(Refusal::permission_denied(msg::ACCESS));
         }
         let explicit = !f.job_ids.is_empty();
         let mut jobs = Vec::with_capacity(ids.len());
@@ -211,16 +211,16 @@ impl Ctld {
 
     /// `scontrol write batch_script`: the script of a batch job, for its
     /// owner, operators and admins (Slurm's rule).
-    pub fn job_script(&mut self, who: &Identity, id: u32) -> Result<Vec<u8>, Status> {
+    pub fn job_script(&mut self, who: &Identity, id: u32) -> Result<Vec<u8>, Refusal> {
         let Some(job) = self.jobs.get(&id) else {
-            return Err(Status::not_found(msg::INVALID_JOB));
+            return Err(Refusal::not_found(msg::INVALID_JOB));
         };
         let (uid, interactive, blob) = (job.rec.uid, job.spec().interactive, job.rec.script_blob);
         if uid != who.uid && !self.is_admin(who) && !self.is_operator(who) {
-            return Err(Status::permission_denied(msg::ACCESS));
+            return Err(Refusal::permission_denied(msg::ACCESS));
         }
         // An salloc/srun allocation has no script (Slurm: ESLURM_JOB_SCRIPT_MISSING).
-        let missing = || Status::failed_precondition("Job script not specified");
+        let missing = || Refusal::failed_precondition("Job script not specified");
         if interactive {
             return Err(missing());
         }
@@ -244,7 +244,7 @@ impl Ctld {
         self.is_admin(who) || self.jobs.get(&id).is_some_and(|j| j.rec.uid == who.uid)
     }
 
-    pub fn cancel(&mut self, who: Identity, req: CancelRequest) -> Result<CancelResponse, Status> {
+    pub fn cancel(&mut self, who: Identity, req: CancelRequest) -> Result<CancelResponse, Refusal> {
         let f = req.filter.clone().unwrap_or_default();
         let mut results = Vec::new();
         if f.job_ids.is_empty() {
@@ -386,11 +386,11 @@ impl Ctld {
 
     pub fn wait_job(&mut self, who: &Identity, job_id: u32, reply: Reply<JobInfo>) {
         if !self.may_see_job(who, job_id) {
-            let _ = reply.send(Err(Status::permission_denied(msg::ACCESS)));
+            let _ = reply.send(Err(Refusal::permission_denied(msg::ACCESS)));
             return;
         }
         let Some(job) = self.jobs.get(&job_id) else {
-            let _ = reply.send(Err(Status::not_found(msg::INVALID_JOB)));
+            let _ = reply.send(Err(Refusal::not_found(msg::INVALID_JOB)));
             return;
         };
         if job.state().is_final() && !job.is_meta() {

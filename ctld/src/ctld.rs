@@ -11,13 +11,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::refusal::Refusal;
 use drover_conf::slurmconf::Config;
 use drover_proto::auth::Identity;
 use drover_proto::state::{
     wal_record::Kind, Blob, JobRuntimeUpdate, NodeStateRecord, Snapshot, WalRecord,
 };
 use drover_proto::{JobInfo, JobState};
-use tonic::Status;
 
 use crate::cluster::Cluster;
 pub use crate::effect::Reply;
@@ -298,14 +298,14 @@ impl Ctld {
     }
 
     /// Answer `reply` once everything logged so far is durable.
-    pub fn reply_durable<T: Send + 'static>(&mut self, reply: Reply<T>, value: Result<T, Status>) {
+    pub fn reply_durable<T: Send + 'static>(&mut self, reply: Reply<T>, value: Result<T, Refusal>) {
         self.effects.push(Effect::AfterDurable(Box::new(move || {
             reply.send(value);
         })));
     }
 
     /// Allocate a fresh job id (never reused: the counter is durable and skips ids in use).
-    pub fn alloc_job_id(&mut self) -> Result<u32, Status> {
+    pub fn alloc_job_id(&mut self) -> Result<u32, Refusal> {
         let max = self
             .cfg
             .max_job_id
@@ -324,7 +324,7 @@ impl Ctld {
                 return Ok(id);
             }
         }
-        Err(Status::resource_exhausted(
+        Err(Refusal::resource_exhausted(
             "Slurm temporarily unable to accept job, sleeping and retrying",
         ))
     }

@@ -432,7 +432,7 @@ async fn signals(stop_tx: mpsc::Sender<crate::ctld::Op>, ha: Arc<Ha>) {
                 let op = Box::new(|c: &mut Ctld| {
                     let loaded = crate::runtime::config_files::reload(&c.config_path);
                     if let Err(e) = c.reconfigure(loaded) {
-                        tracing::error!("reconfigure refused: {}", e.message());
+                        tracing::error!("reconfigure refused: {}", e.words());
                     }
                 });
                 if stop_tx.send(op).await.is_err() {

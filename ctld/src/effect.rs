@@ -7,9 +7,9 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::refusal::Refusal;
 use drover_proto::state::{MailRecord, WalRecord};
 use drover_proto::{LaunchRequest, SignalJobRequest, SuspendJobRequest};
-use tonic::Status;
 
 use crate::job::Job;
 
@@ -128,16 +128,16 @@ fn kind_name(k: &drover_proto::state::wal_record::Kind) -> String {
 
 /// Where the answer to a request goes: a callback the runtime supplies
 /// (it hands the value to the waiting RPC).
-pub struct Reply<T>(Box<dyn FnOnce(Result<T, Status>) -> bool + Send>);
+pub struct Reply<T>(Box<dyn FnOnce(Result<T, Refusal>) -> bool + Send>);
 
 impl<T> Reply<T> {
     /// `deliver` returns whether the asker was still there.
-    pub fn new(deliver: impl FnOnce(Result<T, Status>) -> bool + Send + 'static) -> Self {
+    pub fn new(deliver: impl FnOnce(Result<T, Refusal>) -> bool + Send + 'static) -> Self {
         Reply(Box::new(deliver))
     }
 
     /// Answer now; false when the asker has gone away.
-    pub fn send(self, value: Result<T, Status>) -> bool {
+    pub fn send(self, value: Result<T, Refusal>) -> bool {
         (self.0)(value)
     }
 }

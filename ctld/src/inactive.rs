@@ -6,8 +6,8 @@
 //! controller restart each allocation gets a whole grace period again, in
 //! which its salloc reconnects.
 
+use crate::refusal::Refusal;
 use drover_proto::{AllocationAliveRequest, AllocationAliveResponse, JobState};
-use tonic::Status;
 
 use crate::ctld::Ctld;
 use crate::submit::msg;
@@ -49,16 +49,16 @@ impl Ctld {
         &mut self,
         who: &Identity,
         r: AllocationAliveRequest,
-    ) -> Result<AllocationAliveResponse, Status> {
+    ) -> Result<AllocationAliveResponse, Refusal> {
         let job = self.owned_job(who, r.job_id)?;
         if !job.spec().interactive {
-            return Err(Status::invalid_argument(format!(
+            return Err(Refusal::invalid_argument(format!(
                 "job {} is a batch job, not an allocation",
                 r.job_id
             )));
         }
         if job.state().is_final() || job.rt().terminating {
-            return Err(Status::failed_precondition(msg::ALREADY_DONE));
+            return Err(Refusal::failed_precondition(msg::ALREADY_DONE));
         }
         if job.state() != JobState::Pending {
             self.alloc_seen.insert(r.job_id, self.now);

@@ -6,9 +6,9 @@
 //! 10,000-job queue polled while little changes is then a small answer,
 //! cheap to build in the owner task.
 
+use crate::refusal::Refusal;
 use drover_proto::auth::Identity;
 use drover_proto::{GetJobsSinceRequest, GetJobsSinceResponse, JobStamp, JobState, INFINITE};
-use tonic::Status;
 
 use crate::control::job_matches;
 use crate::ctld::Ctld;
@@ -20,10 +20,10 @@ impl Ctld {
         &mut self,
         who: &Identity,
         req: GetJobsSinceRequest,
-    ) -> Result<GetJobsSinceResponse, Status> {
+    ) -> Result<GetJobsSinceResponse, Refusal> {
         let f = req.filter.unwrap_or_default();
         if !f.job_ids.is_empty() {
-            return Err(Status::invalid_argument(
+            return Err(Refusal::invalid_argument(
                 "GetJobsSince lists jobs; ask GetJobs for jobs by id",
             ));
         }

@@ -9,10 +9,10 @@
 //! writes for [`Ctld::get_jobs`]'s answer (the tests compare them), so every
 //! client decodes the `GetJobsResponse` it always did.
 
+use crate::refusal::Refusal;
 use drover_proto::auth::Identity;
 use drover_proto::{GetJobsRequest, JobInfo};
 use prost::Message;
-use tonic::Status;
 
 use crate::ctld::Ctld;
 
@@ -22,7 +22,7 @@ impl Ctld {
         &mut self,
         who: &Identity,
         req: GetJobsRequest,
-    ) -> Result<Vec<u8>, Status> {
+    ) -> Result<Vec<u8>, Refusal> {
         let f = req.filter.clone().unwrap_or_default();
         if !f.job_ids.is_empty() {
             // Named jobs (a few records, with their own errors).

@@ -46,6 +46,7 @@ pub mod power;
 pub mod priority;
 pub mod privacy;
 pub mod reconfig;
+pub mod refusal;
 pub mod request;
 pub mod reservation;
 pub mod restore;

@@ -10,11 +10,11 @@
 
 use std::sync::Arc;
 
+use crate::refusal::Refusal;
 use drover_conf::{apply_partition_words, PartitionConf};
 use drover_proto::auth::Identity;
 use drover_proto::state::{wal_record::Kind, PartitionEdits, WalRecord};
 use drover_proto::{PartitionEdit, PartitionEditResponse};
-use tonic::Status;
 
 use crate::ctld::Ctld;
 use crate::submit::msg;
@@ -30,15 +30,15 @@ impl Ctld {
         &mut self,
         who: &Identity,
         edit: PartitionEdit,
-    ) -> Result<PartitionEditResponse, Status> {
+    ) -> Result<PartitionEditResponse, Refusal> {
         if !self.is_admin(who) && !self.is_operator(who) {
-            return Err(Status::permission_denied(msg::ACCESS));
+            return Err(Refusal::permission_denied(msg::ACCESS));
         }
         if edit.op == "delete" && self.partition_in_use(&edit.name) {
-            return Err(Status::failed_precondition(IN_USE));
+            return Err(Refusal::failed_precondition(IN_USE));
         }
         self.apply_partition_edit(&edit)
-            .map_err(Status::invalid_argument)?;
+            .map_err(Refusal::invalid_argument)?;
         tracing::info!(op = %edit.op, partition = %edit.name, args = ?edit.args, "partition edited");
         self.part_edits.push(edit);
         self.log_part_edits();
@@ -220,7 +220,7 @@ mod tests {
         let e = c
             .edit_partition(&nobody, edit("delete", "q", &[]))
             .unwrap_err();
-        assert_eq!(e.message(), msg::ACCESS);
+        assert_eq!(e.words(), msg::ACCESS);
     }
 
     #[test]

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
+use crate::refusal::Refusal;
 use drover_conf::{ConfWarning, Config};
 use drover_proto::{
     ConfigEntry, ConfigFilesResponse, ConfigResponse, JobState, ReconfigureResponse,
 };
-use tonic::Status;
 
 use crate::cluster::Cluster;
 use crate::ctld::Ctld;
@@ -125,8 +125,8 @@ impl Ctld {
     /// runtime reads the file); jobs and node states carry over.
     pub fn reconfigure(
         &mut self,
-        loaded: Result<Reloaded, Status>,
-    ) -> Result<ReconfigureResponse, Status> {
+        loaded: Result<Reloaded, Refusal>,
+    ) -> Result<ReconfigureResponse, Refusal> {
         let Reloaded {
             cfg,
             warnings,

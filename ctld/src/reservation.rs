@@ -3,11 +3,11 @@
 //! sees them as [`ResvSnap`]s (jobs with `--reservation` run inside, others
 //! stay out of their nodes for their time).
 
+use crate::refusal::Refusal;
 use drover_conf::hostlist;
 use drover_proto::state::wal_record::Kind;
 use drover_proto::state::WalRecord;
 use drover_proto::{JobState, ReservationInfo, INFINITE};
-use tonic::Status;
 
 use crate::ctld::Ctld;
 use crate::sched::ResvSnap;
@@ -282,8 +282,8 @@ impl Ctld {
         Ok(r)
     }
 
-    pub fn create_reservation(&mut self, args: &[String], t: i64) -> Result<String, Status> {
-        let c = parse_args(args).map_err(Status::invalid_argument)?;
+    pub fn create_reservation(&mut self, args: &[String], t: i64) -> Result<String, Refusal> {
+        let c = parse_args(args).map_err(Refusal::invalid_argument)?;
         let name = match &c.name {
             Some(n) if !n.is_empty() => n.clone(),
             _ => {
@@ -303,7 +303,7 @@ impl Ctld {
             }
         };
         if self.sched.resvs.iter().any(|r| r.name == name) {
-            return Err(Status::already_exists("Duplicate reservation name"));
+            return Err(Refusal::already_exists("Duplicate reservation name"));
         }
         let r = ReservationInfo {
             name: name.clone(),
@@ -311,21 +311,21 @@ impl Ctld {
         };
         let r = self
             .resolve_resv(r, &c, true, t)
-            .map_err(Status::invalid_argument)?;
+            .map_err(Refusal::invalid_argument)?;
         tracing::info!("reservation {name} created on {}", r.nodes);
         self.log_resv(&r);
         self.sched.resvs.push(r);
         Ok(name)
     }
 
-    pub fn update_reservation(&mut self, args: &[String], t: i64) -> Result<String, Status> {
-        let c = parse_args(args).map_err(Status::invalid_argument)?;
+    pub fn update_reservation(&mut self, args: &[String], t: i64) -> Result<String, Refusal> {
+        let c = parse_args(args).map_err(Refusal::invalid_argument)?;
         let name = c
             .name
             .clone()
-            .ok_or_else(|| Status::invalid_argument("ReservationName must be specified"))?;
+            .ok_or_else(|| Refusal::invalid_argument("ReservationName must be specified"))?;
         let Some(pos) = self.sched.resvs.iter().position(|r| r.name == name) else {
-            return Err(Status::not_found("Reservation request has invalid name"));
+            return Err(Refusal::not_found("Reservation request has invalid name"));
         };
         let old = self.sched.resvs[pos].clone();
         let mut c = c;
@@ -335,15 +335,15 @@ impl Ctld {
         }
         let r = self
             .resolve_resv(old, &c, false, t)
-            .map_err(Status::invalid_argument)?;
+            .map_err(Refusal::invalid_argument)?;
         self.log_resv(&r);
         self.sched.resvs[pos] = r;
         Ok(name)
     }
 
-    pub fn delete_reservation(&mut self, name: &str) -> Result<String, Status> {
+    pub fn delete_reservation(&mut self, name: &str) -> Result<String, Refusal> {
         if !self.sched.resvs.iter().any(|r| r.name == name) {
-            return Err(Status::not_found("Reservation request has invalid name"));
+            return Err(Refusal::not_found("Reservation request has invalid name"));
         }
         self.remove_resv(name);
         Ok(name.to_string())
@@ -355,12 +355,14 @@ impl Ctld {
         &mut self,
         spec: &drover_proto::JobSpec,
         who: &drover_proto::auth::Identity,
-    ) -> Result<(), Status> {
+    ) -> Result<(), Refusal> {
         if spec.reservation.is_empty() {
             return Ok(());
         }
         let Some(r) = self.sched.resvs.iter().find(|r| r.name == spec.reservation) else {
-            return Err(Status::invalid_argument("Requested reservation is invalid"));
+            return Err(Refusal::invalid_argument(
+                "Requested reservation is invalid",
+            ));
         };
         let user = self.names.user(who.uid).to_string();
         let account = if spec.account.is_empty() {
@@ -370,7 +372,7 @@ impl Ctld {
         };
         let ok = r.users.contains(&user) || (!account.is_empty() && r.accounts.contains(&account));
         if !ok && !self.is_admin(who) {
-            return Err(Status::permission_denied(
+            return Err(Refusal::permission_denied(
                 "Access denied to requested reservation",
             ));
         }

@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::refusal::Refusal;
 use drover_proto::auth::Identity;
 use drover_proto::state::{JobRecord, JobRuntime, ResolvedRequest};
 use drover_proto::{JobSpec, JobState, SubmitResponse, INFINITE};
-use tonic::Status;
 
 use crate::ctld::{Ctld, Reply};
 use crate::job::{env_to_blob, Job};
@@ -37,8 +37,8 @@ pub mod msg {
     pub const SCRIPT: &str = "Batch script is empty!";
 }
 
-fn invalid(m: &str) -> Status {
-    Status::invalid_argument(m)
+fn invalid(m: &str) -> Refusal {
+    Refusal::invalid_argument(m)
 }
 
 /// Refuse counts so large that no cluster has them (and that would overflow
@@ -101,7 +101,11 @@ impl Ctld {
     }
 
     /// Partitions a spec names (or the default), after access checks.
-    pub fn resolve_partitions(&self, spec: &JobSpec, who: &Identity) -> Result<Vec<usize>, Status> {
+    pub fn resolve_partitions(
+        &self,
+        spec: &JobSpec,
+        who: &Identity,
+    ) -> Result<Vec<usize>, Refusal> {
         let names: Vec<&str> = spec
             .partition
             .split(',')
@@ -315,7 +319,7 @@ impl Ctld {
         &mut self,
         who: &Identity,
         spec: &mut JobSpec,
-    ) -> Result<SubmitResponse, Status> {
+    ) -> Result<SubmitResponse, Refusal> {
         if spec.script.is_empty() && !spec.interactive {
             return Err(invalid(msg::SCRIPT));
         }
@@ -326,7 +330,7 @@ impl Ctld {
         })?;
         let live = self.jobs.len() as u64;
         if live >= u64::from(self.cfg.max_job_count.max(1)) {
-            return Err(Status::resource_exhausted(msg::TOO_MANY_JOBS));
+            return Err(Refusal::resource_exhausted(msg::TOO_MANY_JOBS));
         }
         // Limits are checked on the request as resolved in the partition
         // that supplies its defaults; a request that cannot be resolved is
@@ -342,7 +346,7 @@ impl Ctld {
         let parts = self.resolve_partitions(spec, who)?;
         self.check_reservation(spec, who)?;
         if !self.is_admin(who) && (spec.priority > 0 || spec.nice < 0) {
-            return Err(Status::permission_denied(msg::ACCESS));
+            return Err(Refusal::permission_denied(msg::ACCESS));
         }
         // At least one named partition must be able to run it.
         let mut first_err = None;

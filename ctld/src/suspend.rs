@@ -23,6 +23,7 @@ use drover_proto::{JobState, NodeAlloc, SuspendJobRequest, INFINITE};
 
 use crate::ctld::Ctld;
 use crate::ctld::Effect;
+use crate::refusal::{Kind, Refusal};
 use crate::sched;
 
 /// How long a job suspended by preemption keeps its CPUs/GPUs for a
@@ -350,20 +351,20 @@ impl Ctld {
         suspend: bool,
         start: i64,
         attempt: u32,
-        e: &tonic::Status,
+        e: &Refusal,
     ) {
         if attempt >= 60
             || matches!(
-                e.code(),
-                tonic::Code::NotFound
-                    | tonic::Code::InvalidArgument
-                    | tonic::Code::PermissionDenied
-                    | tonic::Code::Unauthenticated
-                    | tonic::Code::Unimplemented
+                e.kind(),
+                Kind::NotFound
+                    | Kind::InvalidArgument
+                    | Kind::PermissionDenied
+                    | Kind::Unauthenticated
+                    | Kind::Unimplemented
             )
         {
             let what = if suspend { "suspend" } else { "resume" };
-            tracing::warn!("job {id}: {what} on {node} failed: {}", e.message());
+            tracing::warn!("job {id}: {what} on {node} failed: {}", e.words());
             return;
         }
         let node = node.to_string();

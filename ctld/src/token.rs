@@ -2,11 +2,11 @@
 //! with `AuthAltParameters=jwt_key=PATH`. A user gets one for themselves;
 //! only root and SlurmUser may get one for another user (Slurm's rule).
 
+use crate::refusal::Refusal;
 use drover_proto::auth::Identity;
 use drover_proto::jwt::{JwtKey, DEFAULT_LIFESPAN};
 use drover_proto::sysdb::{passwd_by_name, passwd_by_uid};
 use drover_proto::{MintTokenRequest, MintTokenResponse};
-use tonic::Status;
 
 use crate::submit::msg;
 
@@ -17,15 +17,15 @@ pub fn mint(
     key_path: Option<&str>,
     slurm_user: &str,
     now: i64,
-) -> Result<MintTokenResponse, Status> {
+) -> Result<MintTokenResponse, Refusal> {
     let Some(path) = key_path else {
-        return Err(Status::failed_precondition(
+        return Err(Refusal::failed_precondition(
             "JWT authentication is not configured (AuthAltParameters=jwt_key=PATH)",
         ));
     };
     let caller = passwd_by_uid(who.uid)
         .map(|p| p.name)
-        .ok_or_else(|| Status::invalid_argument(format!("Invalid user id: {}", who.uid)))?;
+        .ok_or_else(|| Refusal::invalid_argument(format!("Invalid user id: {}", who.uid)))?;
     let username = if req.username.is_empty() {
         caller.clone()
     } else {
@@ -34,17 +34,17 @@ pub fn mint(
     if username != caller {
         let slurm_uid = passwd_by_name(slurm_user).map(|p| p.uid);
         if who.uid != 0 && Some(who.uid) != slurm_uid {
-            return Err(Status::permission_denied(msg::ACCESS));
+            return Err(Refusal::permission_denied(msg::ACCESS));
         }
         if passwd_by_name(&username).is_none() {
-            return Err(Status::invalid_argument(format!(
+            return Err(Refusal::invalid_argument(format!(
                 "Invalid user: {}",
                 drover_proto::text::printable(&username)
             )));
         }
     }
     if req.lifespan < 0 {
-        return Err(Status::invalid_argument("Invalid lifespan"));
+        return Err(Refusal::invalid_argument("Invalid lifespan"));
     }
     let lifespan = if req.lifespan == 0 {
         DEFAULT_LIFESPAN
@@ -53,11 +53,11 @@ pub fn mint(
     };
     let key = JwtKey::load(std::path::Path::new(path)).map_err(|e| {
         tracing::error!("scontrol token: {e}");
-        Status::internal("JWT key unusable (see the controller's log)")
+        Refusal::internal("JWT key unusable (see the controller's log)")
     })?;
     let token = key
         .mint(&username, now, lifespan)
-        .map_err(Status::internal)?;
+        .map_err(Refusal::internal)?;
     tracing::info!(
         "token for {username} (lifespan {lifespan} s) minted for uid {}",
         who.uid

@@ -1,11 +1,11 @@
 //! `scontrol hold/release/requeue/update` on jobs and `update NodeName=`.
 
+use crate::refusal::Refusal;
 use drover_proto::auth::Identity;
 use drover_proto::{
     JobResult, JobState, UpdateJobRequest, UpdateJobResponse, UpdateNodeRequest,
     UpdateNodeResponse, INFINITE,
 };
-use tonic::Status;
 
 use crate::control::parse_selector;
 use crate::ctld::Ctld;
@@ -16,7 +16,7 @@ impl Ctld {
         &mut self,
         who: Identity,
         req: UpdateJobRequest,
-    ) -> Result<UpdateJobResponse, Status> {
+    ) -> Result<UpdateJobResponse, Refusal> {
         let mut results = Vec::new();
         // Operators may suspend/resume anyone's job (and only they may).
         let operator = matches!(
@@ -343,7 +343,7 @@ impl Ctld {
         if pending {
             let parts = self
                 .resolve_partitions(&spec, who)
-                .map_err(|e| e.message().to_string())?;
+                .map_err(|e| e.words().to_string())?;
             // The same check as at submit, so an update cannot make a job
             // that could never run.
             let mut first_err = msg::NODE_CONFIG;
@@ -373,13 +373,13 @@ impl Ctld {
         &mut self,
         who: Identity,
         req: UpdateNodeRequest,
-    ) -> Result<UpdateNodeResponse, Status> {
+    ) -> Result<UpdateNodeResponse, Refusal> {
         if !self.is_admin(&who) {
-            return Err(Status::permission_denied(msg::ACCESS));
+            return Err(Refusal::permission_denied(msg::ACCESS));
         }
         let state = req.state.to_ascii_uppercase();
         if matches!(state.as_str(), "DRAIN" | "DOWN") && req.reason.trim().is_empty() {
-            return Err(Status::invalid_argument(
+            return Err(Refusal::invalid_argument(
                 "You must specify a reason when DOWNING or DRAINING a node. Request denied",
             ));
         }

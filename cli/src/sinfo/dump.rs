@@ -2,7 +2,7 @@
 //! (`_print_options` in src/sinfo/opts.c), printed on standard output
 //! before the listing. Pure.
 
-use super::format::NodeField as F;
+use super::fields::NodeField as F;
 
 /// What the dump shows, as given on the command line.
 pub struct Dump<'a> {

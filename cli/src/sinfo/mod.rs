@@ -1,7 +1,9 @@
 //! `sinfo`: view partitions and nodes.
 
 pub mod dump;
+pub mod fields;
 pub mod format;
+pub mod group;
 pub mod resv;
 
 use std::io::Write;
@@ -12,7 +14,7 @@ use crate::conn;
 use crate::fmtspec::Format;
 use crate::nodestate::{state_matches, Base, NodeState};
 use crate::opts::{self, opt, Arg, OptDef};
-use format::NodeField;
+use fields::NodeField;
 
 pub const TABLE: &[OptDef] = &[
     opt("all", Some('a'), Arg::No, "all"),
@@ -131,7 +133,7 @@ pub fn parse_args(
     let user_fmt = p.value("format").map(str::to_string);
     let user_long = p.value("Format").map(str::to_string);
     let (format, format_text) = if let Some(f) = user_long {
-        let (fmt, bad) = format::parse_long_format(&f);
+        let (fmt, bad) = fields::parse_long_format(&f);
         for b in bad {
             warnings.push(format!("Invalid node format specification: {b}"));
         }
@@ -142,34 +144,34 @@ pub fn parse_args(
             None => {
                 if summarize {
                     auto_part = true;
-                    format::SUMMARIZE_FORMAT.to_string()
+                    fields::SUMMARIZE_FORMAT.to_string()
                 } else if node_mode {
                     auto_part = true;
                     auto_node = true;
                     if long {
-                        format::NODE_LONG_FORMAT.to_string()
+                        fields::NODE_LONG_FORMAT.to_string()
                     } else {
-                        format::NODE_FORMAT.to_string()
+                        fields::NODE_FORMAT.to_string()
                     }
                 } else if reasons {
                     if long {
-                        format::REASON_LONG_FORMAT.to_string()
+                        fields::REASON_LONG_FORMAT.to_string()
                     } else {
-                        format::REASON_FORMAT.to_string()
+                        fields::REASON_FORMAT.to_string()
                     }
                 } else if let Some(f) = env("SINFO_FORMAT") {
                     f
                 } else {
                     auto_part = true;
                     if long {
-                        format::LONG_FORMAT.to_string()
+                        fields::LONG_FORMAT.to_string()
                     } else {
-                        format::DEFAULT_FORMAT.to_string()
+                        fields::DEFAULT_FORMAT.to_string()
                     }
                 }
             }
         };
-        let (fmt, bad) = format::parse_format(&f);
+        let (fmt, bad) = fields::parse_format(&f);
         for b in bad {
             warnings.push(format!("Invalid node format specification: {b}"));
         }
@@ -365,22 +367,22 @@ pub fn select<'a>(
 /// Render the listing.
 pub fn render(out: &mut String, p: &Params, parts: &[PartitionInfo], nodes: &[NodeInfo]) {
     let sel = select(p, parts, nodes);
-    let mut groups = format::group(&p.format, &sel, p.node_mode);
+    let mut groups = group::group(&p.format, &sel, p.node_mode);
     // A partition without nodes still gets a line (with n/a state).
     let per_part = p
         .format
         .fields
         .iter()
-        .any(|f| format::partition_field(f.kind));
+        .any(|f| fields::partition_field(f.kind));
     if per_part && !p.node_mode {
         for (i, (part, members)) in sel.iter().enumerate() {
             if members.is_empty() {
-                groups.push(format::Group::empty(part, i));
+                groups.push(group::Group::empty(part, i));
             }
         }
     }
-    format::sort_groups(&mut groups, p.node_mode);
-    let aw = format::auto_widths(&groups, p.auto_part, p.auto_node);
+    group::sort_groups(&mut groups, p.node_mode);
+    let aw = group::auto_widths(&groups, p.auto_part, p.auto_node);
     if !p.no_header {
         format::render_header(out, &p.format, &aw);
         out.push('\n');
@@ -400,9 +402,9 @@ pub fn json(
     args: &[String],
 ) -> serde_json::Value {
     let sel = select(p, parts, nodes);
-    let (fmt, _) = format::parse_format("%P %t %c %m %f %G");
-    let mut groups = format::group(&fmt, &sel, false);
-    format::sort_groups(&mut groups, false);
+    let (fmt, _) = fields::parse_format("%P %t %c %m %f %G");
+    let mut groups = group::group(&fmt, &sel, false);
+    group::sort_groups(&mut groups, false);
     let entries = groups
         .iter()
         .map(|g| crate::json::sinfo_entry(g.part, &g.nodes, cluster))
@@ -573,7 +575,7 @@ mod tests {
         assert!(d.contains("\npartition   = debug\n"), "{d}");
         assert!(d.contains("\nstates      = idle\n"), "{d}");
         assert!(
-            d.contains(&format!("\nformat      = {}\n", format::DEFAULT_FORMAT)),
+            d.contains(&format!("\nformat      = {}\n", fields::DEFAULT_FORMAT)),
             "{d}"
         );
         assert!(params(&[]).verbose_dump.is_none());

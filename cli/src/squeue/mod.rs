@@ -1,6 +1,7 @@
 //! `squeue`: view the job queue.
 
 pub mod args;
+pub mod fields;
 pub mod filter;
 pub mod format;
 pub mod sort;

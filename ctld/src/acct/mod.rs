@@ -13,10 +13,10 @@ pub mod settings;
 
 pub use settings::Acct;
 
+use crate::refusal::Refusal;
 use drover_conf::slurmconf::Config;
 use drover_proto::auth::Identity;
 use drover_proto::JobSpec;
-use tonic::Status;
 
 use crate::ctld::Ctld;
 use crate::ctld::Effect;
@@ -47,7 +47,7 @@ impl Ctld {
         who: &Identity,
         spec: &mut JobSpec,
         want: &crate::assoc::Tres,
-    ) -> Result<(), Status> {
+    ) -> Result<(), Refusal> {
         let Some(a) = &self.acct else {
             return Ok(());
         };
@@ -62,7 +62,7 @@ impl Ctld {
             spec.partition.clone()
         };
         enforce::check(&self.assoc, enforce, &user, &partition, spec, want)
-            .map_err(Status::invalid_argument)?;
+            .map_err(Refusal::invalid_argument)?;
         if enforce.limits {
             if let Some(max) = enforce::max_submit(&self.assoc, &user, &spec.account, &partition) {
                 let mine = self
@@ -75,7 +75,7 @@ impl Ctld {
                     })
                     .count();
                 if mine as u64 >= u64::from(max) {
-                    return Err(Status::invalid_argument(enforce::POLICY));
+                    return Err(Refusal::invalid_argument(enforce::POLICY));
                 }
             }
         }

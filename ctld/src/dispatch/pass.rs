@@ -9,6 +9,7 @@ use crate::ctld::Effect;
 use crate::ctld::{Ctld, Op};
 use crate::deps::{self, Seen, Verdict};
 use crate::job::{env_from_blob, Job};
+use crate::refusal::{Kind, Refusal};
 use crate::sched::{self, Decision, JobSnap};
 
 /// Passes of at most this many jobs × nodes run in the owner task; bigger
@@ -846,7 +847,7 @@ impl Ctld {
     }
 
     /// The agent's answer to a launch of the job started at `start`.
-    pub fn launch_done(&mut self, id: u32, start: i64, res: Result<(), tonic::Status>) {
+    pub fn launch_done(&mut self, id: u32, start: i64, res: Result<(), Refusal>) {
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -869,20 +870,20 @@ impl Ctld {
             }
             Err(e)
                 if !matches!(
-                    e.code(),
-                    tonic::Code::PermissionDenied
-                        | tonic::Code::Unauthenticated
-                        | tonic::Code::InvalidArgument
-                        | tonic::Code::FailedPrecondition
-                        | tonic::Code::NotFound
-                        | tonic::Code::Aborted
+                    e.kind(),
+                    Kind::PermissionDenied
+                        | Kind::Unauthenticated
+                        | Kind::InvalidArgument
+                        | Kind::FailedPrecondition
+                        | Kind::NotFound
+                        | Kind::Aborted
                 ) =>
             {
                 // Unreachable, or the connection broke mid-call (the agent may
                 // have started the job and died before answering): try again.
                 // Launch is idempotent per job and run on the agent, and
                 // SlurmdTimeout takes the node down if it stays away.
-                tracing::debug!("launch of job {id} failed ({}), retrying", e.message());
+                tracing::debug!("launch of job {id} failed ({}), retrying", e.words());
                 self.later(
                     Duration::from_secs(1),
                     Box::new(move |c: &mut Ctld| {
@@ -897,11 +898,11 @@ impl Ctld {
                 );
             }
             Err(e) => {
-                tracing::warn!("launch of job {id} refused by its node: {}", e.message());
+                tracing::warn!("launch of job {id} refused by its node: {}", e.words());
                 // ABORTED: the node cannot run jobs as configured (it says
                 // why): drain it with that and requeue the job.
-                let drain_reason = if e.code() == tonic::Code::Aborted {
-                    e.message().to_string()
+                let drain_reason = if e.kind() == Kind::Aborted {
+                    e.words().to_string()
                 } else {
                     String::new()
                 };
@@ -911,7 +912,7 @@ impl Ctld {
                     &node,
                     crate::end::EndReport {
                         exit_code: 1,
-                        failure: format!("launch failed: {}", e.message()),
+                        failure: format!("launch failed: {}", e.words()),
                         launch_failed: true,
                         drain_reason,
                         ..Default::default()

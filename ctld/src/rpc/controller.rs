@@ -8,6 +8,7 @@ use tokio::sync::{mpsc, oneshot};
 use tonic::{Request, Response, Status};
 
 use crate::ctld::{Ctld, Op, Reply};
+use crate::refusal::Refusal;
 use crate::runtime::AgentPool;
 use crate::submit::msg;
 
@@ -50,7 +51,10 @@ impl Svc {
             }))
             .await
             .map_err(|_| gone())?;
-        rx.await.map_err(|_| gone())?.map(Response::new)
+        rx.await
+            .map_err(|_| gone())?
+            .map(Response::new)
+            .map_err(Status::from)
     }
 
     /// The caller, once the rate limit admits the call (every user call
@@ -188,7 +192,7 @@ impl Controller for Svc {
                     || drover_proto::sysdb::passwd_by_name(&c.cfg.slurm_user)
                         .is_some_and(|p| p.uid == who.uid);
                 if !allowed {
-                    let _ = reply.send(Err(Status::permission_denied(msg::ACCESS)));
+                    let _ = reply.send(Err(Refusal::permission_denied(msg::ACCESS)));
                     return;
                 }
                 let now = crate::runtime::clock();
@@ -228,6 +232,7 @@ impl Controller for Svc {
             crate::runtime::clock(),
         )
         .map(Response::new)
+        .map_err(Status::from)
     }
 
     async fn step_ended(
@@ -339,7 +344,7 @@ impl Controller for Svc {
                     "node information refused to uid {} (PrivateData=nodes)",
                     who.uid
                 );
-                let _ = r.send(Err(Status::permission_denied(msg::ACCESS)));
+                let _ = r.send(Err(Refusal::permission_denied(msg::ACCESS)));
                 return;
             }
             let idx: Vec<usize> = if names.is_empty() {
@@ -350,7 +355,7 @@ impl Controller for Svc {
                 names.iter().filter_map(|n| c.cluster.node_idx(n)).collect()
             };
             if !names.is_empty() && idx.is_empty() {
-                let _ = r.send(Err(Status::not_found("Invalid node name specified")));
+                let _ = r.send(Err(Refusal::not_found("Invalid node name specified")));
                 return;
             }
             let nodes = idx.into_iter().map(|i| c.node_info(i)).collect();
@@ -398,7 +403,7 @@ impl Controller for Svc {
                 names.iter().filter_map(|n| c.cluster.part_idx(n)).collect()
             };
             if !names.is_empty() && idx.is_empty() {
-                let _ = r.send(Err(Status::not_found(msg::INVALID_PARTITION)));
+                let _ = r.send(Err(Refusal::not_found(msg::INVALID_PARTITION)));
                 return;
             }
             let partitions = idx.into_iter().map(|i| c.partition_info(i)).collect();
@@ -462,7 +467,7 @@ impl Controller for Svc {
         let who = self.who(&req)?;
         self.call(move |c, r| {
             if !c.is_admin(&who) {
-                let _ = r.send(Err(Status::permission_denied(msg::ACCESS)));
+                let _ = r.send(Err(Refusal::permission_denied(msg::ACCESS)));
                 return;
             }
             let v = c.reconfigure(crate::runtime::config_files::reload(&c.config_path));
@@ -494,7 +499,7 @@ impl Controller for Svc {
         let who = self.who(&req)?;
         self.call(move |c, r| {
             if !c.is_admin(&who) {
-                let _ = r.send(Err(Status::permission_denied(msg::ACCESS)));
+                let _ = r.send(Err(Refusal::permission_denied(msg::ACCESS)));
                 return;
             }
             tracing::info!("shutdown requested by uid {}", who.uid);

@@ -10,4 +10,5 @@ mod failover;
 pub mod idle;
 pub mod jobs;
 pub mod ratelimit;
+pub mod refusal;
 pub mod scheduler;

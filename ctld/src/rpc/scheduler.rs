@@ -6,6 +6,7 @@ use drover_proto::*;
 use tonic::{Request, Response, Status};
 
 use crate::ctld::Ctld;
+use crate::refusal::Refusal;
 use crate::rpc::controller::Svc;
 use crate::submit::msg;
 
@@ -15,7 +16,7 @@ pub struct SchedSvc(pub Svc);
 impl SchedSvc {
     async fn call<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Ctld) -> Result<T, Status> + Send + 'static,
+        f: impl FnOnce(&mut Ctld) -> Result<T, Refusal> + Send + 'static,
     ) -> Result<Response<T>, Status> {
         self.0
             .call(move |c, r| {
@@ -29,11 +30,11 @@ impl SchedSvc {
     }
 }
 
-fn admin(c: &Ctld, who: &Identity) -> Result<(), Status> {
+fn admin(c: &Ctld, who: &Identity) -> Result<(), Refusal> {
     if c.is_admin(who) {
         Ok(())
     } else {
-        Err(Status::permission_denied(msg::ACCESS))
+        Err(Refusal::permission_denied(msg::ACCESS))
     }
 }
 
@@ -127,7 +128,7 @@ impl Scheduler for SchedSvc {
                 .cloned()
                 .collect();
             if !name.is_empty() && reservations.is_empty() {
-                return Err(Status::not_found(format!("Reservation {name} not found")));
+                return Err(Refusal::not_found(format!("Reservation {name} not found")));
             }
             Ok(GetReservationsResponse {
                 reservations,

@@ -8,17 +8,17 @@ use std::sync::Arc;
 
 use drover_conf::slurmconf::Config;
 use drover_proto::{ConfigFile, ConfigFilesResponse};
-use tonic::Status;
 
 use crate::configless::{enabled, SIDE_FILES};
 use crate::reconfig::Reloaded;
+use crate::refusal::Refusal;
 
 /// Re-read the config at `path`, and the files configless hosts get.
-pub fn reload(path: &Path) -> Result<Reloaded, Status> {
+pub fn reload(path: &Path) -> Result<Reloaded, Refusal> {
     let (cfg, warnings) =
-        drover_conf::slurmconf::load(path).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        drover_conf::slurmconf::load(path).map_err(|e| Refusal::invalid_argument(e.to_string()))?;
     let served =
-        snapshot(&cfg, path).map_err(|e| Status::invalid_argument(format!("configless: {e}")))?;
+        snapshot(&cfg, path).map_err(|e| Refusal::invalid_argument(format!("configless: {e}")))?;
     Ok(Reloaded {
         cfg,
         warnings,

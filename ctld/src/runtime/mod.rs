@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use crate::ctld::Effect;
 use crate::ctld::{Ctld, Op};
 use crate::job::Job;
+use crate::refusal::Refusal;
 use crate::wal::{self, Wal};
 pub use agent_pool::AgentPool;
 
@@ -213,7 +214,7 @@ impl Runtime {
                     let tx = self.tx.clone();
                     let id = req.job_id;
                     tokio::spawn(async move {
-                        let res = agent.launch(*req).await.map(|_| ());
+                        let res = agent.launch(*req).await.map(|_| ()).map_err(Refusal::from);
                         let _ = tx
                             .send(Box::new(move |c: &mut Ctld| c.launch_done(id, start, res)))
                             .await;
@@ -245,6 +246,7 @@ impl Runtime {
                         let Err(e) = agent.suspend_job(req).await else {
                             return;
                         };
+                        let e = Refusal::from(e);
                         let _ = tx
                             .send(Box::new(move |c: &mut Ctld| {
                                 c.suspend_failed(id, &node, suspend, start, attempt, &e)

@@ -34,7 +34,7 @@ fn act(env: &mut TestEnv, action: &str, text: &str, fields: &[(&str, &str)]) -> 
                 ..Default::default()
             },
         )
-        .map_err(|e| e.message().to_string())?;
+        .map_err(|e| e.words().to_string())?;
     env.collect();
     match r.results.into_iter().find(|r| !r.ok) {
         Some(bad) => Err(bad.error),

@@ -5,12 +5,12 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::refusal::Refusal;
 use drover_proto::auth::Identity;
 use drover_proto::{
     JobEndedRequest, JobSpec, JobState, NodeRegistration, RegisterRequest, SubmitResponse,
     UpdateJobRequest,
 };
-use tonic::Status;
 
 use crate::ctld::Effect;
 use crate::ctld::{Ctld, Reply};
@@ -65,13 +65,13 @@ impl TestEnv {
     }
 
     /// Submit `spec` as [`USER`] at the current time.
-    pub fn submit(&mut self, spec: JobSpec) -> Result<u32, Status> {
+    pub fn submit(&mut self, spec: JobSpec) -> Result<u32, Refusal> {
         self.submit_as(user(), spec)
     }
 
     /// Submit `spec` as `who` at the current time.
-    pub fn submit_as(&mut self, who: Identity, spec: JobSpec) -> Result<u32, Status> {
-        let got: Arc<Mutex<Option<Result<SubmitResponse, Status>>>> = Arc::default();
+    pub fn submit_as(&mut self, who: Identity, spec: JobSpec) -> Result<u32, Refusal> {
+        let got: Arc<Mutex<Option<Result<SubmitResponse, Refusal>>>> = Arc::default();
         let slot = got.clone();
         let reply = Reply::new(move |v| {
             *slot.lock().unwrap() = Some(v);
@@ -250,7 +250,7 @@ impl TestEnv {
                     ..Default::default()
                 },
             )
-            .map_err(|e| e.message().to_string())?;
+            .map_err(|e| e.words().to_string())?;
         self.collect();
         match r.results.into_iter().find(|r| !r.ok) {
             Some(bad) => Err(bad.error),

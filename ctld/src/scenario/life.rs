@@ -198,7 +198,7 @@ fn refused_launch_with_a_retryable_error_is_retried_later() {
     env.core.launch_done(
         id,
         start,
-        Err(tonic::Status::unavailable("connection refused")),
+        Err(crate::refusal::Refusal::unavailable("connection refused")),
     );
     let later = env.core.take_effects();
     assert!(
@@ -226,7 +226,9 @@ fn launch_refused_as_aborted_drains_the_node_and_requeues_the_job() {
     env.core.launch_done(
         id,
         start,
-        Err(tonic::Status::aborted("cannot create the job's cgroup")),
+        Err(crate::refusal::Refusal::aborted(
+            "cannot create the job's cgroup",
+        )),
     );
     let i = env.core.cluster.node_idx("n1").unwrap();
     let n1 = &env.core.cluster.nodes[i];

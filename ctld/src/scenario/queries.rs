@@ -142,7 +142,7 @@ fn same_bytes(env: &mut TestEnv, who: &Identity, f: &JobFilter) {
         match (want, got) {
             (Ok(want), Ok(got)) => assert!(want == got, "{f:?} details={details}"),
             (Err(want), Err(got)) => {
-                assert_eq!((want.code(), want.message()), (got.code(), got.message()))
+                assert_eq!(want, got)
             }
             (want, got) => panic!("{f:?}: {want:?} against {got:?}"),
         }

@@ -11,13 +11,13 @@ pub mod layout;
 
 use std::collections::HashMap;
 
+use crate::refusal::Refusal;
 use drover_conf::hostlist;
 use drover_proto::auth::Identity;
 use drover_proto::{
     CompleteAllocationRequest, CompleteAllocationResponse, CreateStepResponse, JobState,
     LaunchRequest, NodeAlloc, StepEndedRequest, StepInfo, StepLaunchRequest, StepRequest,
 };
-use tonic::Status;
 
 use crate::ctld::Ctld;
 use crate::ctld::Effect;
@@ -43,25 +43,25 @@ impl Ctld {
         &mut self,
         who: &Identity,
         mut req: StepRequest,
-    ) -> Result<(CreateStepResponse, Launches), Status> {
+    ) -> Result<(CreateStepResponse, Launches), Refusal> {
         let id = req.job_id;
         let admin = self.is_admin(who);
         let job = self
             .jobs
             .get(&id)
-            .ok_or_else(|| Status::not_found(msg::INVALID_JOB))?;
+            .ok_or_else(|| Refusal::not_found(msg::INVALID_JOB))?;
         if !admin && job.rec.uid != who.uid {
-            return Err(Status::permission_denied(msg::ACCESS));
+            return Err(Refusal::permission_denied(msg::ACCESS));
         }
         match job.state() {
             JobState::Running => {}
             // Slurm: srun waits (and retries) while the job is suspended.
-            JobState::Suspended => return Err(Status::unavailable(DISABLED)),
-            JobState::Pending => return Err(Status::failed_precondition(msg::PENDING)),
-            _ => return Err(Status::failed_precondition(msg::ALREADY_DONE)),
+            JobState::Suspended => return Err(Refusal::unavailable(DISABLED)),
+            JobState::Pending => return Err(Refusal::failed_precondition(msg::PENDING)),
+            _ => return Err(Refusal::failed_precondition(msg::ALREADY_DONE)),
         }
         if job.rt().terminating {
-            return Err(Status::failed_precondition(msg::ALREADY_DONE));
+            return Err(Refusal::failed_precondition(msg::ALREADY_DONE));
         }
         // srun retrying after losing the controller mid-call: the step was
         // made (and maybe launched) before; answer with it and launch it
@@ -100,8 +100,8 @@ impl Ctld {
             n => n,
         };
         let to_status = |e| match e {
-            LayoutError::Busy => Status::unavailable(BUSY),
-            LayoutError::Invalid(m) => Status::invalid_argument(m),
+            LayoutError::Busy => Refusal::unavailable(BUSY),
+            LayoutError::Invalid(m) => Refusal::invalid_argument(m),
         };
         // Impossible in this allocation (whatever runs now): refuse at once.
         let none = HashMap::new();
@@ -118,7 +118,7 @@ impl Ctld {
                     .is_some_and(|a| a.mem_mb > 0 && req.mem_mb > a.mem_mb)
             });
             if short {
-                return Err(Status::invalid_argument(
+                return Err(Refusal::invalid_argument(
                     "Memory required by task is not available",
                 ));
             }
@@ -388,7 +388,7 @@ impl Ctld {
         &mut self,
         who: &Identity,
         r: CompleteAllocationRequest,
-    ) -> Result<CompleteAllocationResponse, Status> {
+    ) -> Result<CompleteAllocationResponse, Refusal> {
         let job = self.owned_job(who, r.job_id)?;
         if job.state().is_final() {
             return Ok(CompleteAllocationResponse {});

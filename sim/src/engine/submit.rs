@@ -47,7 +47,8 @@ impl Sim {
         if is_array {
             spec.array = drover_conf::hostlist::ranges(&tasks);
         }
-        let got: Arc<Mutex<Option<Result<SubmitResponse, tonic::Status>>>> = Arc::default();
+        let got: Arc<Mutex<Option<Result<SubmitResponse, drover_ctld::refusal::Refusal>>>> =
+            Arc::default();
         let slot = got.clone();
         let reply = Reply::new(move |v| {
             *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
@@ -84,7 +85,7 @@ impl Sim {
                     let j = &self.trace[i];
                     self.out
                         .refused
-                        .push((j.line, j.id.clone(), e.message().to_string()));
+                        .push((j.line, j.id.clone(), e.words().to_string()));
                 }
             }
             None => {

@@ -52,6 +52,8 @@ mod squeue_index;
 mod state_disk;
 mod step_limits;
 mod steps;
+mod steps_failures;
+mod steps_gpu;
 mod suspend;
 mod tls;
 mod up;
