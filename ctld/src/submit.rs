@@ -417,6 +417,7 @@ impl Ctld {
                 dep,
                 pending_tasks,
                 sched_req: None,
+                seq: 0,
             }),
         );
         self.set_request(id, resolved);
