@@ -82,7 +82,13 @@ fn clock_free(j: &JobInfo, state: JobState) -> bool {
 
 impl Entry {
     /// Write `info` at local time `now`.
-    pub fn new(info: JobInfo, origin: Origin, p: &squeue::Params, now: i64, cluster: &str) -> Entry {
+    pub fn new(
+        info: JobInfo,
+        origin: Origin,
+        p: &squeue::Params,
+        now: i64,
+        cluster: &str,
+    ) -> Entry {
         let mut found = Vec::new();
         squeue::filter(&info, p, &mut found);
         let mut odd = false;
@@ -286,7 +292,8 @@ impl JobCache {
             stamps,
         } = answer;
         let inc = origin.incarnation;
-        let mut fresh: HashMap<u32, Entry> = fresh.into_iter().map(|e| (e.info.job_id, e)).collect();
+        let mut fresh: HashMap<u32, Entry> =
+            fresh.into_iter().map(|e| (e.info.job_id, e)).collect();
         let mut out = Vec::with_capacity(stamps.len());
         let mut missing: Option<(i64, u64)> = None;
         let mut g = self.lock();
@@ -619,7 +626,11 @@ mod tests {
         let digest = c.ask(0).known_digest;
         for now in [303, 399, 400, 401, 5000] {
             let plan = c.unchanged(0, 9, digest, &p, now, "c").expect("held");
-            assert_eq!(ready(plan, now), render_all(&jobs, &p, now, "c"), "at {now}");
+            assert_eq!(
+                ready(plan, now),
+                render_all(&jobs, &p, now, "c"),
+                "at {now}"
+            );
         }
         // Not this digest, or not this controller: not held.
         assert!(c.unchanged(0, 9, digest ^ 1, &p, 5001, "c").is_none());

@@ -200,7 +200,11 @@ struct Since {
     digest: u64,
 }
 
-fn poll_seq(env: &mut TestEnv, who: &Identity, at: &mut Since) -> drover_proto::GetJobsSinceResponse {
+fn poll_seq(
+    env: &mut TestEnv,
+    who: &Identity,
+    at: &mut Since,
+) -> drover_proto::GetJobsSinceResponse {
     let r = env
         .core
         .get_jobs_since(
@@ -259,9 +263,15 @@ fn change_numbers_send_exactly_the_changed_jobs_and_nothing_for_an_unchanged_que
     assert!(poll_seq(&mut env, &root(), &mut at).unchanged);
     // Time passes: priorities age without a change: new stamps, no job in
     // full.
-    let before: Vec<u32> = listing(&mut env, &root()).iter().map(|j| j.priority).collect();
+    let before: Vec<u32> = listing(&mut env, &root())
+        .iter()
+        .map(|j| j.priority)
+        .collect();
     env.advance(T0 + 600);
-    let after: Vec<u32> = listing(&mut env, &root()).iter().map(|j| j.priority).collect();
+    let after: Vec<u32> = listing(&mut env, &root())
+        .iter()
+        .map(|j| j.priority)
+        .collect();
     let prev = at.seq;
     let r = poll_seq(&mut env, &root(), &mut at);
     if before != after {
