@@ -7,15 +7,19 @@
 #   bench/rest.sh                          # 10,000 jobs, 4 x 16 connections
 #   N_JOBS=2000 PROCS=2 THREADS=8 bench/rest.sh
 #   PROFILE=debug N_JOBS=500 bench/rest.sh   # a quick check of the script
+#   BIN=/work/base-release bench/rest.sh     # another build, not rebuilt
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROFILE=${PROFILE:-release}
-if [ "$PROFILE" = release ]; then
+if [ -n "${BIN:-}" ]; then
+  BIN=$(cd "$BIN" && pwd)   # a build to measure (A/B: BIN=/work/base-release)
+elif [ "$PROFILE" = release ]; then
   cargo build --release -q -p drover-ctld -p drover-cli -p drover-restd
+  BIN=$PWD/target/release
 else
   cargo build -q -p drover-ctld -p drover-cli -p drover-restd
+  BIN=$PWD/target/$PROFILE
 fi
-BIN=$PWD/target/$PROFILE
 DIR=$(mktemp -d /tmp/drover-rest-bench.XXXXXX)
 mkdir -p "$DIR/bin" "$DIR/state" "$DIR/spool"
 for c in scontrol squeue drover; do ln -s "$BIN/drover" "$DIR/bin/$c"; done
@@ -49,6 +53,12 @@ SLURM_JWT=$(scontrol token lifespan=3600 | sed 's/^SLURM_JWT=//')
 export SLURM_JWT REST_ADDR=127.0.0.1:$REST_PORT
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, commit $(git rev-parse --short HEAD)"
 CTLD_PID=$CTLD REST_PID=$REST python3 bench/rest_load.py
+# A second client: curl, time to the last byte (body discarded, not parsed).
+if command -v curl > /dev/null; then
+  for _ in 1 2 3 4 5 6 7; do
+    curl -s -o /dev/null -w '%{time_total}\n' -H "X-SLURM-USER-TOKEN: $SLURM_JWT" "http://$REST_ADDR/slurm/v0.0.40/jobs"
+  done | sort -n | awk '{t[NR]=$1*1000} END {printf "curl GET /slurm/v0.0.40/jobs: median %.1f ms (min %.1f) to the last byte\n", t[int((NR+1)/2)], t[1]}'
+fi
 echo "squeue sees $(squeue -h -t all -o %i | wc -l) jobs"
 t0=$(date +%s%N); squeue --json > /dev/null; t1=$(date +%s%N)
 echo "squeue --json over the same jobs (for comparison): $(( (t1 - t0) / 1000000 )) ms"

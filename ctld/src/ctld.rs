@@ -93,6 +93,20 @@ pub struct Ctld {
     pub power_rates: crate::nodepower::Rates,
     /// scontrol partition edits in force over slurm.conf's (`partedit.rs`).
     pub part_edits: Vec<drover_proto::PartitionEdit>,
+    /// The last change number given to a job (`Job::seq`; `GetJobsSince`).
+    pub change_seq: u64,
+    /// This process's change numbers (`GetJobsSince`): drawn at random at
+    /// start and at each reconfigure, never 0.
+    pub incarnation: u64,
+}
+
+/// A fresh [`Ctld::incarnation`]: std's per-process random hash keys, no
+/// I/O.
+pub fn new_incarnation() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0x6472_6f76_6572);
+    h.finish() | 1
 }
 
 impl Ctld {
@@ -135,6 +149,8 @@ impl Ctld {
             alloc_seen: HashMap::new(),
             lenders: BTreeSet::new(),
             mail: Default::default(),
+            change_seq: 0,
+            incarnation: new_incarnation(),
             now,
             effects: Vec::new(),
             power_rates: Default::default(),
@@ -183,6 +199,8 @@ impl Ctld {
         };
         job.rt_mut().last_changed = now;
         self.shared.share_spec(job);
+        self.change_seq += 1;
+        job.seq = self.change_seq;
         let job = &**job;
         for b in [job.rec.script_blob, job.rec.env_blob] {
             if b != 0 && self.blobs_logged.insert(b) {
@@ -218,6 +236,8 @@ impl Ctld {
             return;
         };
         job.rt_mut().last_changed = now;
+        self.change_seq += 1;
+        job.seq = self.change_seq;
         if job.is_meta() {
             let p = crate::array::ranges(&job.pending_tasks);
             job.rt_mut().array_pending = p;

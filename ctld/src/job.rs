@@ -27,6 +27,9 @@ pub struct Job {
     /// (node indices), made when the request or the configuration changes,
     /// not on every pass. None: the request names nodes that no longer exist.
     pub sched_req: Option<Arc<Request>>,
+    /// In memory: the controller's change number at the job's last change
+    /// (`Ctld::change_seq`, set with `last_changed`; 0: none since start).
+    pub seq: u64,
 }
 
 impl Job {
@@ -110,6 +113,7 @@ impl Job {
             dep,
             pending_tasks,
             sched_req: None,
+            seq: 0,
         }
     }
 }

@@ -175,6 +175,9 @@ impl Ctld {
         }
         self.cluster = cluster;
         self.cfg = Arc::new(cfg);
+        // What a job shows may follow the configuration: restd's cache of
+        // written jobs starts again.
+        self.incarnation = crate::ctld::new_incarnation();
         // Partitions as slurm.conf says (Slurm's default ReconfigFlags).
         if !self.part_edits.is_empty() {
             self.part_edits.clear();

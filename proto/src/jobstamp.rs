@@ -86,6 +86,7 @@ pub fn of(info: &JobInfo) -> JobStamp {
         oversubscribe: info.oversubscribe,
         stopped: info.stopped,
         array_pending: info.array_pending.clone(),
+        seq: 0,
     }
 }
 

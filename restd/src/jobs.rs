@@ -7,6 +7,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, RawQuery, State};
+use axum::response::Response;
 use axum::Extension;
 use drover_cli::squeue;
 use drover_proto::{
@@ -117,38 +118,75 @@ fn render(app: &App, jobs: &[JobInfo], p: &squeue::Params) -> String {
 
 /// Every job the caller may see, through the cache of written jobs
 /// ([`crate::jobcache`]): the controller sends in full only the jobs
-/// changed since the last listing. A controller without `GetJobsSince`
-/// gets the plain listing.
-async fn list_cached(app: &App, caller: &Caller, p: &squeue::Params) -> Result<String, Failure> {
-    use crate::jobcache::{assemble, Entry, Plan};
+/// changed since the last listing, and nothing but `unchanged` when the
+/// caller's last listing still stands. A controller without
+/// `GetJobsSince` gets the plain listing.
+async fn list_cached(app: &App, caller: &Caller, p: &squeue::Params) -> Result<Response, Failure> {
+    use crate::jobcache::{assemble, Answer, Entry, Origin, Plan};
     let filter = squeue::request(p).filter;
-    let mut since = app.jobs.since();
+    let uid = caller.ids.uid;
+    let mut ask = app.jobs.ask(uid);
     for attempt in 0..4 {
         if attempt == 3 {
             // Still unsettled (jobs changing under every listing): all in full.
-            since = 0;
+            ask = Default::default();
         }
         let mut client = app.ctl.controller(caller);
         let req = GetJobsSinceRequest {
             filter: filter.clone(),
-            changed_since: since,
+            changed_since: ask.since,
+            incarnation: ask.incarnation,
+            since_seq: ask.since_seq,
+            known_digest: ask.known_digest,
         };
         let r = match client.get_jobs_since(req).await {
             Ok(r) => r.into_inner(),
             Err(st) if st.code() == tonic::Code::Unimplemented => {
-                return Ok(render(app, &fetch(app, caller, p).await?, p));
+                let body = render(app, &fetch(app, caller, p).await?, p);
+                return Ok(reply::json_response(axum::http::StatusCode::OK, body));
             }
             Err(st) => return Err(Failure::from_status(&st)),
         };
         let now = drover_proto::auth::now_secs();
-        let fresh = r
-            .jobs
-            .into_iter()
-            .map(|j| Entry::new(j, r.now, p, now, &app.cluster))
-            .collect();
-        match app.jobs.plan(&r.stamps, fresh, r.now, p, now, &app.cluster) {
-            Plan::Ready(entries) => return Ok(assemble(&entries, now)),
-            Plan::Refetch(t) => since = t,
+        let plan = if r.unchanged {
+            match app
+                .jobs
+                .unchanged(uid, r.incarnation, r.digest, p, now, &app.cluster)
+            {
+                Some(plan) => plan,
+                None => {
+                    ask.known_digest = 0;
+                    continue;
+                }
+            }
+        } else {
+            let origin = Origin {
+                taken_at: r.now,
+                incarnation: r.incarnation,
+                seq: r.seq,
+            };
+            let fresh = r
+                .jobs
+                .into_iter()
+                .map(|j| Entry::new(j, origin, p, now, &app.cluster))
+                .collect();
+            let answer = Answer {
+                origin,
+                digest: r.digest,
+                stamps: r.stamps,
+            };
+            app.jobs.plan(uid, answer, fresh, p, now, &app.cluster)
+        };
+        match plan {
+            Plan::Ready(entries) => return Ok(assemble(&entries, now).into_response()),
+            Plan::Refetch { since, since_seq } => {
+                ask = crate::jobcache::Ask {
+                    since,
+                    incarnation: r.incarnation,
+                    since_seq,
+                    known_digest: 0,
+                }
+            }
         }
     }
     Err(Failure::from_status(&tonic::Status::internal(
@@ -164,11 +202,13 @@ pub async fn list(
     let q = query::pairs(q.as_deref(), &["update_time", "flags"])?;
     let since = query::epoch(&q, "update_time")?;
     let p = params(&caller, None)?;
-    let body = match since {
-        Some(t) => render(&app, &fetch_changed(&app, &caller, &p, t).await?, &p),
-        None => list_cached(&app, &caller, &p).await?,
-    };
-    Ok(reply::json_response(axum::http::StatusCode::OK, body))
+    match since {
+        Some(t) => {
+            let body = render(&app, &fetch_changed(&app, &caller, &p, t).await?, &p);
+            Ok(reply::json_response(axum::http::StatusCode::OK, body))
+        }
+        None => list_cached(&app, &caller, &p).await,
+    }
 }
 
 pub async fn show(

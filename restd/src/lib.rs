@@ -13,6 +13,7 @@ pub mod dash;
 pub mod jobcache;
 pub mod jobdesc;
 pub mod jobs;
+pub mod jobsbody;
 pub mod metrics;
 pub mod openapi;
 pub mod query;

@@ -235,9 +235,9 @@ impl Ctld {
                         break;
                     }
                 }
-                Gate::Closed(r) => set_reason(job, r, t),
+                Gate::Closed(r) => set_reason(job, r, t, &mut self.change_seq),
                 Gate::Never => {
-                    set_reason(job, "DependencyNeverSatisfied", t);
+                    set_reason(job, "DependencyNeverSatisfied", t, &mut self.change_seq);
                     if !job.spec().mail_type.is_empty() {
                         invalid.push(id);
                     }
@@ -413,7 +413,7 @@ impl Ctld {
                         Some(s) => self.sched.expected.insert(job, s),
                         None => self.sched.expected.remove(&job),
                     };
-                    set_reason(j, reason, self.now);
+                    set_reason(j, reason, self.now, &mut self.change_seq);
                 }
                 Decision::Preempt { job, by, mode } => self.preempt(job, by, mode),
             }
@@ -924,10 +924,13 @@ impl Ctld {
 }
 
 /// A pending job's reason (squeue shows it, so a change counts as one for
-/// `last_changed`; not logged: the next pass finds it again).
-fn set_reason(job: &mut Job, reason: &str, now: i64) {
+/// `last_changed` and the change number `seq`; not logged: the next pass
+/// finds it again).
+fn set_reason(job: &mut Job, reason: &str, now: i64, seq: &mut u64) {
     if job.rt().reason != reason {
         job.rt_mut().reason = reason.to_string();
         job.rt_mut().last_changed = now;
+        *seq += 1;
+        job.seq = *seq;
     }
 }

@@ -53,6 +53,7 @@ fn poll(env: &mut TestEnv, who: &Identity, held: &mut Held, since: i64) -> (i64,
             GetJobsSinceRequest {
                 filter: Some(all()),
                 changed_since: since,
+                ..Default::default()
             },
         )
         .expect("listing since");
@@ -68,7 +69,11 @@ fn poll(env: &mut TestEnv, who: &Identity, held: &mut Held, since: i64) -> (i64,
     let full: HashMap<u32, &JobInfo> = r.jobs.iter().map(|j| (j.job_id, j)).collect();
     let mut moved = 0;
     for (s, now) in r.stamps.iter().zip(&fresh) {
-        assert_eq!(s, &jobstamp::of(now), "job {}'s stamp", s.job_id);
+        let numberless = drover_proto::JobStamp {
+            seq: 0,
+            ..s.clone()
+        };
+        assert_eq!(numberless, jobstamp::of(now), "job {}'s stamp", s.job_id);
         if let Some(j) = full.get(&s.job_id) {
             held.insert(s.job_id, ((*j).clone(), r.now));
             continue;
@@ -162,6 +167,7 @@ fn held_jobs_patched_with_stamps_are_the_jobs_listed_now() {
             GetJobsSinceRequest {
                 filter: Some(all()),
                 changed_since: 0,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -180,7 +186,122 @@ fn jobs_by_id_are_refused() {
                 ..Default::default()
             }),
             changed_since: 0,
+            ..Default::default()
         },
     );
     assert!(r.is_err());
+}
+
+/// A client's state between polls by change number.
+#[derive(Default)]
+struct Since {
+    incarnation: u64,
+    seq: u64,
+    digest: u64,
+}
+
+fn poll_seq(
+    env: &mut TestEnv,
+    who: &Identity,
+    at: &mut Since,
+) -> drover_proto::GetJobsSinceResponse {
+    let r = env
+        .core
+        .get_jobs_since(
+            who,
+            GetJobsSinceRequest {
+                filter: Some(all()),
+                changed_since: 0,
+                incarnation: at.incarnation,
+                since_seq: at.seq,
+                known_digest: at.digest,
+            },
+        )
+        .expect("listing since");
+    *at = Since {
+        incarnation: r.incarnation,
+        seq: r.seq + 1,
+        digest: r.digest,
+    };
+    r
+}
+
+fn ids(jobs: &[JobInfo]) -> Vec<u32> {
+    jobs.iter().map(|j| j.job_id).collect()
+}
+
+#[test]
+fn change_numbers_send_exactly_the_changed_jobs_and_nothing_for_an_unchanged_queue() {
+    let mut env = TestEnv::new(CONF);
+    let a = env.sbatch(job(30));
+    let b = env.sbatch(JobSpec {
+        cpus_per_task: 2,
+        ..job(20)
+    });
+    let c = env.sbatch(JobSpec {
+        cpus_per_task: 2,
+        ..job(20)
+    });
+    let mut at = Since::default();
+    let first = poll_seq(&mut env, &root(), &mut at);
+    assert!(!first.unchanged);
+    assert_ne!(first.incarnation, 0);
+    assert_eq!(ids(&first.jobs), ids(&listing(&mut env, &root())));
+    // Nothing happened: unchanged, and nothing else in the answer.
+    let r = poll_seq(&mut env, &root(), &mut at);
+    assert!(r.unchanged);
+    assert!(r.stamps.is_empty() && r.jobs.is_empty());
+    assert_eq!(r.digest, first.digest);
+    // A hold in the same second as the last poll: that job alone in full
+    // (a client by seconds would have to take every job of the second).
+    env.control("hold", c).unwrap();
+    let r = poll_seq(&mut env, &root(), &mut at);
+    assert!(!r.unchanged);
+    assert_eq!(ids(&r.jobs), vec![c]);
+    assert_eq!(r.stamps.len(), 3);
+    assert!(r.stamps.iter().all(|s| s.seq != 0));
+    assert!(poll_seq(&mut env, &root(), &mut at).unchanged);
+    // Time passes: priorities age without a change: new stamps, no job in
+    // full.
+    let before: Vec<u32> = listing(&mut env, &root())
+        .iter()
+        .map(|j| j.priority)
+        .collect();
+    env.advance(T0 + 600);
+    let after: Vec<u32> = listing(&mut env, &root())
+        .iter()
+        .map(|j| j.priority)
+        .collect();
+    let prev = at.seq;
+    let r = poll_seq(&mut env, &root(), &mut at);
+    if before != after {
+        assert!(!r.unchanged);
+    }
+    let numbered: Vec<u32> = r
+        .stamps
+        .iter()
+        .filter(|s| s.seq >= prev)
+        .map(|s| s.job_id)
+        .collect();
+    assert_eq!(ids(&r.jobs), numbered, "in full: those changed since");
+    assert!(poll_seq(&mut env, &root(), &mut at).unchanged);
+    // Another incarnation (a restarted controller): everything in full.
+    at.incarnation ^= 2;
+    let r = poll_seq(&mut env, &root(), &mut at);
+    assert!(!r.unchanged);
+    assert_eq!(ids(&r.jobs), ids(&listing(&mut env, &root())));
+    // Another viewer lists other jobs: not the root's digest.
+    let mut theirs = Since {
+        digest: at.digest,
+        ..at
+    };
+    let other = Identity {
+        uid: USER + 1,
+        gid: USER + 1,
+        groups: vec![USER + 1],
+        ..user()
+    };
+    let r = poll_seq(&mut env, &other, &mut theirs);
+    assert!(!r.unchanged && r.stamps.is_empty());
+    let _ = (a, b);
 }

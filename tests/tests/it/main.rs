@@ -45,6 +45,7 @@ mod recovery;
 mod replay;
 mod resolved_request;
 mod rest;
+mod rest_jobs;
 mod scheduler;
 mod script_cmds;
 mod sim;
