@@ -1,6 +1,7 @@
 //! `squeue`: view the job queue.
 
 pub mod args;
+pub mod fields;
 pub mod filter;
 pub mod format;
 pub mod sort;
@@ -75,6 +76,8 @@ pub fn request(p: &Params) -> GetJobsRequest {
     GetJobsRequest {
         filter: Some(f),
         details,
+        // Only what the format, sort and filters read goes on the wire.
+        fields: fields::wanted(p),
     }
 }
 
