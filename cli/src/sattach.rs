@@ -114,6 +114,7 @@ async fn attach(cfg: drover_conf::Config, req: Request) -> i32 {
                 ..Default::default()
             }),
             details: false,
+            fields: Vec::new(),
         })
         .await
     {

@@ -164,6 +164,7 @@ pub fn run(args: &[String]) -> i32 {
                     ..Default::default()
                 }),
                 details: false,
+                fields: Vec::new(),
             })
             .await;
         let job = match lookup {

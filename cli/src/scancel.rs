@@ -388,6 +388,7 @@ async fn active_jobs(
         .get_jobs(GetJobsRequest {
             filter: Some(active),
             details,
+            fields: Vec::new(),
         })
         .await
     {
@@ -473,6 +474,7 @@ pub fn run(args: &[String]) -> i32 {
                 .get_jobs(GetJobsRequest {
                     filter: Some(filter.clone()),
                     details: false,
+                    fields: Vec::new(),
                 })
                 .await
             {

@@ -123,8 +123,9 @@ impl Ctld {
         req: GetJobsRequest,
     ) -> Result<GetJobsResponse, Refusal> {
         let f = req.filter.clone().unwrap_or_default();
+        let mask = drover_proto::jobmask::JobMask::of(&req.fields);
         if f.job_ids.is_empty() {
-            return Ok(self.list_jobs(who, &f, req.details));
+            return Ok(self.list_jobs(who, &f, req.details, mask));
         }
         let groups = self.matching(&f)?;
         if !f.job_ids.is_empty() && groups.iter().all(|(_, ids)| ids.is_empty()) {
@@ -158,7 +159,8 @@ impl Ctld {
             if explicit && !f.all_states && !f.states.is_empty() && !self.filter_matches(&f, id) {
                 continue;
             }
-            if let Some(info) = self.job_info_by_id(id, req.details) {
+            if let Some(mut info) = self.job_info_by_id(id, req.details) {
+                mask.apply(&mut info);
                 jobs.push(info);
             }
         }
@@ -170,13 +172,20 @@ impl Ctld {
 
     /// A query without job ids: one walk over the candidates (the most
     /// selective index's, or every job), each job looked up once.
-    fn list_jobs(&mut self, who: &Identity, f: &JobFilter, details: bool) -> GetJobsResponse {
+    fn list_jobs(
+        &mut self,
+        who: &Identity,
+        f: &JobFilter,
+        details: bool,
+        mask: drover_proto::jobmask::JobMask,
+    ) -> GetJobsResponse {
         let now = self.now;
         let mut names = std::mem::take(&mut self.names);
         let mut out = Vec::new();
         self.each_listed(who, f, |c, j| {
             let mut i = crate::jobinfo::job_info(&c.cfg, &mut names, j, details, now);
             c.add_expected_start(&mut i);
+            mask.apply(&mut i);
             out.push(i);
         });
         self.names = names;

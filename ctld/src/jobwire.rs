@@ -11,6 +11,7 @@
 
 use crate::refusal::Refusal;
 use drover_proto::auth::Identity;
+use drover_proto::jobmask::JobMask;
 use drover_proto::{GetJobsRequest, JobInfo};
 use prost::Message;
 
@@ -29,12 +30,16 @@ impl Ctld {
             return self.get_jobs(who, req).map(|r| r.encode_to_vec());
         }
         let (details, now) = (req.details, self.now);
+        // Fields the caller does not read are reset before encoding: off
+        // the wire (`GetJobsRequest.fields`).
+        let mask = JobMask::of(&req.fields);
         let mut names = std::mem::take(&mut self.names);
         let mut scratch = JobInfo::default();
         let mut buf = Vec::with_capacity(64 * 1024);
         self.each_listed(who, &f, |c, j| {
             crate::jobinfo::fill_job_info(&c.cfg, &mut names, j, details, now, &mut scratch);
             c.add_expected_start(&mut scratch);
+            mask.apply(&mut scratch);
             prost::encoding::message::encode(1, &scratch, &mut buf);
         });
         self.names = names;

@@ -99,6 +99,7 @@ pub async fn receive(
             ..Default::default()
         }),
         details: false,
+        fields: Vec::new(),
     });
     r.set_timeout(std::time::Duration::from_secs(10));
     let jobs = shared.ctl.clone().get_jobs(r).await?.into_inner().jobs;

@@ -47,6 +47,7 @@ async fn jobs(
         .get_jobs(GetJobsRequest {
             filter: Some(filter),
             details,
+            fields: Vec::new(),
         })
         .await
         .map_err(|st| Failure::from_status(&st))?

@@ -503,6 +503,7 @@ pub async fn serve(State(app): State<Arc<App>>) -> Response {
         c1.get_jobs(GetJobsRequest {
             filter: Some(all),
             details: true,
+            fields: Vec::new(),
         }),
         c2.get_nodes(GetNodesRequest { names: Vec::new() }),
         c3.get_partitions(GetPartitionsRequest { names: Vec::new() }),

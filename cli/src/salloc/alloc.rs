@@ -69,6 +69,7 @@ pub async fn allocate(
                     ..Default::default()
                 }),
                 details: true,
+                fields: Vec::new(),
             })
             .await;
         let job = match r {

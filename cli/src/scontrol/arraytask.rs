@@ -32,6 +32,7 @@ pub(super) async fn show_missing_task(
     let req = GetJobsRequest {
         filter: Some(filter),
         details: false,
+        fields: Vec::new(),
     };
     match client.get_jobs(req).await {
         Ok(r) if !r.get_ref().jobs.is_empty() => {

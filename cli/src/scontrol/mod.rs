@@ -229,6 +229,7 @@ async fn execute(
                 .get_jobs(GetJobsRequest {
                     filter: Some(filter),
                     details: false,
+                    fields: Vec::new(),
                 })
                 .await
             {
@@ -280,6 +281,7 @@ async fn execute(
                 .get_jobs(GetJobsRequest {
                     filter: Some(filter),
                     details: true,
+                    fields: Vec::new(),
                 })
                 .await
             {

@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod fields;
+pub mod wanted;
 pub mod filter;
 pub mod format;
 pub mod sort;
@@ -76,6 +77,8 @@ pub fn request(p: &Params) -> GetJobsRequest {
     GetJobsRequest {
         filter: Some(f),
         details,
+        // Only what the format, sort and filters read goes on the wire.
+        fields: wanted::wanted(p),
     }
 }
 

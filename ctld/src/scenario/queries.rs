@@ -29,6 +29,7 @@ fn query(env: &mut TestEnv, who: &Identity, f: JobFilter) -> Vec<JobInfo> {
             GetJobsRequest {
                 filter: Some(f),
                 details: false,
+                fields: Vec::new(),
             },
         )
         .map(|r| r.jobs)
@@ -128,19 +129,51 @@ fn check(env: &mut TestEnv, who: &Identity) {
 /// The listing's encoded answer (`jobwire.rs`, one scratch record refilled
 /// for every job) is, byte for byte, prost's encoding of the records
 /// `get_jobs` builds; errors are the same errors.
+/// With a field mask (`fields`), the same holds, and each record is the
+/// unmasked one with the other fields at their defaults.
 fn same_bytes(env: &mut TestEnv, who: &Identity, f: &JobFilter) {
-    for details in [false, true] {
+    use drover_proto::jobmask::num;
+    let masks = [
+        Vec::new(),
+        vec![num::JOB_ID, num::STATE, num::NAME, num::START_TIME],
+        vec![
+            num::ARRAY_PENDING,
+            num::STATE_REASON,
+            num::WORK_DIR,
+            num::STEPS,
+        ],
+    ];
+    for (details, fields) in [false, true]
+        .into_iter()
+        .flat_map(|d| masks.iter().map(move |m| (d, m.clone())))
+    {
         let req = GetJobsRequest {
             filter: Some(f.clone()),
             details,
+            fields: fields.clone(),
         };
+        if !fields.is_empty() {
+            let mask = drover_proto::jobmask::JobMask::of(&fields);
+            let full = GetJobsRequest {
+                fields: Vec::new(),
+                ..req.clone()
+            };
+            let full = env.core.get_jobs(who, full).map(|r| r.jobs);
+            let masked = env.core.get_jobs(who, req.clone()).map(|r| r.jobs);
+            if let (Ok(mut full), Ok(masked)) = (full, masked) {
+                full.iter_mut().for_each(|j| mask.apply(j));
+                assert_eq!(full, masked, "{f:?} fields={fields:?}");
+            }
+        }
         let want = env
             .core
             .get_jobs(who, req.clone())
             .map(|r| r.encode_to_vec());
         let got = env.core.get_jobs_wire(who, req);
         match (want, got) {
-            (Ok(want), Ok(got)) => assert!(want == got, "{f:?} details={details}"),
+            (Ok(want), Ok(got)) => {
+                assert!(want == got, "{f:?} details={details} fields={fields:?}")
+            }
             (Err(want), Err(got)) => {
                 assert_eq!(want, got)
             }

@@ -32,6 +32,7 @@ fn listing(env: &mut TestEnv, who: &Identity) -> Vec<JobInfo> {
             GetJobsRequest {
                 filter: Some(all()),
                 details: true,
+                fields: Vec::new(),
             },
         )
         .expect("listing")
