@@ -24,6 +24,7 @@ pub mod bindopt;
 pub mod client;
 pub mod jobstamp;
 pub mod jwt;
+pub mod localsock;
 pub mod logging;
 pub mod metrics;
 pub mod pattern;
