@@ -88,15 +88,22 @@ impl AsyncWrite for LocalConn {
 }
 
 /// Bind the local socket at `path`, open to every local user (who they are
-/// comes from the kernel). A stale socket there is replaced; anything else
-/// there is left alone and is an error. A plain listener, so that the
-/// controller can bind it before it gives up root (`SlurmUser`).
+/// comes from the kernel). A stale socket there is replaced; one another
+/// controller still serves, or anything else there, is left alone and is an
+/// error. A plain listener, so that the controller can bind it before it
+/// gives up root (`SlurmUser`).
 pub fn bind(path: &Path) -> std::io::Result<std::os::unix::net::UnixListener> {
     use std::os::unix::fs::PermissionsExt;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
     match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() && connect(path).is_some() => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                "another process serves it (left alone)",
+            ))
+        }
         Ok(m) if m.file_type().is_socket() => std::fs::remove_file(path)?,
         Ok(_) => {
             return Err(std::io::Error::new(
@@ -232,4 +239,34 @@ pub fn channel(path: &Path, first: std::os::unix::net::UnixStream) -> Channel {
         .initial_stream_window_size(Some(8 * 1024 * 1024))
         .initial_connection_window_size(Some(16 * 1024 * 1024))
         .connect_with_connector_lazy(connector)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_replaces_only_a_stale_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run").join("ctld.sock");
+        let live = bind(&path).expect("a fresh path binds, its directory made");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o777);
+        // Served: left alone.
+        let e = bind(&path).expect_err("a live socket is not taken over");
+        assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse);
+        assert!(connect(&path).is_some());
+        // Stale (its listener gone): replaced.
+        drop(live);
+        assert!(connect(&path).is_none());
+        let _again = bind(&path).expect("a stale socket is replaced");
+        assert!(connect(&path).is_some());
+        // Not a socket: left alone.
+        let file = dir.path().join("file");
+        std::fs::write(&file, "data").unwrap();
+        let e = bind(&file).expect_err("a plain file is not removed");
+        assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "data");
+    }
 }
