@@ -6,7 +6,10 @@
 # spent over it; then N_VERSION `drover version` runs (the cost of starting
 # the binary at all) and as many `/bin/true` (of starting any process).
 # ROUNDS rounds, each running A and B one after the other, alternating
-# which goes first. Release builds.
+# which goes first. Release builds. TCP_TOO=1 adds a run of B with the
+# controller's local socket removed (`B-tcp`: the commands fall back to TCP
+# and the auth socket, as before it existed), so the same build shows what
+# the local socket alone gives.
 #
 #   A=/work/base-release B=target/release N_LOOP=1000 ROUNDS=2 bench/sbatchloop.sh
 #
@@ -26,7 +29,7 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 hz=$(getconf CLK_TCK)
 
 run_one() {
-  local label=$1 bin=$2 dir up ctld dbd
+  local label=$1 bin=$2 tcp=${3:-} dir up ctld dbd
   dir=$(mktemp -d /tmp/drover-sbl.XXXXXX)
   "$bin/drover" up --dir "$dir" --nodes 4 --cpus-per-node 8 --mem-per-node 8000 > "$dir/up.out" 2>&1 &
   up=$!
@@ -35,6 +38,7 @@ run_one() {
     echo "build=$label: drover up did not start:" >&2; cat "$dir/up.out" >&2
     kill $up 2>/dev/null || true; wait $up 2>/dev/null || true; rm -rf "$dir"; return 1
   fi
+  if [ -n "$tcp" ]; then rm -f "$dir/run/ctld.sock"; fi
   (
     eval "$(grep '^export' "$dir/up.out")"
     ctld=$(pgrep -f "droverctld -D -f $dir/" | head -n1 || true)
@@ -72,4 +76,5 @@ run_one() {
 echo "# A=$A B=$B commit $(git rev-parse --short HEAD) $(date -u +%FT%TZ)"
 for r in $(seq "$ROUNDS"); do
   if [ $((r % 2)) = 1 ]; then run_one A "$A"; run_one B "$B"; else run_one B "$B"; run_one A "$A"; fi
+  if [ -n "${TCP_TOO:-}" ]; then run_one B-tcp "$B" tcp; fi
 done
