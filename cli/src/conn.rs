@@ -60,9 +60,19 @@ pub fn controller_name(cfg: &Config) -> String {
         .unwrap_or_else(|| "localhost".to_string())
 }
 
-/// Connect to the controller (lazily: the first call reports a failure).
-/// Must be called inside the runtime.
+/// A controller's local socket on this host, when the configuration has
+/// one and a controller answers there: then calls go there, without a
+/// credential (the kernel says who the caller is); else over TCP with
+/// credentials from the auth socket.
+type Local = Option<(std::path::PathBuf, std::os::unix::net::UnixStream)>;
+
+/// Connect to the controller (lazily: the first call reports a failure),
+/// through its local socket on its own host. Must be called inside the
+/// runtime.
 pub fn client_for(cmd: &str, cfg: &Config) -> Result<Controller, i32> {
+    if let Some(local) = drover_proto::client::local_controller(cfg) {
+        return controller_via(cmd, cfg, Some(local));
+    }
     let probe = drover_proto::auth::probe_socket(Path::new(&cfg.auth_socket()));
     controller_with(cmd, cfg, probe)
 }
@@ -76,12 +86,16 @@ pub async fn client_waiting(
 ) -> Result<Controller, i32> {
     let deadline = std::time::Instant::now() + patience;
     let sock = cfg.auth_socket();
-    let mut probe = drover_proto::auth::probe_socket(Path::new(&sock));
-    while probe.is_err() && std::time::Instant::now() < deadline {
+    loop {
+        if let Some(local) = drover_proto::client::local_controller(cfg) {
+            return controller_via(cmd, cfg, Some(local));
+        }
+        let probe = drover_proto::auth::probe_socket(Path::new(&sock));
+        if probe.is_ok() || std::time::Instant::now() >= deadline {
+            return controller_with(cmd, cfg, probe);
+        }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        probe = drover_proto::auth::probe_socket(Path::new(&sock));
     }
-    controller_with(cmd, cfg, probe)
 }
 
 fn controller_with(cmd: &str, cfg: &Config, probe: Result<(), String>) -> Result<Controller, i32> {
@@ -90,22 +104,34 @@ fn controller_with(cmd: &str, cfg: &Config, probe: Result<(), String>) -> Result
         eprintln!("{cmd}: error: {CONNECT_FAILURE}");
         1
     })?;
+    controller_via(cmd, cfg, None)
+}
+
+fn controller_via(cmd: &str, cfg: &Config, local: Local) -> Result<Controller, i32> {
     let cred = Credential::user(cfg.auth_socket().into());
-    drover_proto::client::controller_for(cfg, cred).map_err(|e| {
+    let targets = drover_proto::client::targets_via(cfg, local).map_err(|e| {
         eprintln!("{cmd}: error: {e}");
         1
-    })
+    })?;
+    Ok(drover_proto::client::controller_over(targets, cred))
 }
 
 /// The Scheduler service (sprio, sshare, reservations) on the controller's
 /// port, with the caller's credential; errors printed as `<cmd>: error: ...`.
 pub fn scheduler_for(cmd: &str, cfg: &Config) -> Result<drover_proto::client::Scheduler, i32> {
     let socket = cfg.auth_socket();
-    drover_proto::auth::probe_socket(Path::new(&socket)).map_err(|e| {
+    let local = drover_proto::client::local_controller(cfg);
+    if local.is_none() {
+        drover_proto::auth::probe_socket(Path::new(&socket)).map_err(|e| {
+            eprintln!("{cmd}: error: {e}");
+            1
+        })?;
+    }
+    let targets = drover_proto::client::targets_via(cfg, local).map_err(|e| {
         eprintln!("{cmd}: error: {e}");
         1
     })?;
-    drover_proto::client::scheduler_for(cfg, Credential::user(socket.into())).map_err(|e| {
+    drover_proto::client::scheduler_over(targets, Credential::user(socket.into())).map_err(|e| {
         eprintln!("{cmd}: error: {e}");
         1
     })

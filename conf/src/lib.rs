@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cgroupconf;
+pub mod ctldsock;
 pub mod datetime;
 pub mod dbdconf;
 mod digest;

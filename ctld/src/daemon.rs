@@ -115,6 +115,16 @@ pub fn main_entry() -> i32 {
             None
         }
     };
+    // The local socket too (commands on this host: identity from the kernel).
+    let local_listener = cfg
+        .local_socket()
+        .and_then(|p| match drover_proto::localsock::bind(&p) {
+            Ok(l) => Some((p, l)),
+            Err(e) => {
+                tracing::error!("local socket {}: {e}; commands use TCP", p.display());
+                None
+            }
+        });
     // What needs root is read and bound: from here on run as SlurmUser.
     let state_dir = std::path::Path::new(&cfg.state_save_location);
     match drover_proto::slurmuser::become_slurm_user(
@@ -140,14 +150,18 @@ pub fn main_entry() -> i32 {
             return 1;
         }
     };
-    rt.block_on(serve(cfg, path, key, auth_listener))
+    rt.block_on(serve(cfg, path, key, auth_listener, local_listener))
 }
+
+/// The local socket's path and listener, when it is bound.
+type LocalListener = Option<(PathBuf, std::os::unix::net::UnixListener)>;
 
 async fn serve(
     cfg: drover_conf::slurmconf::Config,
     path: PathBuf,
     key: ClusterKey,
     auth_listener: Option<std::os::unix::net::UnixListener>,
+    local_listener: LocalListener,
 ) -> i32 {
     let host = drover_proto::auth::hostname();
     let slurm_user_uid = crate::users::user_uid(&cfg.slurm_user).unwrap_or(0);
@@ -272,25 +286,27 @@ async fn serve(
             n.saturating_sub(crate::rpc::conns::RESERVED_FDS).max(n / 2)
         }),
     );
-    // Bounds on what one connection may cost (docs/admin-guide.md,
-    // "Overload protection"): streams in flight (tonic's default is no
-    // limit), header bytes (hyper's 16 KiB, made explicit), and keep-alive
-    // pings that close a connection whose peer stopped answering.
-    let server = tonic::transport::Server::builder()
-        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
-        .http2_max_header_list_size(MAX_HEADER_BYTES)
-        .http2_keepalive_interval(Some(std::time::Duration::from_secs(60)))
-        .http2_keepalive_timeout(Some(std::time::Duration::from_secs(20)))
-        .tcp_nodelay(true)
-        .initial_stream_window_size(Some(8 * 1024 * 1024))
-        .initial_connection_window_size(Some(16 * 1024 * 1024))
-        .layer(auth)
-        .layer(drover_proto::standby::StandbyLayer {
-            active: ha.active.clone(),
-        })
-        .add_service(svc)
-        .add_service(sched)
-        .serve_with_incoming(incoming);
+    if let Some((local_path, l)) = local_listener {
+        match drover_proto::localsock::incoming(l) {
+            Ok(local) => {
+                let served = serve_on(
+                    local,
+                    auth.clone(),
+                    ha.active.clone(),
+                    svc.clone(),
+                    sched.clone(),
+                );
+                tokio::spawn(async move {
+                    if let Err(e) = served.await {
+                        tracing::error!("local socket: {e}");
+                    }
+                });
+                tracing::info!("local socket {}", local_path.display());
+            }
+            Err(e) => tracing::error!("local socket {}: {e}", local_path.display()),
+        }
+    }
+    let server = serve_on(incoming, auth, ha.active.clone(), svc, sched);
     let mut server = tokio::spawn(server);
     tokio::spawn(signals(tx.clone(), ha.clone()));
     if ha.is_backup() {
@@ -370,6 +386,45 @@ async fn serve(
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     tracing::info!("droverctld stopped");
     0
+}
+
+/// The gRPC services on the connections of `incoming` (TCP, or the local
+/// socket: the same layers and services on both). Bounds on what one
+/// connection may cost (docs/admin-guide.md, "Overload protection"):
+/// streams in flight (tonic's default is no limit), header bytes (hyper's
+/// 16 KiB, made explicit), and keep-alive pings that close a connection
+/// whose peer stopped answering.
+async fn serve_on<I, IO, IE>(
+    incoming: I,
+    auth: drover_proto::verify::AuthLayer,
+    active: Arc<std::sync::atomic::AtomicBool>,
+    svc: crate::rpc::jobs::Routed,
+    sched: drover_proto::scheduler_server::SchedulerServer<crate::rpc::scheduler::SchedSvc>,
+) -> Result<(), tonic::transport::Error>
+where
+    I: tokio_stream::Stream<Item = Result<IO, IE>>,
+    IO: tokio::io::AsyncRead
+        + tokio::io::AsyncWrite
+        + tonic::transport::server::Connected
+        + Unpin
+        + Send
+        + 'static,
+    IE: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    tonic::transport::Server::builder()
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+        .http2_max_header_list_size(MAX_HEADER_BYTES)
+        .http2_keepalive_interval(Some(std::time::Duration::from_secs(60)))
+        .http2_keepalive_timeout(Some(std::time::Duration::from_secs(20)))
+        .tcp_nodelay(true)
+        .initial_stream_window_size(Some(8 * 1024 * 1024))
+        .initial_connection_window_size(Some(16 * 1024 * 1024))
+        .layer(auth)
+        .layer(drover_proto::standby::StandbyLayer { active })
+        .add_service(svc)
+        .add_service(sched)
+        .serve_with_incoming(incoming)
+        .await
 }
 
 /// Raise the open files limit to its hard limit, as slurmctld does, and

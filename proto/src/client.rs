@@ -65,6 +65,10 @@ pub fn channel(addr: &str, connect_timeout: Duration) -> Result<Channel, String>
 /// `SlurmctldHost` order), each call going to the active one; a failover
 /// in progress is waited for up to `patience`.
 pub fn targets(addrs: &str, patience: Duration) -> Result<Targets, String> {
+    Ok(Targets::new(channels(addrs)?, patience))
+}
+
+fn channels(addrs: &str) -> Result<Vec<Channel>, String> {
     let chans = addrs
         .split(',')
         .filter(|a| !a.is_empty())
@@ -73,25 +77,66 @@ pub fn targets(addrs: &str, patience: Duration) -> Result<Targets, String> {
     if chans.is_empty() {
         return Err(format!("bad address {addrs:?}: no controller"));
     }
-    Ok(Targets::new(chans, patience))
+    Ok(chans)
+}
+
+/// How long a call waits out a failover: the backup takes over within
+/// `SlurmctldTimeout` when one is configured.
+fn patience(cfg: &drover_conf::Config) -> Duration {
+    if cfg.slurmctld_host.len() > 1 {
+        Duration::from_secs(cfg.slurmctld_timeout + cfg.message_timeout)
+    } else {
+        Duration::ZERO
+    }
 }
 
 /// The controllers a configuration names, waiting out a failover (the
 /// backup takes over within `SlurmctldTimeout`) with a backup configured.
 pub fn targets_for(cfg: &drover_conf::Config) -> Result<Targets, String> {
-    let patience = if cfg.slurmctld_host.len() > 1 {
-        Duration::from_secs(cfg.slurmctld_timeout + cfg.message_timeout)
-    } else {
-        Duration::ZERO
+    targets(&cfg.controller_addrs(), patience(cfg))
+}
+
+/// A connection to this host's controller on its local socket
+/// ([`crate::localsock`]), when the configuration has one and a controller
+/// answers there; with its path.
+pub fn local_controller(
+    cfg: &drover_conf::Config,
+) -> Option<(std::path::PathBuf, std::os::unix::net::UnixStream)> {
+    let path = cfg.local_socket()?;
+    let conn = crate::localsock::connect(&path)?;
+    Some((path, conn))
+}
+
+/// [`targets_for`], with the controller on this host reached through
+/// `local` ([`local_controller`]) when given: the only target with one
+/// controller configured; tried first, then the others over TCP, with a
+/// backup (the local one may be in standby).
+pub fn targets_via(
+    cfg: &drover_conf::Config,
+    local: Option<(std::path::PathBuf, std::os::unix::net::UnixStream)>,
+) -> Result<Targets, String> {
+    let Some((path, first)) = local else {
+        return targets_for(cfg);
     };
-    targets(&cfg.controller_addrs(), patience)
+    let chan = crate::localsock::channel(&path, first);
+    let others = if cfg.slurmctld_host.len() > 1 {
+        channels(&cfg.controller_addrs())?
+    } else {
+        Vec::new()
+    };
+    Ok(Targets::local_first(chan, others, patience(cfg)))
 }
 
 /// The controllers of a configuration ([`targets_for`]).
 pub fn controller_for(cfg: &drover_conf::Config, cred: Credential) -> Result<Controller, String> {
-    Ok(ControllerClient::new(Signed::new(targets_for(cfg)?, cred))
+    Ok(controller_over(targets_for(cfg)?, cred))
+}
+
+/// The generated client over `targets`.
+pub fn controller_over(targets: Targets, cred: Credential) -> Controller {
+    ControllerClient::new(Signed::new(targets, cred))
         .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(crate::MAX_MESSAGE_BYTES))
+        .max_encoding_message_size(crate::MAX_MESSAGE_BYTES)
 }
 
 /// The controller(s) at `addr` (comma-separated for several; see [`targets`]).
@@ -136,7 +181,8 @@ pub fn scheduler_for(cfg: &drover_conf::Config, cred: Credential) -> Result<Sche
     scheduler_over(targets_for(cfg)?, cred)
 }
 
-fn scheduler_over(ch: Targets, cred: Credential) -> Result<Scheduler, String> {
+/// The generated Scheduler client over `ch`.
+pub fn scheduler_over(ch: Targets, cred: Credential) -> Result<Scheduler, String> {
     Ok(
         crate::scheduler_client::SchedulerClient::new(Signed::new(ch, cred))
             .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)

@@ -25,6 +25,7 @@ pub mod client;
 pub mod jobmask;
 pub mod jobstamp;
 pub mod jwt;
+pub mod localsock;
 pub mod logging;
 pub mod metrics;
 pub mod pattern;

@@ -3,7 +3,8 @@
 //! on as it comes: its credential binds the method only), gets a credential bound to
 //! its method and digest (from the local auth socket, or signed with the
 //! cluster key by a daemon), adds it to the headers and sends the same
-//! bytes. A refusal because the credential predates the daemon's start (it
+//! bytes; on the controller's local socket it adds none (the kernel says
+//! who the caller is, [`crate::localsock`]). A refusal because the credential predates the daemon's start (it
 //! restarted in between) is retried once with a fresh credential. A call
 //! the controller's rate limit refused ([`crate::RATE_LIMITED`]) is sent
 //! again after 1 s, then 2 s, 3 s... as long as it is refused, as Slurm's
@@ -93,9 +94,14 @@ impl Credential {
 /// a call goes to the one that answered last; when it cannot be reached or
 /// answers that it is in standby, the next is tried, round and round for
 /// up to `patience` (a failover in progress). One channel: no retries.
+/// The first channel may be the local controller's Unix socket
+/// ([`crate::localsock`]): calls on it carry no credential (the kernel
+/// says who the caller is).
 #[derive(Clone)]
 pub struct Targets {
     chans: Arc<Vec<Channel>>,
+    /// `chans[0]` is the controller's local socket.
+    local: bool,
     preferred: Arc<AtomicUsize>,
     patience: Duration,
 }
@@ -104,9 +110,27 @@ impl Targets {
     pub fn new(chans: Vec<Channel>, patience: Duration) -> Targets {
         Targets {
             chans: Arc::new(chans),
+            local: false,
             preferred: Arc::new(AtomicUsize::new(0)),
             patience,
         }
+    }
+
+    /// `local` (a channel over the controller's local socket) first, then
+    /// `others` (the controllers over TCP: a backup, when the local one is
+    /// in standby).
+    pub fn local_first(local: Channel, others: Vec<Channel>, patience: Duration) -> Targets {
+        let mut chans = vec![local];
+        chans.extend(others);
+        Targets {
+            local: true,
+            ..Targets::new(chans, patience)
+        }
+    }
+
+    /// The credential for a call on channel `i`: none on the local socket.
+    fn cred_for<'a>(&self, i: usize, cred: &'a Credential) -> Option<&'a Credential> {
+        (!(self.local && i == 0)).then_some(cred)
     }
 }
 
@@ -158,24 +182,27 @@ impl tower::Service<http::Request<Body>> for Signed {
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let cred = self.cred.clone();
         let targets = self.targets.clone();
+        let mut first = 0;
         if targets.chans.len() > 1 {
             // Streaming calls go to the controller that answered last.
-            let i = targets.preferred.load(Ordering::Relaxed) % targets.chans.len();
-            inner = targets.chans[i].clone();
+            first = targets.preferred.load(Ordering::Relaxed) % targets.chans.len();
+            inner = targets.chans[first].clone();
         }
         Box::pin(async move {
             let (parts, body) = req.into_parts();
             if crate::auth::is_streaming(parts.uri.path()) {
                 // The body is a stream: sign the method, pass the stream on.
-                let bind = Binding::new(parts.uri.path(), &[]);
-                let token = match cred.token_for(&bind).await {
-                    Ok(t) => t,
-                    Err(e) => return Ok(tonic::Status::unauthenticated(e).into_http()),
-                };
                 let mut parts = parts;
-                let value = http::HeaderValue::from_str(&token)
-                    .map_err(|_| "credential is not a valid header value")?;
-                parts.headers.insert(METADATA_KEY, value);
+                if let Some(cred) = targets.cred_for(first, &cred) {
+                    let bind = Binding::new(parts.uri.path(), &[]);
+                    let token = match cred.token_for(&bind).await {
+                        Ok(t) => t,
+                        Err(e) => return Ok(tonic::Status::unauthenticated(e).into_http()),
+                    };
+                    let value = http::HeaderValue::from_str(&token)
+                        .map_err(|_| "credential is not a valid header value")?;
+                    parts.headers.insert(METADATA_KEY, value);
+                }
                 let req = http::Request::from_parts(parts, body);
                 std::future::poll_fn(|cx| tower::Service::poll_ready(&mut inner, cx)).await?;
                 return Ok(tower::Service::call(&mut inner, req).await?);
@@ -183,7 +210,8 @@ impl tower::Service<http::Request<Body>> for Signed {
             let bytes: Bytes = body.collect().await?.to_bytes();
             let bind = Binding::new(parts.uri.path(), &bytes);
             if targets.chans.len() == 1 {
-                return recovering(&mut inner, &cred, &bind, &bytes, parts).await;
+                let cred = targets.cred_for(0, &cred);
+                return recovering(&mut inner, cred, &bind, &bytes, parts).await;
             }
             failover(&targets, &cred, &bind, &bytes, parts).await
         })
@@ -212,7 +240,7 @@ fn rate_limited(resp: &http::Response<Body>) -> bool {
 /// `slurm_send_recv_controller_msg`).
 async fn send(
     inner: &mut Channel,
-    cred: &Credential,
+    cred: Option<&Credential>,
     bind: &Binding,
     bytes: &Bytes,
     parts: http::request::Parts,
@@ -232,7 +260,7 @@ async fn send(
 /// Send to one daemon, again with a fresh credential if it restarted.
 async fn send_once(
     inner: &mut Channel,
-    cred: &Credential,
+    cred: Option<&Credential>,
     bind: &Binding,
     bytes: &Bytes,
     parts: http::request::Parts,
@@ -255,7 +283,7 @@ const RECOVERY_PATIENCE: Duration = Duration::from_secs(30);
 /// [`RECOVERY_PATIENCE`].
 async fn recovering(
     inner: &mut Channel,
-    cred: &Credential,
+    cred: Option<&Credential>,
     bind: &Binding,
     bytes: &Bytes,
     parts: http::request::Parts,
@@ -289,6 +317,7 @@ async fn failover(
         for k in 0..n {
             let i = (start + k) % n;
             let mut ch = targets.chans[i].clone();
+            let cred = targets.cred_for(i, cred);
             match send(&mut ch, cred, bind, bytes, head(&parts)).await {
                 Ok(resp) if !crate::standby::is_not_active(&resp) => {
                     targets.preferred.store(i, Ordering::Relaxed);
@@ -310,21 +339,24 @@ async fn failover(
     }
 }
 
-/// Sign and send one copy of the request.
+/// Sign (unless on the local socket: `cred` None) and send one copy of
+/// the request.
 async fn attempt(
     inner: &mut Channel,
-    cred: &Credential,
+    cred: Option<&Credential>,
     bind: &Binding,
     bytes: &Bytes,
     mut parts: http::request::Parts,
 ) -> Result<http::Response<Body>, BoxError> {
-    let token = match cred.token_for(bind).await {
-        Ok(t) => t,
-        Err(e) => return Ok(tonic::Status::unauthenticated(e).into_http()),
-    };
-    let value = http::HeaderValue::from_str(&token)
-        .map_err(|_| "credential is not a valid header value")?;
-    parts.headers.insert(METADATA_KEY, value);
+    if let Some(cred) = cred {
+        let token = match cred.token_for(bind).await {
+            Ok(t) => t,
+            Err(e) => return Ok(tonic::Status::unauthenticated(e).into_http()),
+        };
+        let value = http::HeaderValue::from_str(&token)
+            .map_err(|_| "credential is not a valid header value")?;
+        parts.headers.insert(METADATA_KEY, value);
+    }
     let req = http::Request::from_parts(parts, Body::new(Full::new(bytes.clone())));
     std::future::poll_fn(|cx| tower::Service::poll_ready(inner, cx)).await?;
     Ok(tower::Service::call(inner, req).await?)

@@ -3,7 +3,9 @@
 //! credential against the method and the body's digest, the clock
 //! (`AuthInfo=skew`), the daemon's start and its replay cache, and puts the
 //! verified [`Identity`] in the request's extensions, where
-//! [`crate::client::identity`] finds it. A refusal is `Unauthenticated`,
+//! [`crate::client::identity`] finds it. A call without a credential on
+//! the controller's local socket gets the identity the kernel gave its
+//! connection ([`crate::localsock`]). A refusal is `Unauthenticated`,
 //! logged at warn with the claimed uid/host and the peer's address
 //! (rate-limited per peer and kind of failure: [`crate::authlog`]).
 
@@ -18,6 +20,7 @@ use tonic::body::Body;
 use tonic::transport::server::TcpConnectInfo;
 
 use crate::auth::{claimed, now_millis, AuthError, Binding, ClusterKey, Identity, METADATA_KEY};
+use crate::localsock::LocalPeer;
 use crate::replay::ReplayCache;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -191,6 +194,12 @@ where
                 let req = http::Request::from_parts(parts, Body::new(Full::new(bytes)));
                 let resp = inner.call(req).await.map_err(Into::into)?;
                 return Ok(resp.map(Body::new));
+            }
+            // On the controller's local socket the kernel said who the
+            // caller is (a TCP connection never has a LocalPeer).
+            if let Some(LocalPeer(id)) = parts.extensions.get::<LocalPeer>() {
+                let id = id.clone();
+                parts.extensions.insert(id);
             }
             let req = http::Request::from_parts(parts, body);
             let resp = inner.call(req).await.map_err(Into::into)?;

@@ -131,9 +131,10 @@ impl Limiter {
             Ok(mut b) => b.take(who.uid, now),
             Err(_) => return Ok(()),
         };
+        // No address: a call on the controller's local socket.
         let from = peer
             .map(|p| p.ip().to_string())
-            .unwrap_or_else(|| "?".into());
+            .unwrap_or_else(|| "the local socket".into());
         match verdict {
             Verdict::Allowed => Ok(()),
             Verdict::Untracked { log } => {

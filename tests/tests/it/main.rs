@@ -25,6 +25,7 @@ mod install;
 mod kill_finish;
 mod launch_failures;
 mod limits;
+mod localsock;
 mod mail;
 mod multihost;
 mod node_cmds;

@@ -75,6 +75,15 @@ fn conf_with(c: &Cluster, name: &str, line: &str) -> PathBuf {
         .map(str::to_string)
         .collect();
     out.insert(1, line.to_string());
+    // Over TCP: the client under test dials the address (the controller's
+    // local socket on its host would bypass TCP and TLS).
+    match out
+        .iter_mut()
+        .find(|l| l.starts_with("SlurmctldParameters="))
+    {
+        Some(l) => l.push_str(",drover_local_socket=none"),
+        None => out.insert(1, "SlurmctldParameters=drover_local_socket=none".into()),
+    }
     let p = c.path().join(name);
     std::fs::write(&p, out.join("\n") + "\n").unwrap();
     p
