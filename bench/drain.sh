@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
 # Drain benchmark with CPU accounting: `drover up` (release build), N held
-# `true` jobs released at once, twice; prints the rate and the CPU ticks
-# (1/100 s) each daemon and the whole machine used during the drain.
+# `true` jobs released at once, ROUNDS times; prints the rate and the CPU
+# ticks (1/100 s) each daemon and the whole machine used during the drain
+# (the supervisors and jobs are in "machine" only: the fork server lets the
+# kernel reap them, so their CPU is added to no process; `perf record -a`
+# shows it). Then LAT submissions one at a time, each timed from sbatch's
+# start to the first line of its script.
 #
-#   bench/drain.sh                 # N=1000, drover up's cgroup.conf
-#   CG=off N=2000 bench/drain.sh   # without cgroups
+#   bench/drain.sh                       # N=1000, drover up's cgroup.conf
+#   CG=off N=2000 bench/drain.sh         # without cgroups
+#   BIN=/work/base-release bench/drain.sh   # another build (no cargo build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-1000}
-cargo build --release -q
-BIN=$PWD/target/release
+ROUNDS=${ROUNDS:-2}
+LAT=${LAT:-21}
+if [ -z "${BIN:-}" ]; then
+  cargo build --release -q
+  BIN=$PWD/target/release
+fi
 DIR=$(mktemp -d /tmp/drover-drain.XXXXXX)
 trap 'kill $UP 2>/dev/null; wait $UP 2>/dev/null; rm -rf "$DIR"' EXIT
 if [ "${CG:-on}" = off ]; then echo "CgroupPlugin=disabled" > "$DIR/cgroup.conf"; fi
@@ -22,7 +31,8 @@ machine() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
 P_C=$(pgrep -f "droverctld.*$DIR" | head -n1)
 P_D=$(pgrep -f "droverd .*$DIR" | head -n1)
 P_B=$(pgrep -f "droverdbd.*$DIR" | head -n1)
-for round in 1 2; do
+echo "build: $BIN; cgroups: ${CG:-on}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+for round in $(seq "$ROUNDS"); do
   "$BIN/drover" bench submit --count "$N" --concurrency 64 --hold --quiet
   ids=$(squeue -h -o %i | paste -sd, -)
   c0=$(ticks "$P_C"); d0=$(ticks "$P_D"); b0=$(ticks "$P_B"); m0=$(machine)
@@ -34,3 +44,15 @@ for round in 1 2; do
     "CPU ticks: droverctld $(( $(ticks "$P_C") - c0 )), droverd $(( $(ticks "$P_D") - d0 ))," \
     "droverdbd $(( $(ticks "$P_B") - b0 )), machine $(( $(machine) - m0 ))"
 done
+if [ "$LAT" -gt 0 ]; then
+  samples=$(for i in $(seq "$LAT"); do
+    f="$DIR/lat.$i"
+    t0=$(date +%s%N)
+    sbatch -o /dev/null --wrap "date +%s%N > $f" > /dev/null
+    for _ in $(seq 5000); do [ -s "$f" ] && break; sleep 0.001; done
+    echo "scale=1; ($(cat "$f") - $t0) / 1000000" | bc
+  done | sort -n)
+  echo "submit-to-running ($LAT samples): median $(echo "$samples" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') ms," \
+    "min $(echo "$samples" | head -n1) ms, max $(echo "$samples" | tail -n1) ms"
+fi
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use tokio::sync::oneshot;
 use tonic::{Request, Status};
 use tracing::{debug, info, warn};
@@ -74,7 +74,19 @@ pub(crate) async fn watch_job(
             debug!("job {job_id}: supervisor said {l:?}");
         }
     }
-    drop(source);
+    // After its report the supervisor removes the job's cgroups, then
+    // exits, which closes its end: a relaunch of this job waits for that.
+    let (gone_tx, gone) = oneshot::channel();
+    if result.is_some() {
+        tokio::spawn(async move {
+            let mut rest = Vec::new();
+            let _ = tokio::time::timeout(SUPERVISOR_EXIT_WAIT, source.read_to_end(&mut rest)).await;
+            let _ = gone_tx.send(());
+        });
+    } else {
+        drop(source);
+        let _ = gone_tx.send(());
+    }
     if let Some(tx) = first.take() {
         let _ = tx.send(Start::Died);
     }
@@ -88,7 +100,7 @@ pub(crate) async fn watch_job(
                 .unwrap_or_else(|_| JobStatus::launch_failure("job supervisor died", now_secs()))
         }
     };
-    finish_job(shared, job_id, dir, st).await;
+    finish_job_after(shared, job_id, dir, st, Some(gone)).await;
 }
 
 /// The supervisor is gone: its status file if it wrote one, otherwise a
@@ -139,8 +151,24 @@ fn permanent_rejection(code: tonic::Code) -> bool {
     )
 }
 
+/// How long a job's entry waits for its supervisor to exit after the end
+/// was acknowledged (it removes the job's cgroups meanwhile).
+const SUPERVISOR_EXIT_WAIT: Duration = Duration::from_secs(10);
+
 /// Report a job's end until the controller acknowledges it, then forget it.
 pub(crate) async fn finish_job(shared: Arc<Shared>, job_id: u32, dir: PathBuf, st: JobStatus) {
+    finish_job_after(shared, job_id, dir, st, None).await;
+}
+
+/// [`finish_job`], keeping the job known (a relaunch of it waits) until
+/// `gone` fires: its supervisor has exited.
+async fn finish_job_after(
+    shared: Arc<Shared>,
+    job_id: u32,
+    dir: PathBuf,
+    st: JobStatus,
+    gone: Option<oneshot::Receiver<()>>,
+) {
     // The batch script is done: so are the job's srun steps on this node.
     crate::steps::signal_job(job_id, None, 0, 2);
     let gpu = shared.gpus.finish(job_id);
@@ -242,6 +270,9 @@ pub(crate) async fn finish_job(shared: Arc<Shared>, job_id: u32, dir: PathBuf, s
     let removed = tokio::task::spawn_blocking(move || s.recycler.retire(&d)).await;
     if let Ok(Err(e)) = removed {
         warn!("cannot remove {}: {e}", dir.display());
+    }
+    if let Some(g) = gone {
+        let _ = g.await;
     }
     shared.jobs().finish(job_id);
 }

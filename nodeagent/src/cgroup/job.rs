@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::plan::{Plan, Version, BATCH_STEP};
+use crate::sys::dirfd::Dir;
 
 pub(super) fn write(path: &Path, value: &str) -> Result<(), String> {
     std::fs::write(path, value)
@@ -196,58 +197,7 @@ impl JobCgroup {
         match p.version {
             Version::V1 => {
                 for (ctrl, dir) in self.job_dirs() {
-                    std::fs::create_dir_all(&dir)
-                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-                    match ctrl {
-                        "memory" => {
-                            if let Some(m) = p.mem_bytes {
-                                write(&dir.join("memory.limit_in_bytes"), &m.to_string())?;
-                                let sw = dir.join("memory.memsw.limit_in_bytes");
-                                match p.memsw_bytes {
-                                    Some(s) if sw.exists() => write(&sw, &s.to_string())?,
-                                    Some(_) => warn.push(
-                                        "ConstrainSwapSpace: the kernel has no swap accounting (memory.memsw.* missing)"
-                                            .to_string(),
-                                    ),
-                                    None => {}
-                                }
-                            }
-                        }
-                        "cpuset" => {
-                            let mount = self.mount("cpuset").unwrap_or(Path::new("/"));
-                            let parent_rel = Path::new(&p.job_rel)
-                                .parent()
-                                .map(|x| x.to_string_lossy().into_owned())
-                                .unwrap_or_default();
-                            cpuset_inherit_path(mount, &parent_rel)?;
-                            no_load_balance(&dir);
-                            if let Some(c) = &p.cpus {
-                                write(&dir.join("cpuset.cpus"), c)?;
-                            }
-                            let mems = read(&dir.parent().unwrap_or(mount).join("cpuset.mems"))
-                                .unwrap_or_default();
-                            write(&dir.join("cpuset.mems"), mems.trim())?;
-                        }
-                        "devices" => {
-                            for d in &p.deny {
-                                write(
-                                    &dir.join("devices.deny"),
-                                    &format!("c {}:{} rwm", d.major, d.minor),
-                                )?;
-                            }
-                        }
-                        _ => {}
-                    }
-                    let step = dir.join(BATCH_STEP);
-                    std::fs::create_dir_all(&step)
-                        .map_err(|e| format!("cannot create {}: {e}", step.display()))?;
-                    if ctrl == "cpuset" {
-                        no_load_balance(&step);
-                        for f in ["cpuset.cpus", "cpuset.mems"] {
-                            let v = read(&dir.join(f)).unwrap_or_default();
-                            write(&step.join(f), v.trim())?;
-                        }
-                    }
+                    self.create_v1(ctrl, &dir, &mut warn)?;
                 }
             }
             Version::V2 => {
@@ -293,6 +243,115 @@ impl JobCgroup {
             }
         }
         Ok(warn)
+    }
+
+    /// One v1 hierarchy's job and step groups with their limits. The
+    /// node's directory is opened once and everything below is named
+    /// relative to it (see [`Dir`]): no path walk per control file.
+    fn create_v1(&self, ctrl: &str, dir: &Path, warn: &mut Vec<String>) -> Result<(), String> {
+        let p = &self.plan;
+        let (Some(node_dir), Some(job_name)) = (dir.parent(), dir.file_name()) else {
+            return Err(format!("bad cgroup path {}", dir.display()));
+        };
+        let job_name = job_name.to_string_lossy();
+        let node = match Dir::open(node_dir) {
+            Ok(d) => d,
+            // Removed behind the agent's back: make the path again.
+            Err(_) => {
+                std::fs::create_dir_all(node_dir)
+                    .map_err(|e| format!("cannot create {}: {e}", node_dir.display()))?;
+                if ctrl == "cpuset" {
+                    self.cpuset_inherit_node()?;
+                }
+                Dir::open(node_dir)
+                    .map_err(|e| format!("cannot open {}: {e}", node_dir.display()))?
+            }
+        };
+        node.mkdir(&job_name)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let job = node
+            .sub(&job_name)
+            .map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
+        let put = |d: &Dir, at: &Path, f: &str, v: &str| {
+            d.write(f, v.as_bytes())
+                .map_err(|e| format!("cannot write {v:?} to {}: {e}", at.join(f).display()))
+        };
+        let step_path = dir.join(BATCH_STEP);
+        match ctrl {
+            "memory" => {
+                if let Some(m) = p.mem_bytes {
+                    put(&job, dir, "memory.limit_in_bytes", &m.to_string())?;
+                    if let Some(s) = p.memsw_bytes {
+                        match job.write("memory.memsw.limit_in_bytes", s.to_string().as_bytes()) {
+                            Ok(()) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => warn.push(
+                                "ConstrainSwapSpace: the kernel has no swap accounting (memory.memsw.* missing)"
+                                    .to_string(),
+                            ),
+                            Err(e) => {
+                                return Err(format!(
+                                    "cannot write {s:?} to {}: {e}",
+                                    dir.join("memory.memsw.limit_in_bytes").display()
+                                ))
+                            }
+                        }
+                    }
+                }
+                job.mkdir(BATCH_STEP)
+                    .map_err(|e| format!("cannot create {}: {e}", step_path.display()))?;
+            }
+            "cpuset" => {
+                // Before the CPUs are set (see `no_load_balance`).
+                let _ = job.write("cpuset.sched_load_balance", b"0");
+                let cpus = p.cpus.clone().unwrap_or_default();
+                let mut mems = node.read("cpuset.mems").unwrap_or_default();
+                if mems.trim().is_empty() || put(&job, dir, "cpuset.cpus", &cpus).is_err() {
+                    // A level above lost its CPUs or memory nodes (set
+                    // once at agent start): give them their parent's
+                    // again, then try once more.
+                    self.cpuset_inherit_node()?;
+                    put(&job, dir, "cpuset.cpus", &cpus)?;
+                    mems = node.read("cpuset.mems").unwrap_or_default();
+                }
+                let mems = mems.trim();
+                put(&job, dir, "cpuset.mems", mems)?;
+                job.mkdir(BATCH_STEP)
+                    .map_err(|e| format!("cannot create {}: {e}", step_path.display()))?;
+                let step = job
+                    .sub(BATCH_STEP)
+                    .map_err(|e| format!("cannot open {}: {e}", step_path.display()))?;
+                let _ = step.write("cpuset.sched_load_balance", b"0");
+                put(&step, &step_path, "cpuset.cpus", &cpus)?;
+                put(&step, &step_path, "cpuset.mems", mems)?;
+            }
+            "devices" => {
+                for d in &p.deny {
+                    put(
+                        &job,
+                        dir,
+                        "devices.deny",
+                        &format!("c {}:{} rwm", d.major, d.minor),
+                    )?;
+                }
+                job.mkdir(BATCH_STEP)
+                    .map_err(|e| format!("cannot create {}: {e}", step_path.display()))?;
+            }
+            _ => job
+                .mkdir(BATCH_STEP)
+                .map_err(|e| format!("cannot create {}: {e}", step_path.display()))?,
+        }
+        Ok(())
+    }
+
+    /// v1 cpuset: every level above the job's group gets its parent's CPUs
+    /// and memory nodes where it has none.
+    fn cpuset_inherit_node(&self) -> Result<(), String> {
+        let mount = self.mount("cpuset").unwrap_or(Path::new("/"));
+        let parent_rel = Path::new(&self.plan.job_rel)
+            .parent()
+            .map(|x| x.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        cpuset_inherit_path(mount, &parent_rel)
     }
 
     /// The `cgroup.procs` files of the batch step, for the script's child
@@ -460,6 +519,9 @@ impl JobCgroup {
         }
         let mut last_err = None;
         for (_, dir) in self.job_dirs() {
+            if remove_job_and_batch(&dir) {
+                continue;
+            }
             let deadline = Instant::now() + Duration::from_secs(2);
             loop {
                 match remove_tree(&dir) {
@@ -512,6 +574,23 @@ fn collect_pids(dir: &Path, out: &mut Vec<i32>, depth: u32) {
             }
         }
     }
+}
+
+/// The usual end: the job's group holds only `step_batch` and no process
+/// is left. Two rmdirs relative to the node's directory, no listing; false
+/// when that was not enough (other groups below, processes still exiting).
+fn remove_job_and_batch(dir: &Path) -> bool {
+    let (Some(node), Some(name)) = (dir.parent(), dir.file_name().and_then(|n| n.to_str())) else {
+        return false;
+    };
+    let Ok(node) = Dir::open(node) else {
+        return !dir.exists();
+    };
+    let gone = |r: std::io::Result<()>| match r {
+        Ok(()) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    };
+    gone(node.rmdir(&format!("{name}/{BATCH_STEP}"))) && gone(node.rmdir(name))
 }
 
 /// rmdir a cgroup directory and its sub-groups, deepest first (cgroup

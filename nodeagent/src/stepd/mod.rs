@@ -336,11 +336,6 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
             epilog_failed = true;
         }
     }
-    if let Some(cg) = &sup.cg {
-        if let Err(e) = cg.remove() {
-            log(&e);
-        }
-    }
     let st = JobStatus {
         exit_code,
         signal,
@@ -367,6 +362,16 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
     let line = st.done_line();
     notify.send(&line);
     sup.answer_waiters(&line);
+    // The groups go after the report: their removal (the kernel frees each
+    // group's state under its global cgroup lock, and waits for the last
+    // exiting processes) does not delay the job's end or the next launch.
+    // The agent keeps a relaunch of this job waiting until this process
+    // has exited (its end of the notify pipe closes then).
+    if let Some(cg) = &sup.cg {
+        if let Err(e) = cg.remove() {
+            log(&e);
+        }
+    }
     drop(sup);
     0
 }

@@ -134,7 +134,11 @@ pub struct Extras {
     pub local_gpu_index: bool,
 }
 
-fn prepare(req: &LaunchRequest, script: &Path) -> Result<Prepared, String> {
+fn prepare(
+    req: &LaunchRequest,
+    script: &Path,
+    pw: Option<&drover_proto::sysdb::Passwd>,
+) -> Result<Prepared, String> {
     let io = io_paths(req);
     let script_text = script.to_string_lossy().into_owned();
     let script_c = cstring(&script_text)?;
@@ -148,7 +152,7 @@ fn prepare(req: &LaunchRequest, script: &Path) -> Result<Prepared, String> {
     let mut sh_argv = vec![sh.clone()];
     sh_argv.extend(argv.iter().cloned());
     // The user's groups as initgroups gives them (see sys::creds).
-    let groups = crate::sys::creds::job_groups(req.uid, req.gid, &req.groups);
+    let groups = crate::sys::creds::job_groups_of(pw, req.gid, &req.groups);
     Ok(Prepared {
         script: script_c,
         argv: CStrArray::new(argv),
@@ -181,8 +185,13 @@ pub fn spawn_script(
     conf_path: &str,
     extras: &Extras,
 ) -> Result<i32, String> {
-    let p = prepare(req, script)?;
-    let (home, shell) = super::sys::user_home_shell(req.uid);
+    // One look-up of the user for its groups, home and shell.
+    let pw = drover_proto::sysdb::passwd_by_uid(req.uid);
+    let p = prepare(req, script, pw.as_ref())?;
+    let (home, shell) = match pw {
+        Some(p) => (Some(p.dir), Some(p.shell)),
+        None => (None, None),
+    };
     let (rd, wr) = sys::pipe_raw().map_err(|e| format!("pipe: {}", strerror(e)))?;
     // The supervisor is single-threaded (sys::fork checks), so the child
     // may allocate freely.

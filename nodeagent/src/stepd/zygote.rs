@@ -28,6 +28,13 @@ pub fn run() -> i32 {
     for sig in [libc::SIGCHLD, libc::SIGPIPE, libc::SIGINT, libc::SIGHUP] {
         drover_proto::sys::signal_ignore(sig);
     }
+    // Load the name-service modules (nsswitch.conf: files, systemd, ...)
+    // once, here: every supervisor looks up its job's user and groups, and
+    // a forked child finds them loaded instead of loading and relocating
+    // them itself. glibc still re-reads nsswitch.conf when it changes.
+    if let Some(pw) = drover_proto::sysdb::passwd_by_uid(0) {
+        let _ = drover_proto::sys::grouplist(&pw.name, pw.gid);
+    }
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         let (n, fds) = match sys::recv_with_fds(CHANNEL, &mut buf) {

@@ -240,7 +240,20 @@ pub fn switch_this_thread(uid: u32, gid: u32, groups: &[u32]) -> std::io::Result
 /// keeps the groups its credential carried (the submitting process's),
 /// with `gid` added when missing.
 pub fn job_groups(uid: u32, gid: u32, carried: &[u32]) -> Vec<u32> {
-    match drover_proto::sysdb::passwd_by_uid(uid) {
+    job_groups_of(
+        drover_proto::sysdb::passwd_by_uid(uid).as_ref(),
+        gid,
+        carried,
+    )
+}
+
+/// [`job_groups`] for a user already looked up (`None`: unknown uid).
+pub fn job_groups_of(
+    pw: Option<&drover_proto::sysdb::Passwd>,
+    gid: u32,
+    carried: &[u32],
+) -> Vec<u32> {
+    match pw {
         Some(pw) => drover_proto::sys::grouplist(&pw.name, gid),
         None => {
             let mut g = vec![gid];

@@ -52,6 +52,7 @@ pub fn set_process_name(name: &str) {
 }
 
 pub mod creds;
+pub mod dirfd;
 mod fd;
 mod process;
 pub mod task;
