@@ -87,7 +87,11 @@ impl Ctld {
                     _ => i64::MAX,
                 }
             };
-            for a in crate::suspend::held_allocs(rt) {
+            if rt.preempt_suspended {
+                // Its CPUs are lent (`suspend::held_allocs`): none held.
+                continue;
+            }
+            for a in &rt.alloc {
                 let Some(n) = self
                     .cluster
                     .node_idx(&a.node)
@@ -113,6 +117,7 @@ impl Ctld {
 
     pub(super) fn running_snaps(&self, nodes: &[sched::NodeSnap]) -> Vec<sched::RunSnap> {
         let mut out = Vec::new();
+        let mut part_modes: Vec<(&str, crate::assoc::PreemptMode)> = Vec::new();
         for job in self.holding_jobs() {
             let st = job.state();
             if !matches!(
@@ -143,31 +148,52 @@ impl Ctld {
             let preempt_mode = if st == JobState::Suspended {
                 // Already stopped: not a victim again.
                 crate::assoc::PreemptMode::Off
+            } else if qos_mode != crate::assoc::PreemptMode::Off {
+                qos_mode
             } else {
-                crate::dispatch::state::preempt_mode(&self.cfg, Some(&rt.partition), qos_mode)
+                // The partition's (or the cluster's) mode, parsed once a pass.
+                match part_modes.iter().find(|(p, _)| *p == rt.partition) {
+                    Some(&(_, m)) => m,
+                    None => {
+                        let m = crate::dispatch::state::preempt_mode(
+                            &self.cfg,
+                            Some(&rt.partition),
+                            qos_mode,
+                        );
+                        part_modes.push((&rt.partition, m));
+                        m
+                    }
+                }
             };
             // Suspending a job frees its CPUs and GPUs but not its memory:
             // the core must not count on that memory when it picks victims.
             let mem_stays = preempt_mode == crate::assoc::PreemptMode::Suspend;
-            let allocs: Vec<sched::RunAlloc> = crate::suspend::held_allocs(rt)
+            // What it holds (`suspend::held_allocs`, read in place): a job
+            // suspended by preemption lends its CPUs and GPUs.
+            let lent = rt.preempt_suspended;
+            let allocs: Vec<sched::RunAlloc> = rt
+                .alloc
                 .iter()
                 .filter_map(|a| {
                     let node = self.cluster.node_idx(&a.node)?;
                     let snap = nodes.get(node)?;
-                    let gres = a
-                        .gres
-                        .iter()
-                        .flat_map(|g| {
-                            g.indices.iter().filter_map(|&ix| {
-                                snap.gres
-                                    .iter()
-                                    .position(|d| d.name == g.name && d.index == ix)
+                    let gres = if lent {
+                        Vec::new()
+                    } else {
+                        a.gres
+                            .iter()
+                            .flat_map(|g| {
+                                g.indices.iter().filter_map(|&ix| {
+                                    snap.gres
+                                        .iter()
+                                        .position(|d| d.name == g.name && d.index == ix)
+                                })
                             })
-                        })
-                        .collect();
+                            .collect()
+                    };
                     Some(sched::RunAlloc {
                         node,
-                        cpus: a.cpu_ids.len() as u32,
+                        cpus: if lent { 0 } else { a.cpu_ids.len() as u32 },
                         mem: if mem_stays { 0 } else { a.mem_mb },
                         gres,
                     })
