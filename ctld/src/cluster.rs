@@ -1,7 +1,7 @@
 //! Nodes and partitions as the controller tracks them: configuration plus
 //! live state (registration, heartbeats, drain/down, allocations).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use drover_conf::slurmconf::{Config, NodeConf, PartitionConf};
 
@@ -293,7 +293,9 @@ impl Partition {
 #[derive(Debug, Clone)]
 pub struct Cluster {
     pub nodes: Vec<Node>,
-    pub by_name: HashMap<String, usize>,
+    /// Node index by name (FxHash: looked up for every allocation of
+    /// every running job on each pass).
+    pub by_name: rustc_hash::FxHashMap<String, usize>,
     pub parts: Vec<Partition>,
     pub default_part: Option<usize>,
     /// Every node as configured, empty and usable ([`Cluster::pristine`]),
@@ -309,7 +311,7 @@ pub struct Cluster {
 impl Cluster {
     pub fn from_config(cfg: &Config, now: i64) -> Cluster {
         let mut nodes = Vec::with_capacity(cfg.nodes.len());
-        let mut by_name = HashMap::new();
+        let mut by_name = rustc_hash::FxHashMap::default();
         for n in &cfg.nodes {
             by_name.insert(n.name.clone(), nodes.len());
             nodes.push(Node::new(n.clone(), Vec::new(), now));
