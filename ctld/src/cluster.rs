@@ -1,7 +1,7 @@
 //! Nodes and partitions as the controller tracks them: configuration plus
 //! live state (registration, heartbeats, drain/down, allocations).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use drover_conf::slurmconf::{Config, NodeConf, PartitionConf};
 
@@ -293,18 +293,25 @@ impl Partition {
 #[derive(Debug, Clone)]
 pub struct Cluster {
     pub nodes: Vec<Node>,
-    pub by_name: HashMap<String, usize>,
+    /// Node index by name (FxHash: looked up for every allocation of
+    /// every running job on each pass).
+    pub by_name: rustc_hash::FxHashMap<String, usize>,
     pub parts: Vec<Partition>,
     pub default_part: Option<usize>,
     /// Every node as configured, empty and usable ([`Cluster::pristine`]),
     /// built on first use; [`Cluster::node_conf_changed`] drops it.
     pristine: std::cell::OnceCell<Vec<NodeSnap>>,
+    /// Each node as the scheduler sees it, kept between passes
+    /// ([`Cluster::take_snaps`]): only the nodes whose resources changed
+    /// since (`stale`) are built again.
+    snaps: Vec<NodeSnap>,
+    stale: Vec<bool>,
 }
 
 impl Cluster {
     pub fn from_config(cfg: &Config, now: i64) -> Cluster {
         let mut nodes = Vec::with_capacity(cfg.nodes.len());
-        let mut by_name = HashMap::new();
+        let mut by_name = rustc_hash::FxHashMap::default();
         for n in &cfg.nodes {
             by_name.insert(n.name.clone(), nodes.len());
             nodes.push(Node::new(n.clone(), Vec::new(), now));
@@ -315,6 +322,8 @@ impl Cluster {
             parts: Vec::new(),
             default_part: None,
             pristine: std::cell::OnceCell::new(),
+            snaps: Vec::new(),
+            stale: Vec::new(),
         };
         c.set_partitions(&cfg.partitions);
         c
@@ -361,10 +370,15 @@ impl Cluster {
         self.parts.iter().position(|p| p.conf.name == name)
     }
 
+    /// Nodes and partitions as the scheduler sees them, built afresh.
     pub fn snapshot(&self) -> (Vec<NodeSnap>, Vec<PartSnap>) {
         let nodes = self.nodes.iter().map(Node::snap).collect();
-        let parts = self
-            .parts
+        (nodes, self.part_snaps())
+    }
+
+    /// Partitions as the scheduler sees them.
+    pub fn part_snaps(&self) -> Vec<PartSnap> {
+        self.parts
             .iter()
             .map(|p| PartSnap {
                 nodes: p.nodes.clone(),
@@ -373,8 +387,49 @@ impl Cluster {
                 name: p.conf.name.clone(),
                 share: Share::parse(&p.conf.over_subscribe),
             })
-            .collect();
-        (nodes, parts)
+            .collect()
+    }
+
+    /// Every node as the scheduler sees it ([`Node::snap`]), from the kept
+    /// snapshot: nodes whose resources changed since it was last taken are
+    /// built again, the others only get their `usable` refreshed. Give it
+    /// back with [`Cluster::put_snaps`] (the scheduler reads it while the
+    /// controller starts jobs, which marks their nodes).
+    pub fn take_snaps(&mut self) -> Vec<NodeSnap> {
+        let mut snaps = std::mem::take(&mut self.snaps);
+        if snaps.len() != self.nodes.len() || self.stale.len() != self.nodes.len() {
+            snaps = self.nodes.iter().map(Node::snap).collect();
+        } else {
+            for (i, n) in self.nodes.iter().enumerate() {
+                if self.stale[i] {
+                    snaps[i] = n.snap();
+                } else {
+                    snaps[i].usable = n.usable();
+                }
+            }
+        }
+        self.stale.clear();
+        self.stale.resize(self.nodes.len(), false);
+        #[cfg(debug_assertions)]
+        for (i, n) in self.nodes.iter().enumerate() {
+            debug_assert_eq!(snaps[i], n.snap(), "kept snapshot of node {}", n.name());
+        }
+        snaps
+    }
+
+    /// The snapshot [`Cluster::take_snaps`] gave, unchanged, to be kept
+    /// for the next pass.
+    pub fn put_snaps(&mut self, snaps: Vec<NodeSnap>) {
+        if snaps.len() == self.nodes.len() {
+            self.snaps = snaps;
+        }
+    }
+
+    /// Node `i`'s resources changed: its kept snapshot is built again.
+    fn touch(&mut self, i: usize) {
+        if let Some(s) = self.stale.get_mut(i) {
+            *s = true;
+        }
     }
 
     /// Every node as configured, empty and usable (the submit-time "could
@@ -391,6 +446,7 @@ impl Cluster {
     /// cluster is built again on next use.
     pub fn node_conf_changed(&mut self) {
         self.pristine.take();
+        self.snaps.clear();
     }
 
     /// How many jobs may share each CPU of a job with this spec running in
@@ -446,6 +502,7 @@ impl Cluster {
             let Some(&i) = self.by_name.get(&a.node) else {
                 continue;
             };
+            self.touch(i);
             let n = &mut self.nodes[i];
             n.alloc_mem += a.mem_mb;
             n.jobs.insert(job_id);
@@ -469,6 +526,7 @@ impl Cluster {
             let Some(&i) = self.by_name.get(&a.node) else {
                 continue;
             };
+            self.touch(i);
             let n = &mut self.nodes[i];
             for &c in &a.cpu_ids {
                 if let Some(slot) = n.cpu_use.get_mut(c as usize) {
@@ -520,6 +578,7 @@ impl Cluster {
             let Some(&i) = self.by_name.get(&a.node) else {
                 continue;
             };
+            self.touch(i);
             let n = &mut self.nodes[i];
             if !n.jobs.remove(&job_id) {
                 continue;

@@ -500,6 +500,15 @@ impl Ctld {
         n.cloud && n.power == Power::Off && !self.private().cloud
     }
 
+    /// Is any node powered down or powering up ([`Ctld::power_ready`] has
+    /// something to say)?
+    pub fn power_waits(&self) -> bool {
+        self.cluster
+            .nodes
+            .iter()
+            .any(|n| matches!(n.power, Power::Off | Power::PoweringUp))
+    }
+
     /// When each node of a scheduling snapshot can run work: a node
     /// powered down is ResumeTimeout away, one powering up ResumeTimeout
     /// after its resume began.

@@ -176,14 +176,20 @@ impl Ctld {
             .parts
             .iter()
             .map(|p| {
-                let mut t = crate::assoc::Tres::new();
+                // Summed first: four map entries a partition, not a node.
+                let (mut cpu, mut mem, mut gpu) = (0u64, 0u64, 0u64);
                 for &i in &p.nodes {
                     let n = &self.cluster.nodes[i];
-                    *t.entry("cpu".into()).or_default() += u64::from(n.conf.cpus);
-                    *t.entry("mem".into()).or_default() += n.conf.real_memory;
-                    *t.entry("node".into()).or_default() += 1;
-                    let gpus = n.gres.iter().filter(|g| g.name == "gpu").count() as u64;
-                    *t.entry("gres/gpu".into()).or_default() += gpus;
+                    cpu += u64::from(n.conf.cpus);
+                    mem += n.conf.real_memory;
+                    gpu += n.gres.iter().filter(|g| g.name == "gpu").count() as u64;
+                }
+                let mut t = crate::assoc::Tres::new();
+                if !p.nodes.is_empty() {
+                    t.insert("cpu".into(), cpu);
+                    t.insert("mem".into(), mem);
+                    t.insert("node".into(), p.nodes.len() as u64);
+                    t.insert("gres/gpu".into(), gpu);
                 }
                 t
             })

@@ -12,10 +12,20 @@ use super::{NodeSnap, PartSnap, Request};
 pub struct Index {
     sets: Vec<BTreeSet<u128>>,
     keys: Vec<Option<u128>>,
-    node_parts: Vec<Vec<usize>>,
+    node_parts: Vec<usize>,
+    node_parts_at: Vec<u32>,
     class: Vec<u16>,
     /// Per class: the (name, type) of its devices.
     class_devs: Vec<Vec<(String, String)>>,
+}
+
+/// The same devices (name and type, in the same order)?
+fn same_devs(a: &NodeSnap, b: &NodeSnap) -> bool {
+    a.gres.len() == b.gres.len()
+        && a.gres
+            .iter()
+            .zip(&b.gres)
+            .all(|(x, y)| x.name == y.name && x.r#type == y.r#type)
 }
 
 const CLASS_SHIFT: u32 = 80;
@@ -34,14 +44,17 @@ fn pack(weight: u32, class: u16, idle: bool, cpus: u32, gres: u32, i: usize) -> 
 impl Index {
     pub fn new(nodes: &[NodeSnap], parts: &[PartSnap]) -> Index {
         let mut class_devs: Vec<Vec<(String, String)>> = vec![Vec::new()];
-        let mut class = Vec::with_capacity(nodes.len());
-        for n in nodes {
+        let mut class: Vec<u16> = Vec::with_capacity(nodes.len());
+        let mut devs: Vec<(&str, &str)> = Vec::new();
+        for (i, n) in nodes.iter().enumerate() {
+            // Most nodes have the devices of the node before them.
+            if i > 0 && same_devs(&nodes[i - 1], n) {
+                class.push(class[i - 1]);
+                continue;
+            }
             // Borrowed: most nodes share a class already known.
-            let mut devs: Vec<(&str, &str)> = n
-                .gres
-                .iter()
-                .map(|d| (d.name.as_str(), d.r#type.as_str()))
-                .collect();
+            devs.clear();
+            devs.extend(n.gres.iter().map(|d| (d.name.as_str(), d.r#type.as_str())));
             devs.sort_unstable();
             devs.dedup();
             let same = |x: &Vec<(String, String)>| {
@@ -60,47 +73,84 @@ impl Index {
             };
             class.push(c.min(usize::from(u16::MAX)) as u16);
         }
-        let mut node_parts = vec![Vec::new(); nodes.len()];
+        // Each node's partitions, one flat list (`node_parts_at[i]..[i+1]`).
+        let mut counts = vec![0u32; nodes.len() + 1];
+        for part in parts {
+            for &i in &part.nodes {
+                if i < nodes.len() {
+                    counts[i + 1] += 1;
+                }
+            }
+        }
+        for i in 0..nodes.len() {
+            counts[i + 1] += counts[i];
+        }
+        let mut fill = counts.clone();
+        let mut node_parts = vec![0usize; counts[nodes.len()] as usize];
         for (p, part) in parts.iter().enumerate() {
             for &i in &part.nodes {
-                if let Some(v) = node_parts.get_mut(i) {
-                    v.push(p);
+                if i < nodes.len() {
+                    node_parts[fill[i] as usize] = p;
+                    fill[i] += 1;
                 }
             }
         }
         let mut ix = Index {
-            sets: vec![BTreeSet::new(); parts.len()],
+            sets: Vec::new(),
             keys: vec![None; nodes.len()],
             node_parts,
+            node_parts_at: counts,
             class,
             class_devs,
         };
         for (i, n) in nodes.iter().enumerate() {
-            ix.update(i, n);
+            ix.keys[i] = ix.key(i, n);
         }
+        // Each partition's set built at once from its keys (a bulk load,
+        // not one insertion per node).
+        ix.sets = parts
+            .iter()
+            .map(|part| {
+                part.nodes
+                    .iter()
+                    .filter_map(|&i| ix.keys.get(i).copied().flatten())
+                    .collect()
+            })
+            .collect();
         ix
     }
 
-    /// Re-file node `i` after its free resources changed.
-    pub fn update(&mut self, i: usize, n: &NodeSnap) {
-        if let Some(old) = self.keys[i].take() {
-            for &p in &self.node_parts[i] {
-                self.sets[p].remove(&old);
-            }
-        }
+    /// Node `i`'s place in its partitions' sets (None: not usable).
+    fn key(&self, i: usize, n: &NodeSnap) -> Option<u128> {
         if !n.usable {
-            return;
+            return None;
         }
         let a = Avail::of(n);
-        let k = pack(
+        Some(pack(
             n.weight,
             self.class[i],
             a.jobs == 0,
             a.cpus,
             a.gres_free.count_ones(),
             i,
+        ))
+    }
+
+    /// Re-file node `i` after its free resources changed.
+    pub fn update(&mut self, i: usize, n: &NodeSnap) {
+        let (a, b) = (
+            self.node_parts_at[i] as usize,
+            self.node_parts_at[i + 1] as usize,
         );
-        for &p in &self.node_parts[i] {
+        if let Some(old) = self.keys[i].take() {
+            for &p in &self.node_parts[a..b] {
+                self.sets[p].remove(&old);
+            }
+        }
+        let Some(k) = self.key(i, n) else {
+            return;
+        };
+        for &p in &self.node_parts[a..b] {
             self.sets[p].insert(k);
         }
         self.keys[i] = Some(k);

@@ -23,6 +23,7 @@ mod preempt;
 pub mod profile;
 pub mod replay;
 pub mod synth;
+mod work;
 
 pub use constraint::{parse_constraint, Constraint};
 pub use limits::{request_totals, request_tres, LimitState, Owner, Totals};
@@ -139,6 +140,24 @@ pub struct Input<'a> {
     pub jobs: &'a [JobSnap],
     pub resvs: &'a [ResvSnap],
     pub assoc: &'a crate::sched::assoc::AssocSet,
+}
+
+/// Nodes by index: a snapshot's slice, or a pass's working copy of one
+/// (which copies a node only once the pass changes it).
+pub trait NodeSet: std::ops::Index<usize, Output = NodeSnap> {
+    fn count(&self) -> usize;
+}
+
+impl NodeSet for [NodeSnap] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+impl NodeSet for Vec<NodeSnap> {
+    fn count(&self) -> usize {
+        self.len()
+    }
 }
 
 /// One node as the scheduler sees it.

@@ -1,6 +1,6 @@
 //! Placement: choose nodes, CPUs, memory and devices for one request.
 
-use super::{GresReq, NodeSnap, Request};
+use super::{GresReq, NodeSet, NodeSnap, Request};
 
 /// What a node has free over some time window: counts for CPUs and memory,
 /// a bit per device (position in `NodeSnap::gres`, first 128) for GRES.
@@ -261,7 +261,11 @@ pub fn fits_single(req: &Request, n: &NodeSnap, a: &Avail, opts: &PlaceOpts, wan
 
 /// Place a request on the candidate nodes (indices into `nodes`) with what
 /// they have free now; see [`place_with`].
-pub fn place(req: &Request, candidates: &[usize], nodes: &[NodeSnap]) -> Result<Vec<Alloc>, NoFit> {
+pub fn place<N: NodeSet + ?Sized>(
+    req: &Request,
+    candidates: &[usize],
+    nodes: &N,
+) -> Result<Vec<Alloc>, NoFit> {
     let now = |i: usize| Avail::of(&nodes[i]);
     place_with(
         req,
@@ -282,10 +286,10 @@ pub fn place(req: &Request, candidates: &[usize], nodes: &[NodeSnap]) -> Result<
 /// from the node's free list (placement now; `key` must then be no less
 /// than `avail`); without, only counts are decided (a planned start).
 #[allow(clippy::too_many_arguments)]
-pub fn place_with(
+pub fn place_with<N: NodeSet + ?Sized>(
     req: &Request,
     candidates: &[usize],
-    nodes: &[NodeSnap],
+    nodes: &N,
     opts: &PlaceOpts,
     pick_ids: bool,
     key: &dyn Fn(usize) -> Avail,
@@ -310,10 +314,10 @@ pub(super) fn want_tasks(req: &Request) -> u32 {
 /// roomiest are then found by looking at `avail` only for the nodes whose
 /// bound could still make the cut. Same result as without it.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn place_bounded(
+pub(super) fn place_bounded<N: NodeSet + ?Sized>(
     req: &Request,
     candidates: &[usize],
-    nodes: &[NodeSnap],
+    nodes: &N,
     opts: &PlaceOpts,
     pick_ids: bool,
     key: &dyn Fn(usize) -> Avail,
@@ -330,7 +334,7 @@ pub(super) fn place_bounded(
     let packed: Vec<u128> = candidates
         .iter()
         .copied()
-        .filter(|i| *i < nodes.len() && !req.excluded.contains(i))
+        .filter(|i| *i < nodes.count() && !req.excluded.contains(i))
         .map(|i| {
             let a = key(i);
             let not_required = u128::from(!req.required.contains(&i));
@@ -522,10 +526,10 @@ pub(super) fn place_bounded(
 
 /// The `max_nodes` nodes hosting the most tasks (required nodes first),
 /// in best-fit order (the packed keys) among equals.
-fn roomiest(
+fn roomiest<N: NodeSet + ?Sized>(
     req: &Request,
     packed: &[u128],
-    nodes: &[NodeSnap],
+    nodes: &N,
     opts: &PlaceOpts,
     max_nodes: usize,
     avail: &dyn Fn(usize) -> Avail,

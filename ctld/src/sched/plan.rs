@@ -9,6 +9,7 @@ use super::limits::{request_tres, LimitState};
 use super::place::{fits_single, place_with, single_node_tasks, Alloc, Avail};
 use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};
+use super::work::Work;
 
 mod multi;
 use super::{apply_share, Decision, Input, JobSnap, NodeSnap, PreemptKind, ResvSnap, RunAlloc};
@@ -103,7 +104,7 @@ struct ShapeInfo {
 pub(super) struct Pass<'a> {
     pub inp: &'a Input<'a>,
     pub lines: Vec<Line>,
-    pub work: Vec<NodeSnap>,
+    pub work: Work<'a>,
     /// `Avail::of` each node in `work`, kept current.
     now_avail: Vec<Avail>,
     pub limits: LimitState<'a>,
@@ -174,7 +175,7 @@ impl<'a> Pass<'a> {
         Pass {
             inp,
             lines,
-            work: inp.nodes.to_vec(),
+            work: Work::new(inp.nodes),
             now_avail: inp.nodes.iter().map(Avail::of).collect(),
             limits,
             taken: vec![false; inp.running.len()],
@@ -390,7 +391,7 @@ impl<'a> Pass<'a> {
         let end = ready.saturating_add(job.time_limit.max(1));
         let share = self.inp.parts[part].share.limit(&job.req);
         for a in &allocs {
-            apply_share(&mut self.work[a.node], a, share, end);
+            apply_share(self.work.get_mut(a.node), a, share, end);
             self.now_avail[a.node] = Avail::of(&self.work[a.node]);
             self.index.update(a.node, &self.work[a.node]);
         }

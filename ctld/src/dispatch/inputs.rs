@@ -1,0 +1,230 @@
+//! What the planner is given about jobs that hold resources (running
+//! jobs with their expected ends, shared CPUs' expected ends), and who a
+//! job runs as and for how long.
+
+use drover_proto::{JobState, INFINITE};
+
+use crate::ctld::Ctld;
+use crate::job::Job;
+use crate::sched;
+
+impl Ctld {
+    /// The time limit a job runs with (minutes; INFINITE for none).
+    pub fn effective_time_limit(&self, job: &Job, part: Option<usize>) -> u32 {
+        let spec_limit = job.spec().time_limit;
+        if spec_limit != 0 {
+            return spec_limit;
+        }
+        part.and_then(|p| self.cluster.parts.get(p))
+            .and_then(|p| p.conf.default_time_min.or(p.conf.max_time_min))
+            .unwrap_or(INFINITE)
+    }
+
+    /// Who a job runs as (account defaulted from accounting).
+    pub fn owner(&self, job: &Job) -> sched::Owner {
+        let spec = job.spec();
+        let account = if spec.account.is_empty() {
+            self.assoc
+                .default_account(&job.rec.user_name)
+                .unwrap_or("")
+                .to_string()
+        } else {
+            spec.account.clone()
+        };
+        sched::Owner {
+            user: job.rec.user_name.clone(),
+            account,
+            qos: spec.qos.clone(),
+        }
+    }
+
+    /// Jobs that may hold resources (running, completing, suspended,
+    /// configuring), by id, from the state index.
+    fn holding_jobs(&self) -> impl Iterator<Item = &Job> + '_ {
+        let ids = self.index.ids_in(&[
+            JobState::Running,
+            JobState::Completing,
+            JobState::Suspended,
+            JobState::Configuring,
+        ]);
+        ids.into_iter()
+            .filter_map(move |id| self.jobs.get(&id).map(|j| &**j))
+    }
+
+    /// Running jobs with their expected ends, for the scheduler.
+    /// When each shared CPU of the snapshot is expected free: the latest
+    /// expected end of the sharing jobs on it (now for jobs being stopped,
+    /// never for suspended ones or jobs without a limit), as the core sees
+    /// running jobs end.
+    pub(super) fn share_untils(&self, nodes: &mut [sched::NodeSnap], now: i64) {
+        if nodes.iter().all(|n| n.shared.is_empty()) {
+            return;
+        }
+        for n in nodes.iter_mut() {
+            for x in &mut n.shared {
+                x.until = i64::MIN;
+            }
+        }
+        for job in self.holding_jobs() {
+            let st = job.state();
+            let rt = job.rt();
+            if rt.share <= 1
+                || !matches!(
+                    st,
+                    JobState::Running
+                        | JobState::Completing
+                        | JobState::Suspended
+                        | JobState::Configuring
+                )
+            {
+                continue;
+            }
+            let end = if rt.terminating || rt.preempted || st == JobState::Completing {
+                now
+            } else {
+                match crate::suspend::limit_end(rt) {
+                    Some(e) if st != JobState::Suspended => e.max(now + 1),
+                    _ => i64::MAX,
+                }
+            };
+            if rt.preempt_suspended {
+                // Its CPUs are lent (`suspend::held_allocs`): none held.
+                continue;
+            }
+            for a in &rt.alloc {
+                let Some(n) = self
+                    .cluster
+                    .node_idx(&a.node)
+                    .and_then(|i| nodes.get_mut(i))
+                else {
+                    continue;
+                };
+                for c in &a.cpu_ids {
+                    if let Ok(k) = n.shared.binary_search_by_key(c, |x| x.id) {
+                        n.shared[k].until = n.shared[k].until.max(end);
+                    }
+                }
+            }
+        }
+        for n in nodes.iter_mut() {
+            for x in &mut n.shared {
+                if x.until == i64::MIN {
+                    x.until = i64::MAX;
+                }
+            }
+        }
+    }
+
+    pub(super) fn running_snaps(&self, nodes: &[sched::NodeSnap]) -> Vec<sched::RunSnap> {
+        let mut out = Vec::new();
+        let mut part_modes: Vec<(&str, crate::assoc::PreemptMode)> = Vec::new();
+        for job in self.holding_jobs() {
+            let st = job.state();
+            if !matches!(
+                st,
+                JobState::Running
+                    | JobState::Completing
+                    | JobState::Suspended
+                    | JobState::Configuring
+            ) {
+                continue;
+            }
+            let rt = job.rt();
+            let part = self.cluster.part_idx(&rt.partition).unwrap_or(usize::MAX);
+            let owner = self.owner(job);
+            let qos_mode = if self.cfg.preempt_type == "preempt/qos" {
+                let q = if owner.qos.is_empty() {
+                    "normal"
+                } else {
+                    &owner.qos
+                };
+                self.assoc
+                    .qos
+                    .get(q)
+                    .map_or(crate::assoc::PreemptMode::Off, |q| q.preempt_mode)
+            } else {
+                crate::assoc::PreemptMode::Off
+            };
+            let preempt_mode = if st == JobState::Suspended {
+                // Already stopped: not a victim again.
+                crate::assoc::PreemptMode::Off
+            } else if qos_mode != crate::assoc::PreemptMode::Off {
+                qos_mode
+            } else {
+                // The partition's (or the cluster's) mode, parsed once a pass.
+                match part_modes.iter().find(|(p, _)| *p == rt.partition) {
+                    Some(&(_, m)) => m,
+                    None => {
+                        let m = crate::dispatch::state::preempt_mode(
+                            &self.cfg,
+                            Some(&rt.partition),
+                            qos_mode,
+                        );
+                        part_modes.push((&rt.partition, m));
+                        m
+                    }
+                }
+            };
+            // Suspending a job frees its CPUs and GPUs but not its memory:
+            // the core must not count on that memory when it picks victims.
+            let mem_stays = preempt_mode == crate::assoc::PreemptMode::Suspend;
+            // What it holds (`suspend::held_allocs`, read in place): a job
+            // suspended by preemption lends its CPUs and GPUs.
+            let lent = rt.preempt_suspended;
+            let allocs: Vec<sched::RunAlloc> = rt
+                .alloc
+                .iter()
+                .filter_map(|a| {
+                    let node = self.cluster.node_idx(&a.node)?;
+                    let snap = nodes.get(node)?;
+                    let gres = if lent {
+                        Vec::new()
+                    } else {
+                        a.gres
+                            .iter()
+                            .flat_map(|g| {
+                                g.indices.iter().filter_map(|&ix| {
+                                    snap.gres
+                                        .iter()
+                                        .position(|d| d.name == g.name && d.index == ix)
+                                })
+                            })
+                            .collect()
+                    };
+                    Some(sched::RunAlloc {
+                        node,
+                        cpus: if lent { 0 } else { a.cpu_ids.len() as u32 },
+                        mem: if mem_stays { 0 } else { a.mem_mb },
+                        gres,
+                    })
+                })
+                .collect();
+            // A suspended job's end is unknown (it may stay suspended).
+            let mut end = match crate::suspend::limit_end(rt) {
+                Some(e) if st != JobState::Suspended => e,
+                _ => i64::MAX,
+            };
+            // Waiting for its nodes to power up: it runs (and its limit
+            // counts) from when they are up.
+            if st == JobState::Configuring && end != i64::MAX {
+                let ready = allocs
+                    .iter()
+                    .map(|a| nodes[a.node].ready)
+                    .fold(rt.start_time, i64::max);
+                end = end.saturating_add(ready - rt.start_time);
+            }
+            out.push(sched::RunSnap {
+                id: job.id(),
+                partition: part,
+                allocs,
+                end,
+                priority: rt.priority,
+                owner,
+                preempt_mode,
+                ending: rt.terminating || rt.preempted || st == JobState::Completing,
+                share: rt.share > 1,
+            });
+        }
+        out
+    }
+}

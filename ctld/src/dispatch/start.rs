@@ -1,0 +1,278 @@
+//! Starting a job the planner placed: its allocation taken on the nodes
+//! (an array task split off its array first), its record logged, the
+//! batch launch sent to its first node, and the agent's answer.
+
+use std::time::Duration;
+
+use drover_proto::{GresAlloc, JobState, LaunchRequest, NodeAlloc};
+
+use crate::ctld::{Ctld, Effect};
+use crate::job::{env_from_blob, Job};
+use crate::refusal::{Kind, Refusal};
+use crate::sched;
+
+impl Ctld {
+    /// Take task `task` out of array meta record `meta_id` as its own job.
+    /// The last task takes over the meta record's id, as in Slurm.
+    pub fn split_task(&mut self, meta_id: u32, task: u32) -> Option<u32> {
+        let meta = self.jobs.get_mut(&meta_id)?;
+        let pos = meta.pending_tasks.iter().position(|&t| t == task)?;
+        if meta.pending_tasks.len() == 1 {
+            meta.pending_tasks.clear();
+            let rt = meta.rt_mut();
+            rt.is_array_meta = false;
+            rt.array_task_id = task;
+            rt.array_pending.clear();
+            self.array_tasks.entry(meta_id).or_default().push(meta_id);
+            return Some(meta_id);
+        }
+        meta.pending_tasks.remove(pos);
+        // The task is the meta record less its pending tasks (spec and
+        // request shared with it).
+        let tasks = std::mem::take(&mut meta.pending_tasks);
+        let mut task_job: Job = (**meta).clone();
+        meta.pending_tasks = tasks;
+        let new_id = self.alloc_job_id().ok()?;
+        task_job.rec.job_id = new_id;
+        if let Some(rt) = task_job.rec.runtime.as_mut() {
+            rt.is_array_meta = false;
+            rt.array_task_id = task;
+            rt.array_pending.clear();
+        }
+        self.blobs.retain_ref(task_job.rec.script_blob);
+        self.blobs.retain_ref(task_job.rec.env_blob);
+        self.jobs.insert(new_id, Box::new(task_job));
+        self.array_tasks.entry(meta_id).or_default().push(new_id);
+        self.log_runtime(meta_id);
+        self.log_job(new_id);
+        Some(new_id)
+    }
+
+    pub(super) fn start_job(
+        &mut self,
+        id: u32,
+        part: usize,
+        allocs: &[sched::Alloc],
+        nodes: &[sched::NodeSnap],
+    ) {
+        let id = match self.jobs.get(&id) {
+            Some(j) if j.is_meta() => {
+                let Some(&task) = j.pending_tasks.first() else {
+                    return;
+                };
+                match self.split_task(id, task) {
+                    Some(n) => n,
+                    None => return,
+                }
+            }
+            Some(_) => id,
+            None => return,
+        };
+        let t = self.now;
+        // In the nodes' configured order, as Slurm's node bitmap: the batch
+        // script and rank 0 run on the first node of NodeList (launchers
+        // take MASTER_ADDR from it), whatever order placement chose.
+        let mut in_order: Vec<_> = allocs.iter().collect();
+        in_order.sort_by_key(|a| a.node);
+        let node_allocs: Vec<NodeAlloc> = in_order
+            .into_iter()
+            .map(|a| {
+                let n = &self.cluster.nodes[a.node];
+                let mut gres: Vec<GresAlloc> = Vec::new();
+                for &g in &a.gres {
+                    let Some(d) = nodes.get(a.node).and_then(|s| s.gres.get(g)) else {
+                        continue;
+                    };
+                    match gres
+                        .iter_mut()
+                        .find(|x| x.name == d.name && x.r#type == d.r#type)
+                    {
+                        Some(x) => x.indices.push(d.index),
+                        None => gres.push(GresAlloc {
+                            name: d.name.clone(),
+                            r#type: d.r#type.clone(),
+                            indices: vec![d.index],
+                            count: 0,
+                        }),
+                    }
+                }
+                NodeAlloc {
+                    node: n.name().to_string(),
+                    cpus: a.cpu_ids.len() as u32,
+                    cpu_ids: a.cpu_ids.clone(),
+                    mem_mb: a.mem,
+                    gres,
+                    tasks: a.tasks,
+                }
+            })
+            .collect();
+        let part_conf = self.cluster.parts[part].conf.clone();
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let limit = self.effective_time_limit(job, Some(part));
+        let share = self.cluster.share_limit(part, job.spec());
+        let job = self.jobs.get_mut(&id).expect("job present");
+        let rt = job.rt_mut();
+        rt.state = JobState::Running as i32;
+        rt.reason = "None".into();
+        rt.start_time = t;
+        self.diag.started += 1;
+        rt.end_time = 0;
+        if rt.eligible_time == 0 {
+            rt.eligible_time = t;
+        }
+        rt.partition = part_conf.name.clone();
+        rt.time_limit = limit;
+        rt.batch_host = node_allocs
+            .first()
+            .map(|a| a.node.clone())
+            .unwrap_or_default();
+        rt.alloc = node_allocs.clone();
+        rt.share = share;
+        rt.launched = false;
+        rt.terminating = false;
+        rt.exit_code = 0;
+        rt.exit_signal = 0;
+        self.cluster.allocate(id, &node_allocs, share);
+        // Powered-down nodes: the job waits (CONFIGURING) while they come up.
+        if self.power_wait(id) {
+            return;
+        }
+        if let Some(j) = self.jobs.get_mut(&id).filter(|j| j.spec().interactive) {
+            // salloc/srun allocation: nothing to launch; steps come by srun.
+            let rt = j.rt_mut();
+            rt.batch_host.clear();
+            rt.launched = true;
+            self.log_runtime(id);
+            self.mail_started(id);
+            return;
+        }
+        self.log_runtime(id);
+        self.mail_started(id);
+        self.send_launch(id);
+    }
+
+    /// Send (or re-send: the agent makes it idempotent) the batch launch.
+    pub fn send_launch(&mut self, id: u32) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let job = job.clone();
+        let rt = job.rt();
+        let node = rt.batch_host.clone();
+        let mut spec = job.spec().clone();
+        spec.script = self
+            .blobs
+            .get(job.rec.script_blob)
+            .map(|b| b.to_vec())
+            .unwrap_or_default();
+        spec.environment = self
+            .blobs
+            .get(job.rec.env_blob)
+            .map(|b| env_from_blob(&b))
+            .unwrap_or_default();
+        let allocation = crate::request::allocation(
+            &job.request().cloned().unwrap_or_default(),
+            &job.rt().alloc,
+        );
+        let info = self.job_info(&job);
+        let req = LaunchRequest {
+            job_id: id,
+            spec: Some(spec),
+            info: Some(info),
+            uid: job.rec.uid,
+            gid: job.rec.gid,
+            user_name: job.rec.user_name.clone(),
+            groups: job.rec.groups.clone(),
+            node: node.clone(),
+            expires: self.now + 300,
+            kill_wait: self.cfg.kill_wait as u32,
+            cluster_name: self.cfg.cluster_name.clone(),
+            node_id: 0,
+            allocation: Some(allocation),
+        };
+        let start = rt.start_time;
+        self.effects.push(Effect::Launch {
+            node,
+            req: Box::new(req),
+            start,
+        });
+    }
+
+    /// The agent's answer to a launch of the job started at `start`.
+    pub fn launch_done(&mut self, id: u32, start: i64, res: Result<(), Refusal>) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        if !matches!(job.state(), JobState::Running | JobState::Suspended)
+            || job.rt().start_time != start
+        {
+            return;
+        }
+        match res {
+            Ok(()) => {
+                if !job.rt().launched {
+                    job.rt_mut().launched = true;
+                    self.log_runtime(id);
+                }
+                // Suspended while it was being launched: the stop may have
+                // come before the script existed.
+                if self.jobs[&id].state() == JobState::Suspended {
+                    self.send_suspend(id, true);
+                }
+            }
+            Err(e)
+                if !matches!(
+                    e.kind(),
+                    Kind::PermissionDenied
+                        | Kind::Unauthenticated
+                        | Kind::InvalidArgument
+                        | Kind::FailedPrecondition
+                        | Kind::NotFound
+                        | Kind::Aborted
+                ) =>
+            {
+                // Unreachable, or the connection broke mid-call (the agent may
+                // have started the job and died before answering): try again.
+                // Launch is idempotent per job and run on the agent, and
+                // SlurmdTimeout takes the node down if it stays away.
+                tracing::debug!("launch of job {id} failed ({}), retrying", e.words());
+                self.later(
+                    Duration::from_secs(1),
+                    Box::new(move |c: &mut Ctld| {
+                        if c.jobs.get(&id).is_some_and(|j| {
+                            matches!(j.state(), JobState::Running | JobState::Suspended)
+                                && !j.rt().launched
+                                && j.rt().start_time == start
+                        }) {
+                            c.send_launch(id);
+                        }
+                    }),
+                );
+            }
+            Err(e) => {
+                tracing::warn!("launch of job {id} refused by its node: {}", e.words());
+                // ABORTED: the node cannot run jobs as configured (it says
+                // why): drain it with that and requeue the job.
+                let drain_reason = if e.kind() == Kind::Aborted {
+                    e.words().to_string()
+                } else {
+                    String::new()
+                };
+                let node = job.rt().batch_host.clone();
+                self.job_ended(
+                    id,
+                    &node,
+                    crate::end::EndReport {
+                        exit_code: 1,
+                        failure: format!("launch failed: {}", e.words()),
+                        launch_failed: true,
+                        drain_reason,
+                        ..Default::default()
+                    },
+                );
+            }
+        }
+    }
+}
