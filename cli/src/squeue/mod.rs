@@ -2,11 +2,11 @@
 
 pub mod args;
 pub mod fields;
-pub mod wanted;
 pub mod filter;
 pub mod format;
 pub mod sort;
 pub mod steps;
+pub mod wanted;
 
 use std::io::Write;
 
