@@ -83,10 +83,14 @@ fn listpids_on(spec: Spec, batch: &str, task: &str) {
     let sleep = wait_for("the batch job's sleep", || {
         pids_mentioning(batch).first().copied()
     });
-    let out = wait_for("listpids to show the sleep", || {
+    // The supervisor records the script as task 0 once its fork returns,
+    // which under load may be after the script started its sleep.
+    let out = wait_for("listpids to show the sleep and the script", || {
         let o = c.run("scontrol", &["listpids", &js]);
         let out = text(&o.stdout);
-        rows(&out).iter().any(|r| r.0 == sleep).then_some(out)
+        let r = rows(&out);
+        (r.iter().any(|x| x.0 == sleep) && r.iter().any(|x| x.2 == "batch" && x.3 == "0"))
+            .then_some(out)
     });
     let r = rows(&out);
     // The script is task 0 of the batch step; its sleep is not a task.
