@@ -315,7 +315,7 @@ mod tests {
     use super::*;
     use drover_proto::JobState;
 
-    fn params(args: &[&str]) -> Params {
+    pub(super) fn params(args: &[&str]) -> Params {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let lookup = |u: &str| match u {
             "alice" => Some(1000),

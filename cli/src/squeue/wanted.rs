@@ -176,22 +176,10 @@ pub fn wanted(p: &Params) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::squeue::{parse_args, render, Parsed};
+    use crate::squeue::render;
+    use crate::squeue::tests::params;
     use drover_proto::jobmask::{every_field_set, JobMask};
     use drover_proto::{JobInfo, JobState};
-
-    fn params(args: &[&str]) -> Params {
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        let lookup = |u: &str| match u {
-            "alice" => Some(1000),
-            "bob" => Some(1001),
-            n => n.parse().ok(),
-        };
-        match parse_args(&args, &|_| None, &lookup, 1000).unwrap() {
-            Parsed::Run(p) => *p,
-            other => panic!("{other:?}"),
-        }
-    }
 
     /// A queue whose records differ in every field, in every state and
     /// array shape, so a field left out of a mask changes some output.
