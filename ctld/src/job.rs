@@ -220,3 +220,19 @@ pub fn env_from_blob(b: &[u8]) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// The allocation a launch message carries: the job's resolved request
+/// applied to its per-node allocation.
+pub fn launch_allocation(job: &Job) -> drover_proto::JobAllocation {
+    crate::request::allocation(&job.request().cloned().unwrap_or_default(), &job.rt().alloc)
+}
+
+impl crate::ctld::Ctld {
+    /// The job's environment, from its content-addressed blob.
+    pub fn job_environment(&self, job: &Job) -> Vec<String> {
+        self.blobs
+            .get(job.rec.env_blob)
+            .map(|b| env_from_blob(&b))
+            .unwrap_or_default()
+    }
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 use drover_proto::{GresAlloc, JobState, LaunchRequest, NodeAlloc};
 
 use crate::ctld::{Ctld, Effect};
-use crate::job::{env_from_blob, Job};
+use crate::job::{launch_allocation, Job};
 use crate::refusal::{Kind, Refusal};
 use crate::sched;
 
@@ -167,15 +167,8 @@ impl Ctld {
             .get(job.rec.script_blob)
             .map(|b| b.to_vec())
             .unwrap_or_default();
-        spec.environment = self
-            .blobs
-            .get(job.rec.env_blob)
-            .map(|b| env_from_blob(&b))
-            .unwrap_or_default();
-        let allocation = crate::request::allocation(
-            &job.request().cloned().unwrap_or_default(),
-            &job.rt().alloc,
-        );
+        spec.environment = self.job_environment(&job);
+        let allocation = launch_allocation(&job);
         let info = self.job_info(&job);
         let req = LaunchRequest {
             job_id: id,

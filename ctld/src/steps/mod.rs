@@ -21,7 +21,7 @@ use drover_proto::{
 
 use crate::ctld::Ctld;
 use crate::ctld::Effect;
-use crate::job::env_from_blob;
+use crate::job::launch_allocation;
 use crate::submit::msg;
 use layout::LayoutError;
 
@@ -242,15 +242,8 @@ impl Ctld {
         };
         let job = job.clone();
         let mut spec = job.spec().clone();
-        spec.environment = self
-            .blobs
-            .get(job.rec.env_blob)
-            .map(|b| env_from_blob(&b))
-            .unwrap_or_default();
-        let allocation = crate::request::allocation(
-            &job.request().cloned().unwrap_or_default(),
-            &job.rt().alloc,
-        );
+        spec.environment = self.job_environment(&job);
+        let allocation = launch_allocation(&job);
         let info = self.job_info(&job);
         LaunchRequest {
             job_id: id,
