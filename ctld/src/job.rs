@@ -227,12 +227,10 @@ pub fn launch_allocation(job: &Job) -> drover_proto::JobAllocation {
     crate::request::allocation(&job.request().cloned().unwrap_or_default(), &job.rt().alloc)
 }
 
-impl crate::ctld::Ctld {
-    /// The job's environment, from its content-addressed blob.
-    pub fn job_environment(&self, job: &Job) -> Vec<String> {
-        self.blobs
-            .get(job.rec.env_blob)
-            .map(|b| env_from_blob(&b))
-            .unwrap_or_default()
-    }
+/// The job's environment, from its content-addressed blob.
+pub fn job_environment(blobs: &Blobs, job: &Job) -> Vec<String> {
+    blobs
+        .get(job.rec.env_blob)
+        .map(|b| env_from_blob(&b))
+        .unwrap_or_default()
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use drover_proto::{GresAlloc, JobState, LaunchRequest, NodeAlloc};
 
 use crate::ctld::{Ctld, Effect};
-use crate::job::{launch_allocation, Job};
+use crate::job::{job_environment, launch_allocation, Job};
 use crate::refusal::{Kind, Refusal};
 use crate::sched;
 
@@ -167,7 +167,7 @@ impl Ctld {
             .get(job.rec.script_blob)
             .map(|b| b.to_vec())
             .unwrap_or_default();
-        spec.environment = self.job_environment(&job);
+        spec.environment = job_environment(&self.blobs, &job);
         let allocation = launch_allocation(&job);
         let info = self.job_info(&job);
         let req = LaunchRequest {

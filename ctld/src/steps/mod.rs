@@ -21,7 +21,7 @@ use drover_proto::{
 
 use crate::ctld::Ctld;
 use crate::ctld::Effect;
-use crate::job::launch_allocation;
+use crate::job::{job_environment, launch_allocation};
 use crate::submit::msg;
 use layout::LayoutError;
 
@@ -242,7 +242,7 @@ impl Ctld {
         };
         let job = job.clone();
         let mut spec = job.spec().clone();
-        spec.environment = self.job_environment(&job);
+        spec.environment = job_environment(&self.blobs, &job);
         let allocation = launch_allocation(&job);
         let info = self.job_info(&job);
         LaunchRequest {
