@@ -6,13 +6,19 @@
 #   N_LOOP=1000 N_PENDING=10000 N_DRAIN=1000 bench/run.sh
 #   BENCH_CGROUP=off bench/run.sh   # jobs without cgroups (default: drover up's cgroup.conf)
 #   BENCH_TLS=on bench/run.sh       # every connection over TLS, loopback included
+#   BIN=/work/base-release bench/run.sh   # another build (A/B), not rebuilt
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N_LOOP=${N_LOOP:-1000}
 N_PENDING=${N_PENDING:-10000}
 N_DRAIN=${N_DRAIN:-1000}
-cargo build --release -q
-BIN=$PWD/target/release
+if [ -n "${BIN:-}" ]; then
+  BIN=$(cd "$BIN" && pwd)
+else
+  cargo build --release -q
+  BIN=$PWD/target/release
+fi
+echo "build: $BIN; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 DIR=$(mktemp -d /tmp/drover-bench.XXXXXX)
 trap 'kill $UP 2>/dev/null; wait $UP 2>/dev/null; rm -rf "$DIR"' EXIT
 
@@ -60,6 +66,7 @@ for fmt in "" "--json"; do
   done | median)
   echo "squeue ${fmt:-(default)} with $N_PENDING pending: median $samples ms"
 done
+echo "controller RSS with $N_PENDING pending, after 22 squeue runs: $(rss_mib) MiB"
 
 # 3. scancel of all pending jobs.
 t0=$(now_ns)
