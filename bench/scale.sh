@@ -63,6 +63,11 @@ fi
 TOTAL=$((N_PENDING + N_MORE))
 MID=$(squeue -h -o %i --sort=i | sed -n "$((TOTAL / 2))p")
 
+# What the queue costs the controller at rest: its scheduling passes
+# (a full one every second) over the held jobs.
+cpu0=$(ctld_cpu); sleep 5
+echo "controller CPU over 5 s at rest with $TOTAL held: $(echo "$(ctld_cpu) - $cpu0" | bc) s"
+
 # 2. Queries: filtered ones return few or no rows; the full listing all.
 cpu0=$(ctld_cpu)
 echo "squeue -j $MID: median $(timed 11 squeue -j "$MID") ms"

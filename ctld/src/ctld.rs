@@ -68,6 +68,10 @@ pub struct Ctld {
     /// Kept in step by [`Ctld::sync_queue`], which every logged change calls.
     pub queue: BTreeSet<(Reverse<u32>, u32)>,
     queue_key: HashMap<u32, u32>,
+    /// Held jobs (the queue's tail, key 0) a pass must still gate: those
+    /// whose reason it has not set since their last change, and those with
+    /// a dependency to settle. The rest of the tail costs a pass nothing.
+    pub held_to_gate: BTreeSet<u32>,
     /// Job ids by state, user and partition for queries (`jobindex.rs`),
     /// kept in step by [`Ctld::sync_queue`] like the queue.
     pub index: crate::jobindex::JobIndex,
@@ -143,6 +147,7 @@ impl Ctld {
             served_files: None,
             queue: BTreeSet::new(),
             queue_key: HashMap::new(),
+            held_to_gate: BTreeSet::new(),
             index: Default::default(),
             shared: Default::default(),
             sched: Default::default(),
@@ -172,9 +177,14 @@ impl Ctld {
     /// Put a job where it belongs in the pending queue (or take it out),
     /// and in the query indexes.
     pub fn sync_queue(&mut self, id: u32) {
-        if let Some(old) = self.queue_key.remove(&id) {
-            self.queue.remove(&(Reverse(old), id));
-        }
+        let was_held = match self.queue_key.remove(&id) {
+            Some(old) => {
+                self.queue.remove(&(Reverse(old), id));
+                self.held_to_gate.remove(&id);
+                old == 0
+            }
+            None => false,
+        };
         self.index.update(id, self.jobs.get(&id).map(|j| &**j));
         let Some(job) = self.jobs.get(&id) else {
             return;
@@ -187,7 +197,19 @@ impl Ctld {
             };
             self.queue.insert((Reverse(prio), id));
             self.queue_key.insert(id, prio);
+            if prio == 0 {
+                self.held_to_gate.insert(id);
+            } else if was_held {
+                // Released: held jobs' priorities are not kept up to date
+                // (as Slurm), so the next pass recomputes them first.
+                self.full_pass_needed = true;
+            }
         }
+    }
+
+    /// The pending queue's unheld part (held jobs sort last, with key 0).
+    pub fn unheld(&self) -> impl Iterator<Item = &(Reverse<u32>, u32)> + '_ {
+        self.queue.iter().take_while(|(Reverse(prio), _)| *prio > 0)
     }
 
     /// Log the whole job record (submit, or a spec change).

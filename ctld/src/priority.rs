@@ -76,14 +76,15 @@ impl PrioConf {
     }
 }
 
-/// What the factors of one job are computed from.
-#[derive(Debug, Clone, Default)]
-pub struct JobFacts {
+/// What the factors of one job are computed from (the TRES maps borrowed:
+/// shared by every job of a partition or with the same request).
+#[derive(Debug, Clone)]
+pub struct JobFacts<'a> {
     /// When the job became eligible (0: not yet).
     pub eligible: i64,
     pub cpus: u64,
     pub nodes: u64,
-    pub tres: Tres,
+    pub tres: &'a Tres,
     pub part_job_factor: u32,
     pub max_part_job_factor: u32,
     pub qos_priority: u32,
@@ -94,7 +95,7 @@ pub struct JobFacts {
     pub total_cpus: u64,
     pub total_nodes: u64,
     /// TRES totals of the job's partition (for the TRES factors).
-    pub part_tres: Tres,
+    pub part_tres: &'a Tres,
 }
 
 /// Weighted factors (what sprio shows).
@@ -202,7 +203,7 @@ mod tests {
         }
     }
 
-    fn facts() -> JobFacts {
+    fn facts() -> JobFacts<'static> {
         let mut t = Tres::new();
         t.insert("cpu".into(), 4);
         t.insert("gres/gpu".into(), 2);
@@ -213,7 +214,7 @@ mod tests {
             eligible: 100,
             cpus: 4,
             nodes: 1,
-            tres: t,
+            tres: Box::leak(Box::new(t)),
             part_job_factor: 1,
             max_part_job_factor: 2,
             qos_priority: 10,
@@ -222,7 +223,7 @@ mod tests {
             nice: 0,
             total_cpus: 16,
             total_nodes: 4,
-            part_tres: pt,
+            part_tres: Box::leak(Box::new(pt)),
         }
     }
 

@@ -22,19 +22,20 @@ impl Ctld {
 
     /// Who a job runs as (account defaulted from accounting).
     pub fn owner(&self, job: &Job) -> sched::Owner {
-        let spec = job.spec();
-        let account = if spec.account.is_empty() {
-            self.assoc
-                .default_account(&job.rec.user_name)
-                .unwrap_or("")
-                .to_string()
-        } else {
-            spec.account.clone()
-        };
         sched::Owner {
             user: job.rec.user_name.clone(),
-            account,
-            qos: spec.qos.clone(),
+            account: self.account_of(job).to_string(),
+            qos: job.spec().qos.clone(),
+        }
+    }
+
+    /// The account a job runs under: its own, or its user's default.
+    pub fn account_of<'a>(&'a self, job: &'a Job) -> &'a str {
+        let spec = job.spec();
+        if spec.account.is_empty() {
+            self.assoc.default_account(&job.rec.user_name).unwrap_or("")
+        } else {
+            &spec.account
         }
     }
 

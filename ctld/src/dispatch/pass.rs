@@ -55,7 +55,7 @@ impl Ctld {
         };
         let depth = if full { usize::MAX } else { quick_depth };
         let examine = if full { usize::MAX } else { quick_depth * 10 };
-        let mut pending: Vec<u32> = self.queue.iter().take(examine).map(|(_, id)| *id).collect();
+        let mut pending = self.pass_order(examine);
         if pending.is_empty() {
             return;
         }
@@ -75,12 +75,13 @@ impl Ctld {
             split |= self.split_for_aftercorr(id);
         }
         if split {
-            pending = self.queue.iter().take(examine).map(|(_, id)| *id).collect();
+            pending = self.pass_order(examine);
         }
         let mut candidates: Vec<(u32, u32)> = Vec::new();
         let mut never: Vec<u32> = Vec::new();
         let mut invalid: Vec<u32> = Vec::new();
         let mut decided: Vec<u32> = Vec::new();
+        let mut settled: Vec<u32> = Vec::new();
         for id in pending {
             let Some(job) = self.jobs.get(&id) else {
                 continue;
@@ -103,7 +104,14 @@ impl Ctld {
                         break;
                     }
                 }
-                Gate::Closed(r) => set_reason(job, r, t, &mut self.change_seq),
+                Gate::Closed(r) => {
+                    set_reason(job, r, t, &mut self.change_seq);
+                    // Held with no dependency: the same gate until the
+                    // job changes (which puts it back in `held_to_gate`).
+                    if job.rt().hold != 0 && job.dep.is_none() {
+                        settled.push(id);
+                    }
+                }
                 Gate::Never => {
                     set_reason(job, "DependencyNeverSatisfied", t, &mut self.change_seq);
                     if !job.spec().mail_type.is_empty() {
@@ -114,6 +122,9 @@ impl Ctld {
                     }
                 }
             }
+        }
+        for id in settled {
+            self.held_to_gate.remove(&id);
         }
         for id in decided {
             self.log_runtime(id);
@@ -256,6 +267,16 @@ impl Ctld {
             depth,
             queue_len,
         });
+    }
+
+    /// The pending jobs a pass gates, in queue order, at most `examine`:
+    /// the unheld ones by priority, then the held ones still to gate
+    /// (`Ctld::held_to_gate`); a held job whose reason is set and that has
+    /// no dependency is not looked at again until it changes.
+    fn pass_order(&self, examine: usize) -> Vec<u32> {
+        let unheld = self.unheld().map(|(_, id)| *id);
+        let held = self.held_to_gate.iter().copied();
+        unheld.chain(held).take(examine).collect()
     }
 
     /// Carry out a pass's decisions. The world may have moved on since the

@@ -16,8 +16,7 @@ impl Ctld {
         // Slurm computes them at submission, sprio must not show zeros.
         if pc.multifactor
             && self
-                .queue
-                .iter()
+                .unheld()
                 .any(|(_, id)| !self.sched.factors.contains_key(id))
         {
             let t = self.now;
@@ -26,7 +25,8 @@ impl Ctld {
         }
         let mut jobs = Vec::new();
         let viewer = self.job_viewer(who);
-        let ids: Vec<u32> = self.queue.iter().map(|(_, id)| *id).collect();
+        // Held jobs are not listed (Slurm: "0 means the job is held").
+        let ids: Vec<u32> = self.unheld().map(|(_, id)| *id).collect();
         for id in ids {
             let Some(job) = self.jobs.get(&id) else {
                 continue;

@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use drover_proto::state::wal_record::Kind;
-use drover_proto::state::{FairShareUsage, UsageEntry, WalRecord};
+use drover_proto::state::{FairShareUsage, ResolvedRequest, UsageEntry, WalRecord};
 use drover_proto::{JobState, ReservationInfo};
 
 use crate::ctld::Ctld;
@@ -110,13 +110,18 @@ impl Ctld {
     pub fn share_rows(&self, pc: &PrioConf) -> Vec<crate::fairshare::Row> {
         let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
         if self.assoc.is_empty() {
-            for j in self.jobs.values() {
-                if j.state().is_final() {
-                    continue;
-                }
-                let o = self.owner(j);
-                seen.insert((o.account, o.user));
-            }
+            // Borrowed first: one copy per (account, user), not per job.
+            let owners: BTreeSet<(&str, &str)> = self
+                .jobs
+                .values()
+                .filter(|j| !j.state().is_final())
+                .map(|j| (self.account_of(j), j.rec.user_name.as_str()))
+                .collect();
+            seen.extend(
+                owners
+                    .into_iter()
+                    .map(|(a, u)| (a.to_string(), u.to_string())),
+            );
             for (a, u) in self.sched.usage.map.keys() {
                 seen.insert((
                     if a == "root" {
@@ -131,25 +136,28 @@ impl Ctld {
         crate::fairshare::compute(&self.assoc, &self.sched.usage, &seen, pc.fair_tree)
     }
 
-    /// Recompute every pending job's multifactor priority.
+    /// Recompute every pending job's multifactor priority, held jobs aside
+    /// (as Slurm: priority 0 is a hold; a released job is recomputed by the
+    /// full pass its release asks for, see `Ctld::sync_queue`). Per job it
+    /// only looks things up: the fair-share factors by (account, user), the
+    /// TRES of each distinct (shared) request and of each partition are
+    /// built once per pass.
     pub fn recompute_priorities(&mut self, t: i64, pc: &PrioConf) {
         if !pc.multifactor {
             self.sched.factors.clear();
             return;
         }
         let rows = self.share_rows(pc);
-        let fs: HashMap<(String, String), f64> = rows
-            .iter()
-            .filter(|r| !r.user.is_empty())
-            .map(|r| {
-                let a = if r.account == "root" && self.assoc.is_empty() {
-                    String::new()
-                } else {
-                    r.account.clone()
-                };
-                ((a, r.user.clone()), r.fairshare)
-            })
-            .collect();
+        let no_assoc = self.assoc.is_empty();
+        let mut fs: HashMap<&str, HashMap<&str, f64>> = HashMap::new();
+        for r in rows.iter().filter(|r| !r.user.is_empty()) {
+            let a = if r.account == "root" && no_assoc {
+                ""
+            } else {
+                r.account.as_str()
+            };
+            fs.entry(a).or_default().insert(&r.user, r.fairshare);
+        }
         let total_cpus: u64 = self
             .cluster
             .nodes
@@ -194,14 +202,13 @@ impl Ctld {
                 t
             })
             .collect();
-        let ids: Vec<u32> = self.queue.iter().map(|(_, id)| *id).collect();
-        self.sched.factors.retain(|id, _| {
-            self.jobs
-                .get(id)
-                .is_some_and(|j| j.state() == JobState::Pending)
-        });
+        let no_tres = crate::assoc::Tres::new();
+        // The TRES of each distinct request, by its shared allocation
+        // (`intern.rs`: equal requests are one `Arc`).
+        let mut request_tres: HashMap<*const ResolvedRequest, crate::assoc::Tres> = HashMap::new();
+        let mut factors_now = HashMap::with_capacity(self.queue.len());
         let mut changed = Vec::new();
-        for id in ids {
+        for &(_, id) in self.unheld() {
             let Some(job) = self.jobs.get(&id) else {
                 continue;
             };
@@ -210,9 +217,18 @@ impl Ctld {
                 .partition
                 .split(',')
                 .find_map(|p| self.cluster.part_idx(p.trim()));
-            let tres = job.request().map(crate::request::tres).unwrap_or_default();
-            let o = self.owner(job);
-            let qos = if o.qos.is_empty() { "normal" } else { &o.qos };
+            let tres = match job.request() {
+                Some(r) => &*request_tres
+                    .entry(r as *const _)
+                    .or_insert_with(|| crate::request::tres(r)),
+                None => &no_tres,
+            };
+            let account = self.account_of(job);
+            let qos = if spec.qos.is_empty() {
+                "normal"
+            } else {
+                spec.qos.as_str()
+            };
             let facts = JobFacts {
                 eligible: job.rt().eligible_time,
                 cpus: tres.get("cpu").copied().unwrap_or(1),
@@ -223,13 +239,14 @@ impl Ctld {
                 qos_priority: self.assoc.qos.get(qos).map_or(0, |q| q.priority),
                 max_qos_priority: max_qos,
                 fairshare: fs
-                    .get(&(o.account.clone(), o.user.clone()))
+                    .get(account)
+                    .and_then(|u| u.get(job.rec.user_name.as_str()))
                     .copied()
                     .unwrap_or(0.0),
                 nice: spec.nice,
                 total_cpus,
                 total_nodes,
-                part_tres: pidx.map(|p| part_tres[p].clone()).unwrap_or_default(),
+                part_tres: pidx.map_or(&no_tres, |p| &part_tres[p]),
             };
             let f = factors(pc, &facts, t);
             let prio = if spec.priority > 0 {
@@ -237,11 +254,13 @@ impl Ctld {
             } else {
                 f.priority()
             };
-            self.sched.factors.insert(id, f);
+            factors_now.insert(id, f);
             if job.rt().priority != prio {
                 changed.push((id, prio));
             }
         }
+        // Every unheld pending job's factors, and no other job's.
+        self.sched.factors = factors_now;
         for (id, prio) in changed {
             if let Some(j) = self.jobs.get_mut(&id) {
                 j.rt_mut().priority = prio;

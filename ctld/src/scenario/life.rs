@@ -61,6 +61,75 @@ fn held_job_waits_until_released() {
 }
 
 #[test]
+fn a_held_job_is_gated_once_until_it_changes_one_with_a_dependency_every_pass() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let first = env.sbatch(job(10));
+    let mut spec = job(10);
+    spec.hold = true;
+    let plain = env.sbatch(spec);
+    let mut spec = job(10);
+    spec.hold = true;
+    spec.dependency = format!("afterok:{first}");
+    let dependent = env.sbatch(spec);
+    env.advance(T0 + 1);
+    assert_eq!(env.reason(plain), "JobHeldUser");
+    assert_eq!(env.reason(dependent), "JobHeldUser");
+    let to_gate: Vec<u32> = env.core.held_to_gate.iter().copied().collect();
+    assert_eq!(to_gate, vec![dependent], "the plain held job is settled");
+    // The dependency is still followed while held: its outcome is kept.
+    env.launch_ok(first);
+    env.finish(first, 1);
+    env.advance(T0 + 2);
+    assert!(!env.core.jobs[&dependent].rt().dep_state.is_empty());
+    // A change (here a release) puts the job back in the pass.
+    env.control("release", plain).unwrap();
+    assert!(!env.core.held_to_gate.contains(&plain), "released: unheld");
+    env.advance(T0 + 3);
+    assert_eq!(env.launched(), vec![first, plain]);
+    env.control("release", dependent).unwrap();
+    env.advance(T0 + 4);
+    assert_eq!(env.reason(dependent), "DependencyNeverSatisfied");
+}
+
+#[test]
+fn a_held_job_has_no_priority_until_released_then_it_is_recomputed_first() {
+    let mut env = TestEnv::new(
+        "NodeName=n1 CPUs=1 RealMemory=1000\nPartitionName=p Nodes=n1 Default=YES\n\
+         PriorityType=priority/multifactor\nPriorityWeightJobSize=1000",
+    );
+    let running = env.sbatch(job(10));
+    let waiting = env.sbatch(job(10));
+    let mut spec = job(10);
+    spec.hold = true;
+    let held = env.sbatch(spec);
+    env.advance(T0 + 1);
+    assert_eq!(env.launched(), vec![running]);
+    // As Slurm's sprio: a held job (priority 0) is not listed.
+    let listed = |env: &mut TestEnv| -> Vec<u32> {
+        let all = drover_proto::GetPrioritiesRequest::default();
+        let who = super::env::user();
+        env.core
+            .priorities(&who, all)
+            .jobs
+            .iter()
+            .map(|j| j.job_id)
+            .collect()
+    };
+    assert_eq!(listed(&mut env), vec![waiting]);
+    let computed = env.core.jobs[&waiting].rt().priority;
+    assert_ne!(
+        env.core.jobs[&held].rt().priority,
+        computed,
+        "still its submit-time value"
+    );
+    env.control("release", held).unwrap();
+    assert!(env.core.full_pass_needed, "a release asks for a full pass");
+    env.core.schedule_pass();
+    assert_eq!(env.core.jobs[&held].rt().priority, computed);
+    assert_eq!(listed(&mut env), vec![waiting, held]);
+}
+
+#[test]
 fn admin_hold_on_a_pending_job_keeps_it_from_starting() {
     let mut env =
         TestEnv::new("NodeName=n1 CPUs=1 RealMemory=1000\nPartitionName=p Nodes=n1 Default=YES");
