@@ -61,6 +61,11 @@ pub struct Ctld {
     pub assoc: crate::assoc::AssocSet,
     /// Accounting outbox (None without AccountingStorageType=.../slurmdbd).
     pub acct: Option<crate::acct::settings::Acct>,
+    /// Jobs whose accounting record is sent again after a restart (a change
+    /// logged just before a crash may not have reached the outbox), highest
+    /// id first; sent a chunk per owner-loop turn (`resend_accounting`), so
+    /// the controller serves from the start.
+    pub acct_resend: Vec<u32>,
     /// Configless: the files as read at start-up or the last reconfigure
     /// (what this controller runs on), served to hosts without their own.
     pub served_files: Option<Arc<drover_proto::ConfigFilesResponse>>,
@@ -154,6 +159,7 @@ impl Ctld {
             alloc_seen: HashMap::new(),
             lenders: BTreeSet::new(),
             mail: Default::default(),
+            acct_resend: Vec::new(),
             change_seq: 0,
             incarnation: new_incarnation(),
             now,

@@ -46,10 +46,17 @@ pub struct Wal {
     pub bytes_in_generation: u64,
 }
 
-/// What was found on disk at start-up.
-pub struct Recovered {
-    pub snapshot: Option<Snapshot>,
-    pub records: Vec<WalRecord>,
+/// What recovery finds, in order: the snapshot (if any), then each log
+/// record written after it.
+pub enum Found {
+    Snapshot(Box<Snapshot>),
+    Record(WalRecord),
+}
+
+/// What recovery learnt of the files on disk.
+pub struct Recovery {
+    /// Log records handed over (not counting the snapshot).
+    pub records: usize,
     pub generation: u64,
     /// A torn frame at the end of the last log (crash mid-write) was dropped.
     pub torn_tail: bool,
@@ -66,8 +73,11 @@ fn fsync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// Read snapshot and logs. Errors only on I/O failures or a corrupt snapshot.
-pub fn recover(dir: &Path) -> Result<Recovered, String> {
+/// Read snapshot and logs, handing each thing found to `on` as it is
+/// decoded (a record is applied and dropped before the next is decoded, so
+/// a restart never holds the whole decoded log). Errors only on I/O
+/// failures or a corrupt snapshot.
+pub fn recover(dir: &Path, on: &mut dyn FnMut(Found)) -> Result<Recovery, String> {
     // Job scripts and environments live here: 0700, every file 0600,
     // including what an older version left readable.
     private::ensure_dir(dir)?;
@@ -85,6 +95,9 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
         Err(e) => return Err(format!("cannot read {}: {e}", snap_path.display())),
     };
     let first_gen = snapshot.as_ref().map_or(0, |s| s.wal_generation);
+    if let Some(s) = snapshot {
+        on(Found::Snapshot(Box::new(s)));
+    }
     let mut gens: Vec<u64> = std::fs::read_dir(dir)
         .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
         .filter_map(|e| e.ok())
@@ -96,7 +109,7 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
         })
         .collect();
     gens.sort_unstable();
-    let mut records = Vec::new();
+    let mut records = 0usize;
     let mut torn_tail = false;
     let mut last_gen = first_gen;
     let mut max_epoch = 0u64;
@@ -137,7 +150,10 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
                     max_epoch = max_epoch.max(e);
                 }
                 Ok(_) if skipping => stale += 1,
-                Ok(r) => records.push(r),
+                Ok(r) => {
+                    records += 1;
+                    on(Found::Record(r));
+                }
                 Err(_) => {
                     torn_tail = true;
                     break;
@@ -153,8 +169,7 @@ pub fn recover(dir: &Path) -> Result<Recovered, String> {
             }
         }
     }
-    Ok(Recovered {
-        snapshot,
+    Ok(Recovery {
         records,
         generation: last_gen,
         torn_tail,
@@ -454,6 +469,31 @@ fn rotate(dir: &Path, generation: u64, snapshot: &[u8]) -> Result<File, String> 
 
 #[cfg(test)]
 mod tests {
+    /// What `recover` found, collected (the tests look at all of it).
+    struct Recovered {
+        snapshot: Option<Snapshot>,
+        records: Vec<WalRecord>,
+        generation: u64,
+        torn_tail: bool,
+        stale: usize,
+    }
+
+    fn recover(dir: &Path) -> Result<Recovered, String> {
+        let (mut snapshot, mut records) = (None, Vec::new());
+        let r = super::recover(dir, &mut |f| match f {
+            Found::Snapshot(s) => snapshot = Some(*s),
+            Found::Record(r) => records.push(r),
+        })?;
+        assert_eq!(r.records, records.len());
+        Ok(Recovered {
+            snapshot,
+            records,
+            generation: r.generation,
+            torn_tail: r.torn_tail,
+            stale: r.stale,
+        })
+    }
+
     use super::*;
     use drover_proto::state::wal_record::Kind;
 

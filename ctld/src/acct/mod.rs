@@ -40,6 +40,18 @@ impl Ctld {
         self.effects.push(Effect::Account { job, now: self.now });
     }
 
+    /// Send again the accounting records of up to `n` jobs of
+    /// [`Ctld::acct_resend`] (their current state: the daemon keeps the
+    /// newest, so a job changed since is only sent twice).
+    pub fn resend_accounting(&mut self, n: usize) {
+        for _ in 0..n {
+            let Some(id) = self.acct_resend.pop() else {
+                break;
+            };
+            self.acct_record(id);
+        }
+    }
+
     /// Accounting's say at submit: default account, associations, limits
     /// (against `want`, the resolved request's TRES).
     pub fn acct_submit_check(

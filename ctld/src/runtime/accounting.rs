@@ -105,11 +105,8 @@ impl Runtime {
             enforce: Enforce::parse(&self.core.cfg.accounting_storage_enforce),
             dir,
         });
-        let ids: Vec<u32> = self.core.jobs.keys().copied().collect();
-        for id in ids {
-            self.core.acct_record(id);
-        }
-        self.perform();
+        // Every job's record again, in chunks once serving (`run`).
+        self.core.acct_resend = self.core.jobs.keys().rev().copied().collect();
         Ok(())
     }
 }

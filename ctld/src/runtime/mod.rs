@@ -30,6 +30,9 @@ pub use agent_pool::AgentPool;
 
 /// Snapshot the state once the log has grown this much.
 const SNAPSHOT_BYTES: u64 = 64 * 1024 * 1024;
+/// Jobs whose accounting record a restart sends again per owner-loop turn
+/// (a few milliseconds of work: a call waits at most that long).
+const ACCT_RESEND_CHUNK: usize = 2000;
 
 /// The wall clock, read by the runtime only (unix seconds).
 pub fn clock() -> i64 {
@@ -59,7 +62,16 @@ impl Runtime {
         fence: Option<fence::Fence>,
     ) -> Result<Runtime, String> {
         let dir = PathBuf::from(&cfg.state_save_location);
-        let rec = wal::recover(&dir)?;
+        let host = drover_proto::auth::hostname();
+        let slurm_user_uid = crate::users::user_uid(&cfg.slurm_user).unwrap_or(0);
+        let mut core = Ctld::new(cfg, config_path, clock(), slurm_user_uid, host);
+        // Each record is applied as it is decoded.
+        let mut restore = core.restoring();
+        let rec = wal::recover(&dir, &mut |found| match found {
+            wal::Found::Snapshot(s) => restore.snapshot(*s),
+            wal::Found::Record(r) => restore.record(r),
+        })?;
+        restore.finish();
         if rec.torn_tail {
             tracing::warn!("state log ended in a torn record (crash mid-write); it was dropped");
         }
@@ -70,13 +82,9 @@ impl Runtime {
             );
         }
         let epoch = fence.as_ref().map(|f| (dir.clone(), f.epoch));
-        let host = drover_proto::auth::hostname();
-        let slurm_user_uid = crate::users::user_uid(&cfg.slurm_user).unwrap_or(0);
         let wal = Wal::start(&dir, rec.generation, fence)?;
         let mail = mail::MailSender::start(tx.clone())?;
-        let mut core = Ctld::new(cfg, config_path, clock(), slurm_user_uid, host);
-        let replayed = rec.records.len();
-        core.restore(rec.snapshot, rec.records);
+        let replayed = rec.records;
         let pending = core
             .jobs
             .values()
@@ -132,6 +140,10 @@ impl Runtime {
                             Err(_) => break,
                         }
                     }
+                }
+                // A restart's accounting resend, between other work.
+                _ = std::future::ready(()), if !self.core.acct_resend.is_empty() => {
+                    self.core.resend_accounting(ACCT_RESEND_CHUNK);
                 }
                 _ = tick.tick() => {
                     let t = clock();
