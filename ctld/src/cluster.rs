@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use drover_conf::slurmconf::{Config, NodeConf, PartitionConf};
 
-use crate::sched::{GresDev, NodeSnap, PartSnap, Share};
+use crate::sched::{GresDev, NodeSnap, PartSnap, Request, Share};
 
 /// One CPU's use: jobs on it, and the least share limit among them since
 /// it was last free (1: a job that shares it with nobody).
@@ -301,6 +301,9 @@ pub struct Cluster {
     /// Every node as configured, empty and usable ([`Cluster::pristine`]),
     /// built on first use; [`Cluster::node_conf_changed`] drops it.
     pristine: std::cell::OnceCell<Vec<NodeSnap>>,
+    /// Answers of [`Cluster::fits_pristine`] by partition and request, kept
+    /// as long as the pristine cluster and the partitions' node lists.
+    fits: std::cell::RefCell<rustc_hash::FxHashMap<usize, rustc_hash::FxHashMap<Request, bool>>>,
     /// Each node as the scheduler sees it, kept between passes
     /// ([`Cluster::take_snaps`]): only the nodes whose resources changed
     /// since (`stale`) are built again.
@@ -322,6 +325,7 @@ impl Cluster {
             parts: Vec::new(),
             default_part: None,
             pristine: std::cell::OnceCell::new(),
+            fits: Default::default(),
             snaps: Vec::new(),
             stale: Vec::new(),
         };
@@ -333,6 +337,7 @@ impl Cluster {
     /// delete partition` left them): indices, the default partition and each
     /// node's partition list follow.
     pub fn set_partitions(&mut self, confs: &[drover_conf::PartitionConf]) {
+        self.fits.get_mut().clear();
         self.parts = confs
             .iter()
             .map(|p| Partition {
@@ -442,10 +447,33 @@ impl Cluster {
         p
     }
 
+    /// Could `req` be placed on partition `part`'s nodes were they all
+    /// empty (the submit-time "could this ever run" check)? A placement
+    /// over every node of the partition, so the answer is kept: equal
+    /// requests are the rule (arrays, scripts submitted in loops). At most
+    /// `FITS_KEPT` answers: beyond, the table starts afresh.
+    pub fn fits_pristine(&self, req: &Request, part: usize) -> bool {
+        const FITS_KEPT: usize = 4096;
+        if let Some(&fits) = self.fits.borrow().get(&part).and_then(|t| t.get(req)) {
+            return fits;
+        }
+        let nodes = &self.parts[part].nodes;
+        let fits = (req.min_nodes as usize) <= nodes.len()
+            && crate::sched::place(req, nodes, self.pristine()).is_ok();
+        let mut tables = self.fits.borrow_mut();
+        let table = tables.entry(part).or_default();
+        if table.len() >= FITS_KEPT {
+            table.clear();
+        }
+        table.insert(req.clone(), fits);
+        fits
+    }
+
     /// A node's configuration (features, weight) changed: the pristine
     /// cluster is built again on next use.
     pub fn node_conf_changed(&mut self) {
         self.pristine.take();
+        self.fits.get_mut().clear();
         self.snaps.clear();
     }
 
@@ -664,6 +692,33 @@ mod tests {
         assert_eq!((s.free_cpus.len(), s.shared.len()), (4, 0));
         assert_eq!(c.nodes[0].cpus_alloc(), 0);
         assert_eq!(c.nodes[0].alloc_mem, 0);
+    }
+
+    #[test]
+    fn could_ever_run_is_answered_again_after_the_partitions_change() {
+        let mut c = cluster("NO");
+        let want = |cpus: u32| Request {
+            min_nodes: 1,
+            max_nodes: 1,
+            ntasks: cpus,
+            cpus_per_task: 1,
+            ..Default::default()
+        };
+        assert!(c.fits_pristine(&want(4), 0));
+        assert!(!c.fits_pristine(&want(8), 0), "one node of 4 CPUs");
+        assert!(!c.fits_pristine(&want(8), 0), "the kept answer");
+        // The partition loses its node: nothing fits any more.
+        let mut empty = PartitionConf::new("p");
+        empty.nodes = Vec::new();
+        c.set_partitions(&[empty]);
+        assert!(!c.fits_pristine(&want(4), 0));
+        // The node's configuration changes: answered afresh.
+        let mut p = PartitionConf::new("p");
+        p.nodes = vec!["n1".into()];
+        c.set_partitions(&[p]);
+        c.nodes[0].conf.cpus = 8;
+        c.node_conf_changed();
+        assert!(c.fits_pristine(&want(8), 0));
     }
 
     #[test]

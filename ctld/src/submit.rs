@@ -12,7 +12,7 @@ use drover_proto::{JobSpec, JobState, SubmitResponse, INFINITE};
 
 use crate::ctld::{Ctld, Reply};
 use crate::job::{env_to_blob, Job};
-use crate::sched::{place, Request};
+use crate::sched::Request;
 
 /// Slurm's texts for the refusals clients and scripts look for.
 pub mod msg {
@@ -294,11 +294,9 @@ impl Ctld {
                 return Err(msg::FEATURE);
             }
         }
-        let pristine = self.cluster.pristine();
-        if (req.min_nodes as usize) > p.nodes.len() {
+        if !self.cluster.fits_pristine(&req, part) {
             return Err(msg::NODE_CONFIG);
         }
-        place(&req, &p.nodes, pristine).map_err(|_| msg::NODE_CONFIG)?;
         Ok(resolved)
     }
 
