@@ -21,6 +21,7 @@ pub mod rest;
 /// Every `unsafe` block of the harness (namespaces, terminals).
 #[allow(unsafe_code)]
 pub mod sys;
+pub mod users;
 pub mod webdriver;
 
 pub use gpu::{can_bind_devices, fake_gpus, gpu_cluster, gpu_cluster_with};

@@ -5,12 +5,11 @@
 //! commands can do then is what the local socket lets them do.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use drover_proto::auth::{request_token, Binding, METADATA_KEY};
 use drover_proto::controller_client::ControllerClient;
 use drover_proto::PingRequest;
-use drover_tests::{Cluster, Spec};
+use drover_tests::{users, Cluster, Spec};
 
 fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -45,85 +44,14 @@ fn commands_on_the_local_socket_act_as_their_caller_and_no_one_else() {
     assert!(c
         .log_text("droverctld")
         .contains(&format!("local socket {}", sock.display())));
-    let home = c.path().join("nobody-home");
-    std::fs::create_dir(&home).unwrap();
-    std::os::unix::fs::chown(&home, Some(65534), Some(65534)).unwrap();
+    let home = users::nobody_home(&c);
     let root_job = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\nsleep 60\n");
     let _away = AuthAway::new(&c);
     // Root over the local socket is root (the admin).
     let o = c.run("scontrol", &["show", "node", "node1"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    // nobody submits: the job is nobody's and runs as nobody.
-    let o = c.run_as(
-        65534,
-        "sbatch",
-        &[
-            "--parsable",
-            "-D",
-            home.to_str().unwrap(),
-            "--wrap",
-            "id -u; id -g; sleep 60",
-        ],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let theirs: u32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
-    assert_eq!(
-        c.job_field(&theirs.to_string(), "UserId").as_deref(),
-        Some("nobody(65534)")
-    );
-    let out = home.join(format!("slurm-{theirs}.out"));
-    assert_eq!(
-        c.wait_file(&out, |t| t.lines().count() >= 2),
-        "65534\n65534\n"
-    );
-    // nobody cannot act as root: not on root's job, not on a node, not on
-    // the controller.
-    let o = c.run_as(65534, "scancel", &[&root_job.to_string()]);
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("Access/permission denied"),
-        "{}",
-        stderr(&o)
-    );
-    let o = c.run_as(
-        65534,
-        "scontrol",
-        &["update", &format!("JobId={root_job}"), "TimeLimit=1"],
-    );
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("Access/permission denied"),
-        "{}",
-        stderr(&o)
-    );
-    let o = c.run_as(
-        65534,
-        "scontrol",
-        &["update", "NodeName=node1", "State=DRAIN", "Reason=x"],
-    );
-    assert!(!o.status.success());
-    let o = c.run_as(65534, "scontrol", &["shutdown"]);
-    assert!(!o.status.success());
-    assert_eq!(
-        c.job_field(&root_job.to_string(), "JobState").as_deref(),
-        Some("RUNNING")
-    );
-    // ...but on their own job, yes; and --me is theirs only.
-    let me = c.run_as(65534, "squeue", &["--me", "-h", "-o", "%i"]);
-    assert_eq!(
-        String::from_utf8_lossy(&me.stdout).trim(),
-        theirs.to_string()
-    );
-    let o = c.run_as(65534, "scancel", &[&theirs.to_string()]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    // Root may cancel anyone's.
-    let o = c.run("scancel", &[&root_job.to_string()]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    c.wait_state(
-        &root_job.to_string(),
-        &["CANCELLED"],
-        Duration::from_secs(20),
-    );
+    // Everyone else is who the kernel says: nobody, with nobody's powers.
+    users::nobody_touches_only_their_jobs(&c, &home, root_job);
 }
 
 #[test]
