@@ -226,6 +226,15 @@ pub fn jwt_conf() -> String {
     "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={DIR}/jwt.key".to_string()
 }
 
+/// A cluster spec with JWT authentication on (the key file included).
+pub fn jwt_spec() -> crate::Spec {
+    crate::Spec {
+        extra: vec![jwt_conf()],
+        files: vec![("jwt.key".into(), JWT_KEY.into())],
+        ..crate::Spec::default()
+    }
+}
+
 /// Make the key file private, as the daemons demand.
 pub fn jwt_key_ready(c: &Cluster) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;

@@ -69,15 +69,7 @@ impl Ctld {
         for job in self.holding_jobs() {
             let st = job.state();
             let rt = job.rt();
-            if rt.share <= 1
-                || !matches!(
-                    st,
-                    JobState::Running
-                        | JobState::Completing
-                        | JobState::Suspended
-                        | JobState::Configuring
-                )
-            {
+            if rt.share <= 1 {
                 continue;
             }
             let end = if rt.terminating || rt.preempted || st == JobState::Completing {
@@ -121,15 +113,6 @@ impl Ctld {
         let mut part_modes: Vec<(&str, crate::assoc::PreemptMode)> = Vec::new();
         for job in self.holding_jobs() {
             let st = job.state();
-            if !matches!(
-                st,
-                JobState::Running
-                    | JobState::Completing
-                    | JobState::Suspended
-                    | JobState::Configuring
-            ) {
-                continue;
-            }
             let rt = job.rt();
             let part = self.cluster.part_idx(&rt.partition).unwrap_or(usize::MAX);
             let owner = self.owner(job);

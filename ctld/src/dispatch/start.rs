@@ -153,24 +153,43 @@ impl Ctld {
         self.send_launch(id);
     }
 
-    /// Send (or re-send: the agent makes it idempotent) the batch launch.
+    /// Send (or re-send: the agent makes it idempotent) the batch launch:
+    /// the job's launch request with its script, to its batch host.
     pub fn send_launch(&mut self, id: u32) {
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
-        let job = job.clone();
-        let rt = job.rt();
-        let node = rt.batch_host.clone();
-        let mut spec = job.spec().clone();
-        spec.script = self
+        let (node, start) = (job.rt().batch_host.clone(), job.rt().start_time);
+        let script = self
             .blobs
             .get(job.rec.script_blob)
             .map(|b| b.to_vec())
             .unwrap_or_default();
+        let mut req = self.job_launch_request(id);
+        if let Some(spec) = req.spec.as_mut() {
+            spec.script = script;
+        }
+        req.node = node.clone();
+        self.effects.push(Effect::Launch {
+            node,
+            req: Box::new(req),
+            start,
+        });
+    }
+
+    /// The job's launch credential (environment, user, allocation), as the
+    /// batch launch and every step launch carry it; without the script and
+    /// the node (the batch launch adds them).
+    pub fn job_launch_request(&mut self, id: u32) -> LaunchRequest {
+        let Some(job) = self.jobs.get(&id) else {
+            return LaunchRequest::default();
+        };
+        let job = job.clone();
+        let mut spec = job.spec().clone();
         spec.environment = job_environment(&self.blobs, &job);
         let allocation = launch_allocation(&job);
         let info = self.job_info(&job);
-        let req = LaunchRequest {
+        LaunchRequest {
             job_id: id,
             spec: Some(spec),
             info: Some(info),
@@ -178,19 +197,13 @@ impl Ctld {
             gid: job.rec.gid,
             user_name: job.rec.user_name.clone(),
             groups: job.rec.groups.clone(),
-            node: node.clone(),
+            node: String::new(),
             expires: self.now + 300,
             kill_wait: self.cfg.kill_wait as u32,
             cluster_name: self.cfg.cluster_name.clone(),
             node_id: 0,
             allocation: Some(allocation),
-        };
-        let start = rt.start_time;
-        self.effects.push(Effect::Launch {
-            node,
-            req: Box::new(req),
-            start,
-        });
+        }
     }
 
     /// The agent's answer to a launch of the job started at `start`.

@@ -206,7 +206,7 @@ impl Ctld {
         // The TRES of each distinct request, by its shared allocation
         // (`intern.rs`: equal requests are one `Arc`).
         let mut request_tres: HashMap<*const ResolvedRequest, crate::assoc::Tres> = HashMap::new();
-        let mut factors_now = HashMap::with_capacity(self.queue.len());
+        let mut factors_now = HashMap::with_capacity(self.sched.factors.len());
         let mut changed = Vec::new();
         for &(_, id) in self.unheld() {
             let Some(job) = self.jobs.get(&id) else {

@@ -93,22 +93,20 @@ fn poll(env: &mut TestEnv, who: &Identity, held: &mut Held, since: i64) -> (i64,
     (r.now, full.keys().copied().collect(), moved)
 }
 
+/// A job of two CPUs per task: a whole node of CONF.
+fn two_cpus(minutes: u32) -> JobSpec {
+    JobSpec {
+        cpus_per_task: 2,
+        ..job(minutes)
+    }
+}
+
 #[test]
 fn held_jobs_patched_with_stamps_are_the_jobs_listed_now() {
     let mut env = TestEnv::new(CONF);
     let run = env.sbatch(job(30));
-    let long = env.sbatch(JobSpec {
-        cpus_per_task: 2,
-        ..job(60)
-    });
-    let waiting: Vec<u32> = (0..3)
-        .map(|_| {
-            env.sbatch(JobSpec {
-                cpus_per_task: 2,
-                ..job(20)
-            })
-        })
-        .collect();
+    let long = env.sbatch(two_cpus(60));
+    let waiting: Vec<u32> = (0..3).map(|_| env.sbatch(two_cpus(20))).collect();
     let later = env.sbatch(JobSpec {
         begin_time: T0 + 300,
         ..job(5)
@@ -235,14 +233,8 @@ fn ids(jobs: &[JobInfo]) -> Vec<u32> {
 fn change_numbers_send_exactly_the_changed_jobs_and_nothing_for_an_unchanged_queue() {
     let mut env = TestEnv::new(CONF);
     let a = env.sbatch(job(30));
-    let b = env.sbatch(JobSpec {
-        cpus_per_task: 2,
-        ..job(20)
-    });
-    let c = env.sbatch(JobSpec {
-        cpus_per_task: 2,
-        ..job(20)
-    });
+    let b = env.sbatch(two_cpus(20));
+    let c = env.sbatch(two_cpus(20));
     let mut at = Since::default();
     let first = poll_seq(&mut env, &root(), &mut at);
     assert!(!first.unchanged);

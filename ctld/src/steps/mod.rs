@@ -15,13 +15,12 @@ use crate::refusal::Refusal;
 use drover_conf::hostlist;
 use drover_proto::auth::Identity;
 use drover_proto::{
-    CompleteAllocationRequest, CompleteAllocationResponse, CreateStepResponse, JobState,
-    LaunchRequest, NodeAlloc, StepEndedRequest, StepInfo, StepLaunchRequest, StepRequest,
+    CompleteAllocationRequest, CompleteAllocationResponse, CreateStepResponse, JobState, NodeAlloc,
+    StepEndedRequest, StepInfo, StepLaunchRequest, StepRequest,
 };
 
 use crate::ctld::Ctld;
 use crate::ctld::Effect;
-use crate::job::{job_environment, launch_allocation};
 use crate::submit::msg;
 use layout::LayoutError;
 
@@ -232,34 +231,6 @@ impl Ctld {
             ntasks: info.ntasks,
         };
         (resp, launches)
-    }
-
-    /// The job's launch credential (environment, user, allocation), as the
-    /// batch launch carries it, without the script.
-    pub fn job_launch_request(&mut self, id: u32) -> LaunchRequest {
-        let Some(job) = self.jobs.get(&id) else {
-            return LaunchRequest::default();
-        };
-        let job = job.clone();
-        let mut spec = job.spec().clone();
-        spec.environment = job_environment(&self.blobs, &job);
-        let allocation = launch_allocation(&job);
-        let info = self.job_info(&job);
-        LaunchRequest {
-            job_id: id,
-            spec: Some(spec),
-            info: Some(info),
-            uid: job.rec.uid,
-            gid: job.rec.gid,
-            user_name: job.rec.user_name.clone(),
-            groups: job.rec.groups.clone(),
-            node: String::new(),
-            expires: self.now + 300,
-            kill_wait: self.cfg.kill_wait as u32,
-            cluster_name: self.cfg.cluster_name.clone(),
-            node_id: 0,
-            allocation: Some(allocation),
-        }
     }
 
     /// A node finished its part of a step (or could not start it).

@@ -3,26 +3,20 @@
 
 use std::time::Duration;
 
-use drover_tests::rest::{jwt_conf, jwt_key_ready, token, RestD, JWT_KEY};
+use drover_tests::rest::{jwt_key_ready, jwt_spec, token, RestD};
 use drover_tests::{Cluster, Spec};
 use serde_json::{json, Value};
 
 const V: &str = "/slurm/v0.0.40";
 
 fn cluster() -> Cluster {
-    Cluster::start(Spec {
-        extra: vec![jwt_conf()],
-        files: vec![("jwt.key".into(), JWT_KEY.into())],
-        ..Spec::default()
-    })
+    Cluster::start(jwt_spec())
 }
 
 fn cluster_with_accounting() -> Cluster {
     Cluster::start(Spec {
-        extra: vec![jwt_conf()],
-        files: vec![("jwt.key".into(), JWT_KEY.into())],
         accounting: Some("sqlite".into()),
-        ..Spec::default()
+        ..jwt_spec()
     })
 }
 

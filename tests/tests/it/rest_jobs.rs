@@ -3,18 +3,14 @@
 //! answer streamed with its length), and `GET /job/A_i` of a pending
 //! array task.
 
-use drover_tests::rest::{jwt_conf, jwt_key_ready, token, RestD, JWT_KEY};
-use drover_tests::{Cluster, Spec};
+use drover_tests::rest::{jwt_key_ready, jwt_spec, token, RestD};
+use drover_tests::Cluster;
 use serde_json::Value;
 
 const V: &str = "/slurm/v0.0.40";
 
 fn cluster() -> Cluster {
-    Cluster::start(Spec {
-        extra: vec![jwt_conf()],
-        files: vec![("jwt.key".into(), JWT_KEY.into())],
-        ..Spec::default()
-    })
+    Cluster::start(jwt_spec())
 }
 
 /// Every job object with its `run_time` and the envelope's times left
