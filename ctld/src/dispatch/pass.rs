@@ -13,7 +13,7 @@ use drover_proto::{JobState, INFINITE};
 
 use crate::ctld::{Ctld, Effect, Op};
 use crate::job::Job;
-use crate::sched::{self, Decision, JobSnap};
+use crate::sched::{self, Decision, JobSnap, PreemptKind};
 
 use super::gate::{Gate, Gated};
 
@@ -154,7 +154,13 @@ impl Ctld {
         }
         let mut params = crate::dispatch::state::params(&self.cfg);
         params.quick = !full;
-        let running = self.running_snaps(&nodes);
+        // A quick pass plans nothing: the running jobs matter to it only
+        // for preemption and for association/QOS limits.
+        let running = if full || params.preempt != PreemptKind::Off || self.assoc.has_limits() {
+            self.running_snaps(&nodes)
+        } else {
+            Vec::new()
+        };
         if nodes.iter().any(|n| !n.shared.is_empty()) {
             self.share_untils(nodes.to_mut(), t);
         }
@@ -232,7 +238,7 @@ impl Ctld {
                 resvs: &resvs,
                 assoc: &self.assoc,
             });
-            self.apply_plan(decisions, &nodes);
+            self.apply_plan(decisions, &nodes, full);
             drop(nodes);
             self.cluster.put_snaps(base);
             self.sched.cycle_done = Some((snaps.len(), queue_len));
@@ -256,7 +262,7 @@ impl Ctld {
             });
             Box::new(move |c: &mut Ctld| {
                 c.sched.in_flight = false;
-                c.apply_plan(decisions, &nodes);
+                c.apply_plan(decisions, &nodes, full);
                 if std::mem::take(&mut c.sched.again) {
                     c.sched_needed = true;
                 }
@@ -281,8 +287,9 @@ impl Ctld {
 
     /// Carry out a pass's decisions. The world may have moved on since the
     /// snapshot (a worker-thread pass): a start is made only if the job is
-    /// still pending and unheld and its resources are still free.
-    fn apply_plan(&mut self, decisions: Vec<Decision>, nodes: &[sched::NodeSnap]) {
+    /// still pending and unheld and its resources are still free. A quick
+    /// pass plans no starts: the last full pass's expected starts stay.
+    fn apply_plan(&mut self, decisions: Vec<Decision>, nodes: &[sched::NodeSnap], full: bool) {
         for d in decisions {
             match d {
                 Decision::Start {
@@ -314,9 +321,14 @@ impl Ctld {
                         continue;
                     }
                     match start {
-                        Some(s) => self.sched.expected.insert(job, s),
-                        None => self.sched.expected.remove(&job),
-                    };
+                        Some(s) => {
+                            self.sched.expected.insert(job, s);
+                        }
+                        None if full => {
+                            self.sched.expected.remove(&job);
+                        }
+                        None => {}
+                    }
                     set_reason(j, reason, self.now, &mut self.change_seq);
                 }
                 Decision::Preempt { job, by, mode } => self.preempt(job, by, mode),

@@ -207,6 +207,14 @@ impl AssocSet {
         self.assocs.is_empty()
     }
 
+    /// Whether any association or QOS sets a limit a running job counts
+    /// against (without, no pending job can be held by one).
+    pub fn has_limits(&self) -> bool {
+        let empty = Limits::default();
+        self.assocs.iter().any(|a| a.limits != empty)
+            || self.qos.values().any(|q| q.limits != empty)
+    }
+
     /// The account a job runs under when it names none: the user's default
     /// account.
     pub fn default_account(&self, user: &str) -> Option<&str> {

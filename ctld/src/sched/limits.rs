@@ -206,6 +206,8 @@ fn over(limit: &Tres, used: Option<&Tres>, want: &Tres) -> Option<String> {
 /// Usage by running jobs (and jobs started this pass), per limit scope.
 pub struct LimitState<'a> {
     set: &'a AssocSet,
+    /// Some association or QOS sets a limit.
+    any: bool,
     qos_user: HashMap<(String, String), Usage>,
     qos_grp: HashMap<String, Usage>,
     assoc_user: HashMap<(String, String), Usage>,
@@ -215,6 +217,7 @@ pub struct LimitState<'a> {
 impl<'a> LimitState<'a> {
     pub fn new(set: &'a AssocSet) -> Self {
         LimitState {
+            any: set.has_limits(),
             set,
             qos_user: HashMap::new(),
             qos_grp: HashMap::new(),
@@ -226,7 +229,7 @@ impl<'a> LimitState<'a> {
     /// Whether any association or QOS could limit a job (without, `check`
     /// finds nothing and `add` counts nothing).
     pub fn any(&self) -> bool {
-        !(self.set.is_empty() && self.set.qos.is_empty())
+        self.any
     }
 
     /// The QOS a job runs under.

@@ -112,6 +112,9 @@ pub(super) struct Pass<'a> {
     pub taken: Vec<bool>,
     /// Bumped whenever a node's profile changes (for [`Memo`]).
     pub ver: Vec<u32>,
+    /// Nodes a quick pass keeps from lower-priority jobs: those of the
+    /// partitions where a job could not start (Slurm's main scheduler).
+    withheld: Vec<bool>,
     index: Index,
     pub out: Vec<Decision>,
 }
@@ -180,6 +183,7 @@ impl<'a> Pass<'a> {
             limits,
             taken: vec![false; inp.running.len()],
             ver: vec![0; inp.nodes.len()],
+            withheld: vec![false; inp.nodes.len()],
             index: Index::new(inp.nodes, inp.parts),
             out: Vec::new(),
         }
@@ -188,6 +192,9 @@ impl<'a> Pass<'a> {
     /// What node `i` offers a job over [s, e): nothing if a reservation
     /// other than the job's own is in the way.
     pub fn window(&self, i: usize, s: i64, e: i64, own: Option<usize>) -> Avail {
+        if self.withheld[i] && s <= self.inp.now {
+            return NOTHING;
+        }
         let l = &self.lines[i];
         if l.blocked(s, e, own).is_some() {
             return NOTHING;
@@ -212,7 +219,7 @@ impl<'a> Pass<'a> {
     /// takes those held longest first), so that it delays no planned start.
     fn window_now_share(&self, i: usize, e: i64, own: Option<usize>, share: u32) -> Avail {
         let now = self.inp.now;
-        if self.lines[i].blocked(now, e, own).is_some() {
+        if self.withheld[i] || self.lines[i].blocked(now, e, own).is_some() {
             return NOTHING;
         }
         let n = &self.work[i];
@@ -405,6 +412,24 @@ impl<'a> Pass<'a> {
             partition: part,
             allocs,
         });
+    }
+
+    /// A quick pass left `job` waiting: lower-priority jobs may not start
+    /// on the nodes it needs (those it requires, if they are enough, else
+    /// every node of its partitions), since nothing was planned for it.
+    fn withhold(&mut self, job: &JobSnap, parts: &[usize]) {
+        let required = &job.req.required;
+        if !required.is_empty() && required.len() as u32 >= job.req.min_nodes.max(1) {
+            for &i in required {
+                self.withheld[i] = true;
+            }
+            return;
+        }
+        for &p in parts {
+            for &i in &self.inp.parts[p].nodes {
+                self.withheld[i] = true;
+            }
+        }
     }
 
     fn wait(&mut self, job: u32, reason: &'static str, start: Option<i64>) {
@@ -634,8 +659,10 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         let info = &mut shapes[sid];
         info.now_fails |= !untested;
 
-        // It waits. Plan its start (backfill), or preempt for it.
+        // It waits. Plan its start (backfill; a quick pass is Slurm's main
+        // scheduler and plans nothing), or preempt for it.
         let planning = params.backfill
+            && !params.quick
             && tested < params.bf_max_job_test
             && (params.bf_max_job_user == 0
                 || per_user.get(job.owner.user.as_str()).copied().unwrap_or(0)
@@ -733,6 +760,9 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         if reason != "ReqNodeNotAvail" {
             for &p in &up {
                 blocked[p] = true;
+            }
+            if params.quick {
+                pass.withhold(job, &up);
             }
         }
         pass.wait(job.id, reason, None);

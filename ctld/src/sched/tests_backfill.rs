@@ -287,6 +287,56 @@ fn quick_pass_stops_a_partition_at_its_first_pending_job() {
     assert_eq!(started(&s.plan()), [1, 3, 4]);
 }
 
+/// A quick pass plans no start for the job it leaves pending; instead, as
+/// Slurm's main scheduler does, the nodes of that job's partition are kept
+/// from lower-priority jobs of other partitions for the rest of the pass
+/// (the next full pass backfills them). A job that requires nodes enough
+/// for itself keeps only those.
+#[test]
+fn quick_pass_keeps_a_pending_jobs_nodes_from_other_partitions() {
+    let two_parts = || {
+        let mut s = Sim::new(2, 4, 0);
+        let mut wide = s.parts[0].clone();
+        wide.name = "wide".into();
+        s.parts[0].nodes = vec![0];
+        s.parts.push(wide);
+        s.run(100, 0, 2, 0, NOW + 100);
+        s.job(1, 30, 4, 1000); // batch (node 0): left pending
+        s.job(2, 20, 1, 50).partitions = vec![1]; // wide: nodes 0 and 1
+        s.job(3, 10, 2, 50).partitions = vec![1];
+        s
+    };
+    let mut s = two_parts();
+    s.params.quick = true;
+    let d = s.plan();
+    assert_eq!(start_of(&d, 1), None);
+    assert_eq!(reason(&d, 1), "Resources");
+    let node_of = |d: &[Decision], id: u32| {
+        d.iter().find_map(|x| match x {
+            Decision::Start { job, allocs, .. } if *job == id => Some(allocs[0].node),
+            _ => None,
+        })
+    };
+    // Node 0 is job 1's: both wide jobs go to node 1.
+    assert_eq!(started(&d), [2, 3]);
+    assert_eq!((node_of(&d, 2), node_of(&d, 3)), (Some(1), Some(1)));
+
+    // A full pass plans job 1 and backfills around it.
+    s.params.quick = false;
+    let d = s.plan();
+    assert_eq!(start_of(&d, 1), Some(NOW + 100));
+    assert_eq!(started(&d), [2, 3]);
+
+    // Job 1 requires node 0 only: node 1 stays open.
+    let mut s = two_parts();
+    s.jobs[0].req.required = vec![0];
+    s.jobs[2].req.ntasks = 4;
+    s.params.quick = true;
+    let d = s.plan();
+    assert_eq!(started(&d), [2]);
+    assert_eq!(node_of(&d, 2), Some(1));
+}
+
 #[test]
 fn multi_node_jobs_plan_when_enough_nodes_free_together() {
     let mut s = Sim::new(3, 4, 0);
