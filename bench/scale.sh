@@ -103,11 +103,13 @@ for _ in $(seq 3000); do [ -z "$(squeue -h -o %i | head -n1)" ] && break; sleep 
 if [ "$N_DRAIN" -eq 0 ]; then echo "controller RSS at the end: $(rss_mib) MiB"; exit 0; fi
 "$BIN/drover" bench submit --count "$N_DRAIN" --concurrency 64 --hold --quiet
 ids=$(squeue -h -o %i | paste -sd, -)
+cpu0=$(ctld_cpu)
 t0=$(now_ns)
 scontrol release "$ids"
 for _ in $(seq 100000); do [ -z "$(squeue -h -t PD,R,CG -o %i | head -n1)" ] && break; sleep 0.05; done
 t1=$(now_ns)
 echo "drain: $N_DRAIN jobs over $N_NODES nodes in $(ms "$t0" "$t1") ms = $(echo "$N_DRAIN * 1000000000 / ($t1 - $t0)" | bc) jobs/s"
+echo "controller CPU for the drain: $(echo "$(ctld_cpu) - $cpu0" | bc) s"
 echo "nodes not responding or down after the drain: $(scontrol show node | grep -c 'NOT_RESPONDING\|State=DOWN' || true)"
 echo "controller RSS at the end: $(rss_mib) MiB"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
