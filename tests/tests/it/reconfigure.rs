@@ -154,8 +154,10 @@ fn reconfigure_makes_agents_re_read_their_own_files() {
     });
     let log = c.log_text("droverctld");
     let warned: Vec<&str> = log.lines().filter(|l| l.contains(DRIFT)).collect();
-    assert_eq!(warned.len(), 1, "{log}");
-    assert!(warned[0].contains("Node node2 "), "{}", warned[0]);
+    // Only node2 is named (once per registration it makes: a heartbeat
+    // may ask it to register again while the reconfigure is under way).
+    assert!(!warned.is_empty(), "{log}");
+    assert!(warned.iter().all(|w| w.contains("Node node2 ")), "{log}");
     for h in ["node1", "node2"] {
         let id = c.sbatch(&["-w", h, "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
         c.expect_end(id, "COMPLETED");
