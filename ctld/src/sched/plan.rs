@@ -419,15 +419,19 @@ impl<'a> Pass<'a> {
     /// every node of its partitions), since nothing was planned for it.
     fn withhold(&mut self, job: &JobSnap, parts: &[usize]) {
         let required = &job.req.required;
-        if !required.is_empty() && required.len() as u32 >= job.req.min_nodes.max(1) {
-            for &i in required {
-                self.withheld[i] = true;
-            }
-            return;
-        }
-        for &p in parts {
-            for &i in &self.inp.parts[p].nodes {
-                self.withheld[i] = true;
+        let nodes: Vec<usize> =
+            if !required.is_empty() && required.len() as u32 >= job.req.min_nodes.max(1) {
+                required.clone()
+            } else {
+                parts
+                    .iter()
+                    .filter_map(|&p| self.inp.parts.get(p))
+                    .flat_map(|p| p.nodes.iter().copied())
+                    .collect()
+            };
+        for i in nodes {
+            if let Some(w) = self.withheld.get_mut(i) {
+                *w = true;
             }
         }
     }
