@@ -110,26 +110,7 @@ impl Pass<'_> {
         if memo2.1.len() != inp.nodes.len() || memo2.0 != share {
             *memo2 = (share, vec![UNKNOWN; inp.nodes.len()]);
         }
-        let shares = if share == 1 {
-            // A share of one task: a node's earliest from `lb` is the one
-            // found from `from` when that is no sooner (nothing fitted
-            // before it); only the nodes that fitted sooner are asked again.
-            one.iter()
-                .filter_map(|&(i, t)| {
-                    if t >= lb {
-                        return Some((i, t));
-                    }
-                    let n = &inp.nodes[i];
-                    let cpus = req.cpus_per_task.max(1);
-                    let fits = |a: &Avail| a.cpus >= cpus && node_tasks(req, n, a, &opts) >= 1;
-                    self.node_earliest(i, &mut memo2.1, lb, until, d, own, &fits)
-                        .map(|t| (i, t))
-                })
-                .collect()
-        } else {
-            each(share, lb, &mut memo2.1)
-        };
-        let ub = kth(&shares, need);
+        let ub = kth(&each(share, lb, &mut memo2.1), need);
         let hi = ub.unwrap_or(until);
         let round = |t: i64| {
             if t <= inp.now {
