@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use drover_conf::Config;
-use drover_proto::client::{Controller, Credential};
+use drover_proto::client::{Controller, Credential, Signed};
 use drover_proto::standby::NOT_ACTIVE;
 
 /// Where the configuration lives unless `$DROVER_CONF`/`$SLURM_CONF` say otherwise.
@@ -70,11 +70,22 @@ type Local = Option<(std::path::PathBuf, std::os::unix::net::UnixStream)>;
 /// through its local socket on its own host. Must be called inside the
 /// runtime.
 pub fn client_for(cmd: &str, cfg: &Config) -> Result<Controller, i32> {
+    signed_for(cmd, cfg).map(drover_proto::client::controller_of)
+}
+
+/// [`client_for`]'s connection itself, for calls made without the
+/// generated client (`drover_proto::joblist`).
+pub fn signed_for(cmd: &str, cfg: &Config) -> Result<Signed, i32> {
     if let Some(local) = drover_proto::client::local_controller(cfg) {
-        return controller_via(cmd, cfg, Some(local));
+        return signed_via(cmd, cfg, Some(local));
     }
     let probe = drover_proto::auth::probe_socket(Path::new(&cfg.auth_socket()));
-    controller_with(cmd, cfg, probe)
+    probe.map_err(|e| {
+        eprintln!("{cmd}: error: {e}");
+        eprintln!("{cmd}: error: {CONNECT_FAILURE}");
+        1
+    })?;
+    signed_via(cmd, cfg, None)
 }
 
 /// [`client_for`], trying again for up to `patience` while the
@@ -108,12 +119,16 @@ fn controller_with(cmd: &str, cfg: &Config, probe: Result<(), String>) -> Result
 }
 
 fn controller_via(cmd: &str, cfg: &Config, local: Local) -> Result<Controller, i32> {
+    signed_via(cmd, cfg, local).map(drover_proto::client::controller_of)
+}
+
+fn signed_via(cmd: &str, cfg: &Config, local: Local) -> Result<Signed, i32> {
     let cred = Credential::user(cfg.auth_socket().into());
     let targets = drover_proto::client::targets_via(cfg, local).map_err(|e| {
         eprintln!("{cmd}: error: {e}");
         1
     })?;
-    Ok(drover_proto::client::controller_over(targets, cred))
+    Ok(Signed::new(targets, cred))
 }
 
 /// The Scheduler service (sprio, sshare, reservations) on the controller's

@@ -336,13 +336,32 @@ pub fn squeue_to(
     cluster: &str,
     command: &[String],
 ) -> std::io::Result<()> {
+    squeue_each(w, now, cluster, command, |emit| rows.iter().for_each(emit))
+}
+
+/// [`squeue_to`] for rows as they come: `feed` hands each to the writer
+/// (the records need not outlive their row).
+pub fn squeue_each(
+    w: &mut dyn std::io::Write,
+    now: i64,
+    cluster: &str,
+    command: &[String],
+    feed: impl FnOnce(&mut dyn FnMut(&Row<'_>)),
+) -> std::io::Result<()> {
     let mut buf = String::with_capacity(1 << 19);
     let mut env = Envelope::begin(&mut buf, "jobs");
-    for r in rows {
+    let mut failed = None;
+    feed(&mut |r: &Row<'_>| {
+        if failed.is_some() {
+            return;
+        }
         env.item(&job(r, now, cluster));
         if env.pending() > 1 << 18 {
-            env.drain_to(w)?;
+            failed = env.drain_to(w).err();
         }
+    });
+    if let Some(e) = failed {
+        return Err(e);
     }
     let meta = meta_j(command, cluster);
     env.finish(&[

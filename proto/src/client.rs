@@ -134,7 +134,12 @@ pub fn controller_for(cfg: &drover_conf::Config, cred: Credential) -> Result<Con
 
 /// The generated client over `targets`.
 pub fn controller_over(targets: Targets, cred: Credential) -> Controller {
-    ControllerClient::new(Signed::new(targets, cred))
+    controller_of(Signed::new(targets, cred))
+}
+
+/// The generated client over a signing connection.
+pub fn controller_of(svc: Signed) -> Controller {
+    ControllerClient::new(svc)
         .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(crate::MAX_MESSAGE_BYTES)
 }

@@ -22,6 +22,7 @@ pub mod authlog;
 pub mod authsock;
 pub mod bindopt;
 pub mod client;
+pub mod joblist;
 pub mod jobmask;
 pub mod jobstamp;
 pub mod jwt;

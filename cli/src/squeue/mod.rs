@@ -10,34 +10,86 @@ pub mod wanted;
 
 use std::io::Write;
 
-use drover_proto::{GetJobsRequest, JobFilter, JobInfo};
+use drover_proto::joblist::{each_job, get_jobs_encoded};
+use drover_proto::{GetJobsRequest, GetJobsResponse, JobFilter, JobInfo};
+use prost::Message;
 
 use crate::conn;
 pub use args::{parse_args, parse_states, Params, Parsed, TABLE, USAGE};
 pub use filter::{expand_arrays, filter};
-pub use sort::sort_rows;
+pub use sort::{sort_rows, SortKeys};
 
 /// Render the whole listing (header unless `-h`).
 pub fn render(out: &mut String, p: &Params, jobs: &[JobInfo], now: i64) {
-    let timer = conn::Timer::new();
-    let mut rows = Vec::with_capacity(jobs.len());
+    let mut listing = Listing::new(p, now);
     for j in jobs {
-        filter(j, p, &mut rows);
+        listing.add(j);
     }
-    timer.mark("filtered");
-    sort_rows(&mut rows, &p.sort, now);
-    timer.mark("sorted");
-    if p.array {
-        rows = expand_arrays(rows);
+    listing.finish(out);
+}
+
+/// A listing built as the answer is read, one job at a time: each row is
+/// rendered at once (with `-r`, a pending array's tasks as consecutive
+/// lines) and its sort keys kept, so the job need not outlive the call;
+/// [`Listing::finish`] sorts the rows and writes them.
+pub struct Listing<'p> {
+    p: &'p Params,
+    now: i64,
+    /// Every row's lines, in the order they came.
+    text: String,
+    /// Each row's part of `text`.
+    spans: Vec<(usize, usize)>,
+    keys: SortKeys,
+    scratch: String,
+}
+
+impl<'p> Listing<'p> {
+    pub fn new(p: &'p Params, now: i64) -> Listing<'p> {
+        Listing {
+            p,
+            now,
+            text: String::with_capacity(1 << 16),
+            spans: Vec::new(),
+            keys: SortKeys::new(&p.sort),
+            scratch: String::with_capacity(128),
+        }
     }
-    if !p.no_header {
-        format::render_header(out, &p.format);
-        out.push('\n');
+
+    /// The rows `job` contributes, if the filters keep it.
+    pub fn add(&mut self, job: &JobInfo) {
+        let mut rows = Vec::new();
+        filter(job, self.p, &mut rows);
+        for r in rows {
+            self.keys.push(&r, self.now);
+            let start = self.text.len();
+            if self.p.array {
+                for x in expand_arrays(vec![r]) {
+                    self.line(&x);
+                }
+            } else {
+                self.line(&r);
+            }
+            self.spans.push((start, self.text.len()));
+        }
     }
-    let mut scratch = String::with_capacity(128);
-    for r in &rows {
-        format::render_row(out, &mut scratch, &p.format, r, now);
-        out.push('\n');
+
+    fn line(&mut self, r: &format::Row<'_>) {
+        let fmt = &self.p.format;
+        format::render_row(&mut self.text, &mut self.scratch, fmt, r, self.now);
+        self.text.push('\n');
+    }
+
+    /// The header (unless `-h`) and the rows in `--sort` order.
+    pub fn finish(self, out: &mut String) {
+        if !self.p.no_header {
+            format::render_header(out, &self.p.format);
+            out.push('\n');
+        }
+        out.reserve(self.text.len());
+        for i in self.keys.order() {
+            let (a, b) = self.spans[i];
+            out.push_str(&self.text[a..b]);
+        }
     }
 }
 
@@ -189,10 +241,11 @@ pub fn run(args: &[String]) -> i32 {
         Err(rc) => return rc,
     };
     rt.block_on(async move {
-        let mut client = match conn::client_for("squeue", &cfg) {
+        let conn = match conn::signed_for("squeue", &cfg) {
             Ok(c) => c,
             Err(rc) => return rc,
         };
+        let mut client = drover_proto::client::controller_of(conn.clone());
         timer.mark("credential");
         // -w: every name must be a node (or its host name; `localhost` is
         // this host), as Slurm's squeue checks.
@@ -236,50 +289,59 @@ pub fn run(args: &[String]) -> i32 {
         }
         let stdout = std::io::stdout();
         loop {
-            let resp = match client.get_jobs(request(&p)).await {
-                Ok(r) => r.into_inner(),
+            let answer = match get_jobs_encoded(conn.clone(), request(&p)).await {
+                Ok(r) => r,
                 Err(st) => {
                     conn::report("squeue", "slurm_load_jobs error: ", &st);
                     return 1;
                 }
             };
-            timer.mark(&format!("{} jobs received", resp.jobs.len()));
-            if let Some(jobs) = &p.jobs {
-                if jobs.len() == 1 {
-                    let want = jobs[0].job();
-                    let known = resp.jobs.iter().any(|j| {
-                        j.job_id == want || (j.array_job_id != 0 && j.array_job_id == want)
-                    });
-                    if !known {
-                        eprintln!("slurm_load_jobs error: Invalid job id specified");
-                        return 1;
-                    }
+            timer.mark(&format!("{} bytes received", answer.len()));
+            let now = crate::timefmt::now();
+            // One id asked for: an unknown one is an error (Slurm's words).
+            // (The answer then holds a few records: read them twice.)
+            if let Some(want) = p.jobs.as_ref().filter(|j| j.len() == 1).map(|j| j[0].job()) {
+                let mut known = false;
+                let _ = each_job(&answer, |j| {
+                    known |= j.job_id == want || (j.array_job_id != 0 && j.array_job_id == want);
+                });
+                if !known {
+                    eprintln!("slurm_load_jobs error: Invalid job id specified");
+                    return 1;
                 }
             }
-            let now = crate::timefmt::now();
-            let mut out = String::with_capacity(64 + resp.jobs.len() * 96);
+            let mut out = String::new();
             if p.clusters.is_some() && !p.no_header && !p.json {
                 out.push_str(&format!("CLUSTER: {}\n", cfg.cluster_name));
             }
-            if p.steps {
-                steps::render(
-                    &mut out,
-                    p.step_format.as_deref(),
-                    p.no_header,
-                    p.step_list.as_deref(),
-                    &resp.jobs,
-                    now,
-                );
+            let decoded = if p.steps {
+                GetJobsResponse::decode(answer)
+                    .map(|resp| {
+                        steps::render(
+                            &mut out,
+                            p.step_format.as_deref(),
+                            p.no_header,
+                            p.step_list.as_deref(),
+                            &resp.jobs,
+                            now,
+                        );
+                    })
+                    .map_err(|e| e.to_string())
             } else if p.json {
-                let mut rows = Vec::with_capacity(resp.jobs.len());
-                for j in &resp.jobs {
-                    filter(j, &p, &mut rows);
-                }
                 let mut cmd = vec!["squeue".to_string()];
                 cmd.extend(args.iter().cloned());
                 let mut lock = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-                let _ = crate::json::squeue_to(&mut lock, &rows, now, &cfg.cluster_name, &cmd)
-                    .and_then(|_| lock.flush());
+                let mut decoded = Ok(0);
+                let written =
+                    crate::json::squeue_each(&mut lock, now, &cfg.cluster_name, &cmd, |emit| {
+                        decoded = each_job(&answer, |j| {
+                            let mut rows = Vec::new();
+                            filter(j, &p, &mut rows);
+                            rows.iter().for_each(&mut *emit);
+                        });
+                    });
+                let _ = written.and_then(|_| lock.flush());
+                decoded.map(drop)
             } else {
                 if !p.no_header && (p.iterate > 0 || p.verbose > 0 || p.long) {
                     out.push_str(&drover_conf::datetime::fmt_ctime(
@@ -287,7 +349,18 @@ pub fn run(args: &[String]) -> i32 {
                     ));
                     out.push('\n');
                 }
-                render(&mut out, &p, &resp.jobs, now);
+                let mut listing = Listing::new(&p, now);
+                let decoded = each_job(&answer, |j| listing.add(j));
+                timer.mark("decoded and rendered");
+                listing.finish(&mut out);
+                timer.mark("sorted");
+                decoded.map(drop)
+            };
+            if let Err(e) = decoded {
+                eprintln!(
+                    "squeue: error: slurm_load_jobs error: the controller's answer is garbled: {e}"
+                );
+                return 1;
             }
             {
                 let mut lock = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());

@@ -71,73 +71,145 @@ fn key_of<'a>(r: &Row<'a>, key: char, now: i64) -> SortVal<'a> {
     }
 }
 
-/// Sort as squeue does: the `--sort` keys in order (`-` reverses one),
-/// then start time (latest first), then job id. Equivalent to Slurm's
-/// stable sorts applied from the last key to the first.
-pub fn sort_rows(rows: &mut Vec<Row<'_>>, spec: &str, now: i64) {
-    let chars: Vec<char> = spec.chars().collect();
-    let mut keys: Vec<(char, bool)> = Vec::new();
-    for (i, &c) in chars.iter().enumerate() {
-        if matches!(c, ',' | '+' | '-') {
-            continue;
+/// The sort keys of a listing's rows, gathered row by row (the row's job
+/// may be gone by the time they are sorted): integers as they are, strings
+/// copied once into one buffer and ranked at the end.
+pub struct SortKeys {
+    /// `--sort` keys in order, each with "reversed".
+    keys: Vec<(char, bool)>,
+    /// Row-major, `keys.len() + 2` cells a row (then start time and id);
+    /// a string key's cell is the index of its text in `spans`.
+    table: Vec<i64>,
+    /// The strings of string keys: `text[start..end]`.
+    text: String,
+    spans: Vec<(u32, u32)>,
+    /// The last string kept for each key (rows in a run often share one):
+    /// `Some` for string keys once a row has one.
+    last: Vec<Option<usize>>,
+}
+
+impl SortKeys {
+    /// Keys for a `--sort` spec (`P,t,-p`: `-` reverses one).
+    pub fn new(spec: &str) -> SortKeys {
+        let chars: Vec<char> = spec.chars().collect();
+        let mut keys: Vec<(char, bool)> = Vec::new();
+        for (i, &c) in chars.iter().enumerate() {
+            if matches!(c, ',' | '+' | '-') {
+                continue;
+            }
+            keys.push((c, i > 0 && chars[i - 1] == '-'));
         }
-        // 'N' compares host names naturally; keep it out of the key table.
-        keys.push((c, i > 0 && chars[i - 1] == '-'));
+        let last = vec![None; keys.len()];
+        SortKeys {
+            keys,
+            table: Vec::new(),
+            text: String::new(),
+            spans: Vec::new(),
+            last,
+        }
     }
-    let nk = keys.len() + 2;
-    let n = rows.len();
-    // Every key becomes an integer rank, so comparing rows is comparing
-    // small integer arrays. ('N' is compared naturally on the fly.)
-    let mut table: Vec<i64> = vec![0; n * nk];
-    for (k, &(c, _)) in keys.iter().enumerate() {
-        if c == 'N' {
-            continue;
-        }
-        let col: Vec<SortVal<'_>> = rows.iter().map(|r| key_of(r, c, now)).collect();
-        let mut strs: Vec<&str> = col
-            .iter()
-            .filter_map(|v| match v {
-                SortVal::Str(s) => Some(*s),
-                _ => None,
-            })
-            .collect();
-        strs.sort_unstable();
-        strs.dedup();
-        for (i, v) in col.iter().enumerate() {
-            table[i * nk + k] = match *v {
+
+    fn width(&self) -> usize {
+        self.keys.len() + 2
+    }
+
+    /// The keys of the next row.
+    pub fn push(&mut self, r: &Row<'_>, now: i64) {
+        for k in 0..self.keys.len() {
+            let c = self.keys[k].0;
+            let v = if c == 'N' {
+                SortVal::Str(&r.job.nodes)
+            } else {
+                key_of(r, c, now)
+            };
+            let cell = match v {
                 SortVal::Int(x) => x,
                 SortVal::Pair(a, b) => (i64::from(a) << 32) | i64::from(b),
-                SortVal::Str(s) => strs.binary_search(&s).unwrap_or(0) as i64,
+                SortVal::Str(s) => self.keep(k, s) as i64,
             };
+            self.table.push(cell);
         }
-    }
-    for (i, r) in rows.iter().enumerate() {
-        table[i * nk + nk - 2] = -start_key(r, now);
+        self.table.push(-start_key(r, now));
         let (a, b) = id_key(r);
-        table[i * nk + nk - 1] = (i64::from(a) << 32) | i64::from(b);
+        self.table.push((i64::from(a) << 32) | i64::from(b));
     }
-    let order: Vec<usize> = if nk <= 8 && !keys.iter().any(|k| k.0 == 'N') {
-        // Fast path: fixed-size keys, reversed columns bit-inverted.
-        let mut packed: Vec<([i64; 8], u32)> = (0..n)
-            .map(|i| {
-                let mut a = [0i64; 8];
-                for k in 0..nk {
-                    let v = table[i * nk + k];
-                    a[k] = if k < keys.len() && keys[k].1 { !v } else { v };
-                }
-                (a, i as u32)
-            })
-            .collect();
-        packed.sort_unstable();
-        packed.into_iter().map(|(_, i)| i as usize).collect()
-    } else {
+
+    /// The index of `s` among the kept strings (the last one of key `k`
+    /// again when equal).
+    fn keep(&mut self, k: usize, s: &str) -> usize {
+        if let Some(i) = self.last[k] {
+            if self.str_at(i) == s {
+                return i;
+            }
+        }
+        let start = self.text.len() as u32;
+        self.text.push_str(s);
+        self.spans.push((start, self.text.len() as u32));
+        let i = self.spans.len() - 1;
+        self.last[k] = Some(i);
+        i
+    }
+
+    fn str_at(&self, i: usize) -> &str {
+        let (a, b) = self.spans[i];
+        &self.text[a as usize..b as usize]
+    }
+
+    /// The rows in squeue's order: the `--sort` keys in turn, then start
+    /// time (latest first), then job id. Equivalent to Slurm's stable sorts
+    /// applied from the last key to the first.
+    pub fn order(mut self) -> Vec<usize> {
+        let nk = self.width();
+        let n = self.table.len() / nk;
+        // Every string key becomes its rank among its column's strings, so
+        // comparing rows is comparing small integer arrays. ('N' compares
+        // host names naturally, on the fly.)
+        for (k, &(c, _)) in self.keys.iter().enumerate() {
+            if c == 'N' || self.last[k].is_none() {
+                continue;
+            }
+            let mut strs: Vec<&str> = (0..n)
+                .map(|i| self.str_at(self.table[i * nk + k] as usize))
+                .collect();
+            strs.sort_unstable();
+            strs.dedup();
+            let ranks: Vec<i64> = (0..n)
+                .map(|i| {
+                    let s = self.str_at(self.table[i * nk + k] as usize);
+                    strs.binary_search(&s).unwrap_or(0) as i64
+                })
+                .collect();
+            for (i, r) in ranks.into_iter().enumerate() {
+                self.table[i * nk + k] = r;
+            }
+        }
+        let keys = &self.keys;
+        let table = &self.table;
+        if nk <= 8 && !keys.iter().any(|k| k.0 == 'N') {
+            // Fast path: fixed-size keys, reversed columns bit-inverted.
+            let mut packed: Vec<([i64; 8], u32)> = (0..n)
+                .map(|i| {
+                    let mut a = [0i64; 8];
+                    for k in 0..nk {
+                        let v = table[i * nk + k];
+                        a[k] = if k < keys.len() && keys[k].1 { !v } else { v };
+                    }
+                    (a, i as u32)
+                })
+                .collect();
+            packed.sort_unstable();
+            return packed.into_iter().map(|(_, i)| i as usize).collect();
+        }
         let mut order: Vec<usize> = (0..n).collect();
         order.sort_by(|&x, &y| {
             let kx = &table[x * nk..(x + 1) * nk];
             let ky = &table[y * nk..(y + 1) * nk];
             for (k, &(c, reverse)) in keys.iter().enumerate() {
                 let o = if c == 'N' {
-                    drover_conf::hostlist::natural_cmp(&rows[x].job.nodes, &rows[y].job.nodes)
+                    drover_conf::hostlist::natural_cmp(
+                        self.str_at(kx[k] as usize),
+                        self.str_at(ky[k] as usize),
+                    )
                 } else {
                     kx[k].cmp(&ky[k])
                 };
@@ -149,7 +221,15 @@ pub fn sort_rows(rows: &mut Vec<Row<'_>>, spec: &str, now: i64) {
             kx[nk - 2..].cmp(&ky[nk - 2..])
         });
         order
-    };
-    let sorted: Vec<Row<'_>> = order.into_iter().map(|i| rows[i]).collect();
+    }
+}
+
+/// Sort rows as squeue does ([`SortKeys::order`]).
+pub fn sort_rows(rows: &mut Vec<Row<'_>>, spec: &str, now: i64) {
+    let mut keys = SortKeys::new(spec);
+    for r in rows.iter() {
+        keys.push(r, now);
+    }
+    let sorted: Vec<Row<'_>> = keys.order().into_iter().map(|i| rows[i]).collect();
     *rows = sorted;
 }
