@@ -45,6 +45,8 @@ pub struct Ctld {
     pub blobs_logged: HashSet<u64>,
     pub next_job_id: u32,
     pub names: NameCache,
+    /// Each listed job's encoding, sent again while unchanged (`jobwire.rs`).
+    pub wire_cache: crate::jobwire::WireCache,
     pub waiters: HashMap<u32, Vec<Reply<JobInfo>>>,
     pub slurm_user_uid: u32,
     pub start_time: i64,
@@ -161,6 +163,7 @@ impl Ctld {
             mail: Default::default(),
             acct_resend: Vec::new(),
             change_seq: 0,
+            wire_cache: Default::default(),
             incarnation: new_incarnation(),
             now,
             effects: Vec::new(),

@@ -87,7 +87,7 @@ impl Ctld {
     /// The fields of the job's [`drover_proto::JobInfo`] that move without
     /// `last_changed` moving, exactly as `job_info` and
     /// `add_expected_start` give them.
-    fn stamp(&self, job: &Job, now: i64) -> JobStamp {
+    pub(crate) fn stamp(&self, job: &Job, now: i64) -> JobStamp {
         let rt = job.rt();
         let state = job.state();
         let pending = state == JobState::Pending;

@@ -93,6 +93,9 @@ fn filters() -> Vec<JobFilter> {
 /// Every filter, for `who`, against the full list filtered here; and the
 /// index against the job table.
 fn check(env: &mut TestEnv, who: &Identity) {
+    // The listing kept since the last check (jobs changed since) is sent
+    // again only where nothing it shows moved.
+    same_bytes_kept(env, who);
     assert!(env
         .core
         .index
@@ -124,6 +127,37 @@ fn check(env: &mut TestEnv, who: &Identity) {
             .collect();
         assert_eq!(ids(&query(env, who, f.clone())), want, "{f:?}");
     }
+    same_bytes_kept(env, who);
+}
+
+/// squeue's listing (its default fields, every state) from the kept
+/// encodings (`jobwire::WireCache`) is prost's encoding of the records
+/// `get_jobs` builds now.
+fn same_bytes_kept(env: &mut TestEnv, who: &Identity) {
+    use drover_proto::jobmask::num;
+    let req = GetJobsRequest {
+        filter: Some(JobFilter {
+            all_states: true,
+            ..Default::default()
+        }),
+        details: false,
+        fields: vec![
+            num::JOB_ID,
+            num::STATE,
+            num::NAME,
+            num::PRIORITY,
+            num::START_TIME,
+            num::END_TIME,
+            num::STATE_REASON,
+            num::ARRAY_PENDING,
+        ],
+    };
+    let want = env
+        .core
+        .get_jobs(who, req.clone())
+        .map(|r| r.encode_to_vec());
+    let got = env.core.get_jobs_wire(who, req);
+    assert!(want == got, "kept listing differs from a fresh one");
 }
 
 /// The listing's encoded answer (`jobwire.rs`, one scratch record refilled
