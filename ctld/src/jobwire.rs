@@ -68,10 +68,29 @@ impl Ctld {
 /// Each listed job's encoding (field 1 of the answer, key and length
 /// included) as the last listing wrote it, for the fields, `details` and
 /// configuration that listing had.
-#[derive(Default)]
+/// At most this much memory (about: entries and bytes) is kept. A
+/// 110,000-job listing of squeue's default fields takes about 22 MiB; one
+/// with `details` (`--json`) would take twice this, so only its first jobs
+/// are kept.
+const BUDGET: usize = 32 << 20;
+
 pub struct WireCache {
     made_for: Option<(JobMask, bool, Arc<Config>)>,
     jobs: FxHashMap<u32, Encoded>,
+    /// What `jobs` holds, about ([`Encoded::cost`]), and at most.
+    held: usize,
+    budget: usize,
+}
+
+impl Default for WireCache {
+    fn default() -> WireCache {
+        WireCache {
+            made_for: None,
+            jobs: FxHashMap::default(),
+            held: 0,
+            budget: BUDGET,
+        }
+    }
 }
 
 /// One job's bytes, and what they were written from.
@@ -79,6 +98,13 @@ struct Encoded {
     seq: u64,
     stamp: JobStamp,
     bytes: Box<[u8]>,
+}
+
+impl Encoded {
+    /// Its memory, about: the map's slot and the bytes' heap block.
+    fn cost(&self) -> usize {
+        std::mem::size_of::<(u32, Encoded)>() + self.bytes.len() + 16
+    }
 }
 
 impl WireCache {
@@ -92,6 +118,7 @@ impl WireCache {
             .is_some_and(|(m, d, c)| *m == mask && *d == details && Arc::ptr_eq(c, cfg));
         if !same {
             self.jobs.clear();
+            self.held = 0;
             self.made_for = Some((mask, details, cfg.clone()));
         }
     }
@@ -104,9 +131,16 @@ impl WireCache {
             .map(|e| &*e.bytes)
     }
 
+    /// Keep the job's bytes, within the budget ([`BUDGET`]).
     fn put(&mut self, id: u32, seq: u64, stamp: JobStamp, bytes: &[u8]) {
         let bytes = bytes.into();
-        self.jobs.insert(id, Encoded { seq, stamp, bytes });
+        let e = Encoded { seq, stamp, bytes };
+        let old = self.jobs.get(&id).map_or(0, Encoded::cost);
+        if self.held - old + e.cost() > self.budget {
+            return;
+        }
+        self.held = self.held - old + e.cost();
+        self.jobs.insert(id, e);
     }
 
     /// Drop the bytes of jobs no longer known (of `total`), once the cache
@@ -114,6 +148,60 @@ impl WireCache {
     fn forget_gone(&mut self, total: usize, known: impl Fn(u32) -> bool) {
         if self.jobs.len() > total + total / 8 + 64 {
             self.jobs.retain(|&id, _| known(id));
+            self.held = self.jobs.values().map(Encoded::cost).sum();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp(id: u32) -> JobStamp {
+        JobStamp {
+            job_id: id,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn kept_within_the_budget_and_dropped_for_other_fields() {
+        let cfg = Arc::new(Config::default());
+        let mask = JobMask::of(&[1, 2]);
+        let one = Encoded {
+            seq: 0,
+            stamp: stamp(0),
+            bytes: vec![0u8; 40].into(),
+        }
+        .cost();
+        let mut c = WireCache {
+            budget: 3 * one,
+            ..Default::default()
+        };
+        c.for_listing(mask, false, &cfg);
+        for id in 1..=5 {
+            c.put(id, 1, stamp(id), &[id as u8; 40]);
+        }
+        // Three fit; the others are written afresh each time.
+        assert_eq!(c.jobs.len(), 3);
+        assert_eq!(c.get(1, 1, &stamp(1)), Some(&[1u8; 40][..]));
+        assert_eq!(c.get(5, 1, &stamp(5)), None);
+        // A kept job written again replaces its bytes within the budget.
+        c.put(1, 2, stamp(1), &[9; 40]);
+        assert_eq!(c.get(1, 1, &stamp(1)), None);
+        assert_eq!(c.get(1, 2, &stamp(1)), Some(&[9u8; 40][..]));
+        // Another stamp is another record.
+        let mut moved = stamp(2);
+        moved.priority = 7;
+        assert_eq!(c.get(2, 1, &moved), None);
+        // Jobs gone are forgotten once the cache outgrows the queue.
+        c.forget_gone(0, |id| id == 2);
+        assert_eq!(c.jobs.len(), 3, "within the slack");
+        // Other fields, or another configuration: nothing kept.
+        c.for_listing(JobMask::of(&[1]), false, &cfg);
+        assert!(c.jobs.is_empty() && c.held == 0);
+        c.put(3, 1, stamp(3), &[3; 40]);
+        c.for_listing(JobMask::of(&[1]), false, &Arc::new(Config::default()));
+        assert!(c.jobs.is_empty());
     }
 }
