@@ -55,7 +55,7 @@ impl Ctld {
             prost::encoding::message::encode(1, &scratch, &mut buf);
             cache.put(j.id(), j.seq, stamp, &buf[start..]);
         });
-        cache.forget_gone(self.jobs.len(), |id| self.jobs.contains_key(&id));
+        cache.tidy(self.jobs.len(), |id| self.jobs.contains_key(&id));
         self.wire_cache = cache;
         self.names = names;
         if now != 0 {
@@ -68,17 +68,24 @@ impl Ctld {
 /// Each listed job's encoding (field 1 of the answer, key and length
 /// included) as the last listing wrote it, for the fields, `details` and
 /// configuration that listing had.
-/// At most this much memory (about: entries and bytes) is kept. A
-/// 110,000-job listing of squeue's default fields takes about 22 MiB; one
-/// with `details` (`--json`) would take twice this, so only its first jobs
-/// are kept.
+/// At most this much memory (about: entries and bytes) is kept. squeue's
+/// default fields cost about 160 bytes a job (120 for the entry, 40 of
+/// encoding: 17 MiB at 110,000 jobs); a listing with `details` (`--json`)
+/// several hundred, so past about 60,000 jobs only its first are kept.
 const BUDGET: usize = 32 << 20;
+
+/// A map slot: a job id and its [`Encoded`].
+const SLOT: usize = std::mem::size_of::<(u32, Encoded)>();
 
 pub struct WireCache {
     made_for: Option<(JobMask, bool, Arc<Config>)>,
     jobs: FxHashMap<u32, Encoded>,
-    /// What `jobs` holds, about ([`Encoded::cost`]), and at most.
-    held: usize,
+    /// The kept jobs' bytes, one after another (in one block: no small
+    /// allocation per job to scatter the heap). A job written again
+    /// leaves its old bytes behind as garbage until [`WireCache::tidy`].
+    arena: Vec<u8>,
+    garbage: usize,
+    /// The most kept (slots and live bytes).
     budget: usize,
 }
 
@@ -87,24 +94,20 @@ impl Default for WireCache {
         WireCache {
             made_for: None,
             jobs: FxHashMap::default(),
-            held: 0,
+            arena: Vec::new(),
+            garbage: 0,
             budget: BUDGET,
         }
     }
 }
 
-/// One job's bytes, and what they were written from.
+/// One job's bytes (`arena[at..at + len]`), and what they were written
+/// from.
 struct Encoded {
     seq: u64,
     stamp: JobStamp,
-    bytes: Box<[u8]>,
-}
-
-impl Encoded {
-    /// Its memory, about: the map's slot and the bytes' heap block.
-    fn cost(&self) -> usize {
-        std::mem::size_of::<(u32, Encoded)>() + self.bytes.len() + 16
-    }
+    at: u32,
+    len: u32,
 }
 
 impl WireCache {
@@ -117,38 +120,76 @@ impl WireCache {
             .as_ref()
             .is_some_and(|(m, d, c)| *m == mask && *d == details && Arc::ptr_eq(c, cfg));
         if !same {
-            self.jobs.clear();
-            self.held = 0;
-            self.made_for = Some((mask, details, cfg.clone()));
+            *self = WireCache {
+                made_for: Some((mask, details, cfg.clone())),
+                budget: self.budget,
+                ..Default::default()
+            };
         }
     }
 
     /// The job's kept bytes, if written at this change number and stamp.
     fn get(&self, id: u32, seq: u64, stamp: &JobStamp) -> Option<&[u8]> {
-        self.jobs
-            .get(&id)
-            .filter(|e| e.seq == seq && e.stamp == *stamp)
-            .map(|e| &*e.bytes)
+        let e = self.jobs.get(&id)?;
+        (e.seq == seq && e.stamp == *stamp)
+            .then(|| &self.arena[e.at as usize..(e.at + e.len) as usize])
+    }
+
+    /// Slots and live bytes.
+    fn held(&self) -> usize {
+        self.jobs.len() * SLOT + self.arena.len() - self.garbage
     }
 
     /// Keep the job's bytes, within the budget ([`BUDGET`]).
     fn put(&mut self, id: u32, seq: u64, stamp: JobStamp, bytes: &[u8]) {
-        let bytes = bytes.into();
-        let e = Encoded { seq, stamp, bytes };
-        let old = self.jobs.get(&id).map_or(0, Encoded::cost);
-        if self.held - old + e.cost() > self.budget {
+        let old = self.jobs.get(&id).map_or(0, |e| e.len as usize);
+        let grows = if old == 0 { SLOT } else { 0 } + bytes.len();
+        let Ok(at) = u32::try_from(self.arena.len()) else {
+            return;
+        };
+        let Ok(len) = u32::try_from(bytes.len()) else {
+            return;
+        };
+        if self.held() - old + grows > self.budget || at.checked_add(len).is_none() {
             return;
         }
-        self.held = self.held - old + e.cost();
-        self.jobs.insert(id, e);
+        self.arena.extend_from_slice(bytes);
+        self.garbage += old;
+        self.jobs.insert(
+            id,
+            Encoded {
+                seq,
+                stamp,
+                at,
+                len,
+            },
+        );
     }
 
-    /// Drop the bytes of jobs no longer known (of `total`), once the cache
-    /// holds an eighth more than there are jobs.
-    fn forget_gone(&mut self, total: usize, known: impl Fn(u32) -> bool) {
+    /// After a listing: drop the bytes of jobs no longer known (of
+    /// `total`) once the cache holds an eighth more than there are jobs,
+    /// and close the gaps once half the block is garbage.
+    fn tidy(&mut self, total: usize, known: impl Fn(u32) -> bool) {
         if self.jobs.len() > total + total / 8 + 64 {
-            self.jobs.retain(|&id, _| known(id));
-            self.held = self.jobs.values().map(Encoded::cost).sum();
+            let mut gone = 0;
+            self.jobs.retain(|&id, e| {
+                let keep = known(id);
+                if !keep {
+                    gone += e.len as usize;
+                }
+                keep
+            });
+            self.garbage += gone;
+        }
+        if self.garbage > 64 * 1024 && self.garbage * 2 > self.arena.len() {
+            let mut arena = Vec::with_capacity(self.arena.len() - self.garbage);
+            for e in self.jobs.values_mut() {
+                let at = arena.len() as u32;
+                arena.extend_from_slice(&self.arena[e.at as usize..(e.at + e.len) as usize]);
+                e.at = at;
+            }
+            self.arena = arena;
+            self.garbage = 0;
         }
     }
 }
@@ -168,14 +209,8 @@ mod tests {
     fn kept_within_the_budget_and_dropped_for_other_fields() {
         let cfg = Arc::new(Config::default());
         let mask = JobMask::of(&[1, 2]);
-        let one = Encoded {
-            seq: 0,
-            stamp: stamp(0),
-            bytes: vec![0u8; 40].into(),
-        }
-        .cost();
         let mut c = WireCache {
-            budget: 3 * one,
+            budget: 3 * (SLOT + 40),
             ..Default::default()
         };
         c.for_listing(mask, false, &cfg);
@@ -190,18 +225,38 @@ mod tests {
         c.put(1, 2, stamp(1), &[9; 40]);
         assert_eq!(c.get(1, 1, &stamp(1)), None);
         assert_eq!(c.get(1, 2, &stamp(1)), Some(&[9u8; 40][..]));
+        assert_eq!(c.garbage, 40);
         // Another stamp is another record.
         let mut moved = stamp(2);
         moved.priority = 7;
         assert_eq!(c.get(2, 1, &moved), None);
-        // Jobs gone are forgotten once the cache outgrows the queue.
-        c.forget_gone(0, |id| id == 2);
-        assert_eq!(c.jobs.len(), 3, "within the slack");
         // Other fields, or another configuration: nothing kept.
         c.for_listing(JobMask::of(&[1]), false, &cfg);
-        assert!(c.jobs.is_empty() && c.held == 0);
+        assert!(c.jobs.is_empty() && c.held() == 0);
+        assert_eq!(c.budget, 3 * (SLOT + 40));
         c.put(3, 1, stamp(3), &[3; 40]);
         c.for_listing(JobMask::of(&[1]), false, &Arc::new(Config::default()));
         assert!(c.jobs.is_empty());
+    }
+
+    #[test]
+    fn jobs_gone_are_forgotten_and_the_gaps_closed() {
+        let cfg = Arc::new(Config::default());
+        let mut c = WireCache::default();
+        c.for_listing(JobMask::of(&[1]), false, &cfg);
+        for id in 0..2000u32 {
+            c.put(id, 1, stamp(id), &[id as u8; 100]);
+        }
+        // Within the slack (an eighth of the jobs, and 64): kept.
+        c.tidy(1900, |id| id < 1900);
+        assert_eq!(c.jobs.len(), 2000);
+        // Past it: the gone ones dropped, and their bytes (more than half
+        // the block) given back.
+        c.tidy(900, |id| id % 2 == 0 && id < 1800);
+        assert_eq!(c.jobs.len(), 900);
+        assert_eq!((c.garbage, c.arena.len()), (0, 900 * 100));
+        for id in (0..1800u32).step_by(2) {
+            assert_eq!(c.get(id, 1, &stamp(id)), Some(&[id as u8; 100][..]));
+        }
     }
 }
