@@ -68,10 +68,11 @@ impl Ctld {
 /// Each listed job's encoding (field 1 of the answer, key and length
 /// included) as the last listing wrote it, for the fields, `details` and
 /// configuration that listing had.
-/// At most this much memory (about: entries and bytes) is kept. squeue's
-/// default fields cost about 160 bytes a job (120 for the entry, 40 of
-/// encoding: 17 MiB at 110,000 jobs); a listing with `details` (`--json`)
-/// several hundred, so past about 60,000 jobs only its first are kept.
+/// At most this much memory (the map and the block, as allocated) is kept.
+/// squeue's default fields take about 160 bytes a job (120 for the entry,
+/// 40 of encoding: about 24 MiB allocated at 110,000 jobs); a listing with
+/// `details` (`--json`) several hundred, so of a long queue only its first
+/// jobs are kept.
 const BUDGET: usize = 32 << 20;
 
 /// A map slot: a job id and its [`Encoded`].
@@ -85,7 +86,7 @@ pub struct WireCache {
     /// leaves its old bytes behind as garbage until [`WireCache::tidy`].
     arena: Vec<u8>,
     garbage: usize,
-    /// The most kept (slots and live bytes).
+    /// The most allocated ([`WireCache::held_with`]).
     budget: usize,
 }
 
@@ -135,35 +136,37 @@ impl WireCache {
             .then(|| &self.arena[e.at as usize..(e.at + e.len) as usize])
     }
 
-    /// Slots and live bytes.
-    fn held(&self) -> usize {
-        self.jobs.len() * SLOT + self.arena.len() - self.garbage
+    /// The memory the map and the block would take with `slots` more
+    /// entries and `bytes` more bytes (both grow by doubling; a map of
+    /// capacity c has 8c/7 slots).
+    fn held_with(&self, slots: usize, bytes: usize) -> usize {
+        let grown = |len: usize, cap: usize| if len > cap { len.max(2 * cap) } else { cap };
+        let map = grown(self.jobs.len() + slots, self.jobs.capacity()) * 8 / 7 * (SLOT + 1);
+        map + grown(self.arena.len() + bytes, self.arena.capacity())
     }
 
     /// Keep the job's bytes, within the budget ([`BUDGET`]).
     fn put(&mut self, id: u32, seq: u64, stamp: JobStamp, bytes: &[u8]) {
         let old = self.jobs.get(&id).map_or(0, |e| e.len as usize);
-        let grows = if old == 0 { SLOT } else { 0 } + bytes.len();
+        let slots = usize::from(!self.jobs.contains_key(&id));
         let Ok(at) = u32::try_from(self.arena.len()) else {
             return;
         };
         let Ok(len) = u32::try_from(bytes.len()) else {
             return;
         };
-        if self.held() - old + grows > self.budget || at.checked_add(len).is_none() {
+        if self.held_with(slots, bytes.len()) > self.budget || at.checked_add(len).is_none() {
             return;
         }
         self.arena.extend_from_slice(bytes);
         self.garbage += old;
-        self.jobs.insert(
-            id,
-            Encoded {
-                seq,
-                stamp,
-                at,
-                len,
-            },
-        );
+        let e = Encoded {
+            seq,
+            stamp,
+            at,
+            len,
+        };
+        self.jobs.insert(id, e);
     }
 
     /// After a listing: drop the bytes of jobs no longer known (of
@@ -209,8 +212,10 @@ mod tests {
     fn kept_within_the_budget_and_dropped_for_other_fields() {
         let cfg = Arc::new(Config::default());
         let mask = JobMask::of(&[1, 2]);
+        // Room for a map of 3 and a block of 160 bytes: three jobs of 40.
+        let budget = 4 * (SLOT + 1) + 160;
         let mut c = WireCache {
-            budget: 3 * (SLOT + 40),
+            budget,
             ..Default::default()
         };
         c.for_listing(mask, false, &cfg);
@@ -232,8 +237,8 @@ mod tests {
         assert_eq!(c.get(2, 1, &moved), None);
         // Other fields, or another configuration: nothing kept.
         c.for_listing(JobMask::of(&[1]), false, &cfg);
-        assert!(c.jobs.is_empty() && c.held() == 0);
-        assert_eq!(c.budget, 3 * (SLOT + 40));
+        assert!(c.jobs.is_empty() && c.held_with(0, 0) == 0);
+        assert_eq!(c.budget, budget);
         c.put(3, 1, stamp(3), &[3; 40]);
         c.for_listing(JobMask::of(&[1]), false, &Arc::new(Config::default()));
         assert!(c.jobs.is_empty());
