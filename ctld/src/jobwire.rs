@@ -39,12 +39,12 @@ impl Ctld {
         let mask = JobMask::of(&req.fields);
         let mut names = std::mem::take(&mut self.names);
         let mut cache = std::mem::take(&mut self.wire_cache);
-        cache.for_listing(mask, details, &self.cfg);
+        let keep = cache.for_listing(mask, details, &self.cfg);
         let mut scratch = JobInfo::default();
         let mut buf = Vec::with_capacity(64 * 1024);
         self.each_listed(who, &f, |c, j| {
-            let stamp = c.stamp(j, now);
-            if let Some(bytes) = cache.get(j.id(), j.seq, &stamp) {
+            let stamp = keep.then(|| c.stamp(j, now));
+            if let Some(bytes) = stamp.as_ref().and_then(|s| cache.get(j.id(), j.seq, s)) {
                 buf.extend_from_slice(bytes);
                 return;
             }
@@ -53,7 +53,9 @@ impl Ctld {
             c.add_expected_start(&mut scratch);
             mask.apply(&mut scratch);
             prost::encoding::message::encode(1, &scratch, &mut buf);
-            cache.put(j.id(), j.seq, stamp, &buf[start..]);
+            if let Some(stamp) = stamp {
+                cache.put(j.id(), j.seq, stamp, &buf[start..]);
+            }
         });
         cache.tidy(self.jobs.len(), |id| self.jobs.contains_key(&id));
         self.wire_cache = cache;
@@ -65,19 +67,19 @@ impl Ctld {
     }
 }
 
-/// Each listed job's encoding (field 1 of the answer, key and length
-/// included) as the last listing wrote it, for the fields, `details` and
-/// configuration that listing had.
 /// At most this much memory (the map and the block, as allocated) is kept.
 /// squeue's default fields take about 160 bytes a job (120 for the entry,
-/// 40 of encoding: about 24 MiB allocated at 110,000 jobs); a listing with
-/// `details` (`--json`) several hundred, so of a long queue only its first
-/// jobs are kept.
+/// 40 of encoding: about 24 MiB allocated at 110,000 jobs).
 const BUDGET: usize = 32 << 20;
 
 /// A map slot: a job id and its [`Encoded`].
 const SLOT: usize = std::mem::size_of::<(u32, Encoded)>();
 
+/// Each listed job's encoding (field 1 of the answer, key and length
+/// included) as the last listing wrote it, for the fields and
+/// configuration that listing had. Listings with `details` (`--json`,
+/// `scontrol`-like callers: several hundred bytes a job, and their time
+/// spent in the client) are not kept.
 pub struct WireCache {
     made_for: Option<(JobMask, bool, Arc<Config>)>,
     jobs: FxHashMap<u32, Encoded>,
@@ -115,18 +117,20 @@ impl WireCache {
     /// Ready for a listing of these fields: what was written for others,
     /// or under another configuration, is dropped. (Holding the
     /// configuration, the cache makes an in-place edit of it a new one.)
-    fn for_listing(&mut self, mask: JobMask, details: bool, cfg: &Arc<Config>) {
+    /// Whether it keeps this listing's bytes.
+    fn for_listing(&mut self, mask: JobMask, details: bool, cfg: &Arc<Config>) -> bool {
         let same = self
             .made_for
             .as_ref()
             .is_some_and(|(m, d, c)| *m == mask && *d == details && Arc::ptr_eq(c, cfg));
         if !same {
             *self = WireCache {
-                made_for: Some((mask, details, cfg.clone())),
+                made_for: (!details).then(|| (mask, details, cfg.clone())),
                 budget: self.budget,
                 ..Default::default()
             };
         }
+        self.made_for.is_some()
     }
 
     /// The job's kept bytes, if written at this change number and stamp.
@@ -218,7 +222,7 @@ mod tests {
             budget,
             ..Default::default()
         };
-        c.for_listing(mask, false, &cfg);
+        assert!(c.for_listing(mask, false, &cfg));
         for id in 1..=5 {
             c.put(id, 1, stamp(id), &[id as u8; 40]);
         }
@@ -242,6 +246,10 @@ mod tests {
         c.put(3, 1, stamp(3), &[3; 40]);
         c.for_listing(JobMask::of(&[1]), false, &Arc::new(Config::default()));
         assert!(c.jobs.is_empty());
+        // With details: nothing kept at all.
+        c.put(3, 1, stamp(3), &[3; 40]);
+        assert!(!c.for_listing(JobMask::of(&[1]), true, &cfg));
+        assert!(c.jobs.is_empty() && c.held_with(0, 0) == 0);
     }
 
     #[test]
