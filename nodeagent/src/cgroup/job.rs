@@ -354,15 +354,16 @@ impl JobCgroup {
         cpuset_inherit_path(mount, &parent_rel)
     }
 
-    /// The `cgroup.procs` files of the batch step, for the script's child
-    /// to write `0` (itself) into before it execs.
+    /// The join files of the batch step ([`Version::join_file`]), for the
+    /// script's child to write `0` (itself) into before it execs.
     pub fn join_files(&self) -> Vec<CString> {
+        let file = self.plan.version.join_file();
         self.job_dirs()
             .into_iter()
             .filter_map(|(_, d)| {
                 CString::new(
                     d.join(BATCH_STEP)
-                        .join("cgroup.procs")
+                        .join(file)
                         .into_os_string()
                         .into_encoded_bytes(),
                 )

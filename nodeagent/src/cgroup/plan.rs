@@ -21,6 +21,21 @@ impl Version {
             Version::V2 => "v2",
         }
     }
+
+    /// The file a process writes `0` into to join a group. v1: `tasks`,
+    /// which moves the calling thread only (the joining child is fresh from
+    /// fork, so single-threaded: the thread is the process). A move through
+    /// `cgroup.procs` takes the kernel's global threadgroup lock for
+    /// writing, which waits for an RCU grace period when no other move just
+    /// did: 5-15 ms per job on an idle node here, a third of
+    /// submit-to-running (docs/benchmarks.md). v2 has only `cgroup.procs`
+    /// for a process of a domain group.
+    pub fn join_file(self) -> &'static str {
+        match self {
+            Version::V1 => "tasks",
+            Version::V2 => "cgroup.procs",
+        }
+    }
 }
 
 /// A device rule target: char device `major:minor`.

@@ -36,11 +36,12 @@ impl JobCgroup {
     }
 
     /// Create the `step_<id>` group of an srun step under the job's groups
-    /// (which the batch supervisor created) and return its `cgroup.procs`
-    /// files for the tasks to join. The job-level limits cover the step;
-    /// with `mem_bytes` (the step's `--mem` on this node) and the job's RAM
-    /// constrained, the step also gets a memory limit of its own; `deny`:
-    /// devices of the job the step may not open (its GPUs are fewer).
+    /// (which the batch supervisor created) and return its join files
+    /// ([`Version::join_file`]) for the tasks to write themselves into. The
+    /// job-level limits cover the step; with `mem_bytes` (the step's `--mem`
+    /// on this node) and the job's RAM constrained, the step also gets a
+    /// memory limit of its own; `deny`: devices of the job the step may not
+    /// open (its GPUs are fewer).
     pub fn create_step(
         &self,
         step: &str,
@@ -86,7 +87,7 @@ impl JobCgroup {
                 }
             }
             if let Ok(c) = CString::new(
-                sdir.join("cgroup.procs")
+                sdir.join(self.plan.version.join_file())
                     .into_os_string()
                     .into_encoded_bytes(),
             ) {
@@ -97,7 +98,7 @@ impl JobCgroup {
         if let Some(sdir) = self.cpuacct_step(step) {
             if std::fs::create_dir_all(&sdir).is_ok() {
                 if let Ok(c) = CString::new(
-                    sdir.join("cgroup.procs")
+                    sdir.join(Version::V1.join_file())
                         .into_os_string()
                         .into_encoded_bytes(),
                 ) {
@@ -143,8 +144,9 @@ impl JobCgroup {
             }
             Version::V2 => super::bpf::attach_deny(&tdir, deny)?,
         }
+        let file = self.plan.version.join_file();
         let procs = |d: &std::path::Path| {
-            CString::new(d.join("cgroup.procs").into_os_string().into_encoded_bytes()).ok()
+            CString::new(d.join(file).into_os_string().into_encoded_bytes()).ok()
         };
         let (Some(old), Some(new)) = (procs(&sdir), procs(&tdir)) else {
             return Err(format!("bad cgroup path {}", tdir.display()));

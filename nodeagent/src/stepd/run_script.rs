@@ -128,7 +128,8 @@ struct Prepared {
 /// and whether CUDA sees only the job's GPUs (device cgroup).
 #[derive(Debug, Default)]
 pub struct Extras {
-    /// `cgroup.procs` files the child writes itself into before exec.
+    /// Join files (`Version::join_file`) the child writes itself into
+    /// before exec.
     pub join: Vec<CString>,
     pub task_prolog: Option<CString>,
     pub local_gpu_index: bool,

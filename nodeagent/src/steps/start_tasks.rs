@@ -73,7 +73,8 @@ pub fn parse_input(s: &str) -> Input {
     }
 }
 
-/// The step group's `cgroup.procs` files, when the job has cgroups here.
+/// The step group's join files (`Version::join_file`), when the job has
+/// cgroups here.
 /// On the batch host the supervisor made the job's group (its plan is in
 /// the job directory); on the other nodes the step makes it (`owned`).
 fn step_cgroup(

@@ -68,7 +68,8 @@ impl ChdirPlan {
 pub struct TaskStart {
     /// The terminal on standard input becomes the controlling one.
     pub ctty: bool,
-    /// `cgroup.procs` files to write the task into.
+    /// Join files (`tasks` on v1, `cgroup.procs` on v2) to write the task
+    /// into.
     pub join: Vec<CString>,
     pub bind: TaskBind,
     pub uid: u32,
