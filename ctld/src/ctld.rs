@@ -46,7 +46,7 @@ pub struct Ctld {
     pub next_job_id: u32,
     pub names: NameCache,
     /// Each listed job's encoding, sent again while unchanged (`jobwire.rs`).
-    pub wire_cache: crate::jobwire::WireCache,
+    pub wire_cache: crate::wirecache::WireCache,
     pub waiters: HashMap<u32, Vec<Reply<JobInfo>>>,
     pub slurm_user_uid: u32,
     pub start_time: i64,

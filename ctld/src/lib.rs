@@ -64,5 +64,6 @@ pub mod token;
 pub mod update;
 pub mod users;
 pub mod wal;
+pub mod wirecache;
 
 pub use daemon::main_entry;
