@@ -96,11 +96,21 @@ control_line=$(grep 'in control' "$DIR/log/droverctld.log" | tail -n1 | cut -d' 
 echo "controller restart with $TOTAL jobs: $(ms "$(date -d "$start_line" +%s%N)" "$(date -d "$control_line" +%s%N)") ms to in control (recovery); whole cluster relaunch to squeue answering $(ms "$t0" "$t1") ms"
 echo "controller RSS after restart: $(rss_mib) MiB"
 
-# 4. Drain: cancel the queue, N_DRAIN trivial jobs released at once over N_NODES nodes.
+# 4. Cancel the queue.
 t0=$(now_ns); scancel -u "$(id -un)"; t1=$(now_ns)
 echo "scancel of $TOTAL pending: $(ms "$t0" "$t1") ms"
 for _ in $(seq 3000); do [ -z "$(squeue -h -o %i | head -n1)" ] && break; sleep 0.1; done
+
+# 5. Arrays at Slurm's largest MaxArraySize: a 100,000-task held array.
+echo "MaxArraySize=4000001" >> "$DIR/slurm.conf"
+scontrol reconfigure
+t0=$(now_ns); sbatch -H -o /dev/null --array=0-99999 --wrap true > /dev/null; t1=$(now_ns)
+echo "sbatch of a 100,000-task array (MaxArraySize=4000001): $(ms "$t0" "$t1") ms"
+echo "squeue -r (its 100,000 tasks, one row each): median $(timed 3 squeue -r) ms"
+scancel -u "$(id -un)"
+for _ in $(seq 3000); do [ -z "$(squeue -h -o %i | head -n1)" ] && break; sleep 0.1; done
 if [ "$N_DRAIN" -eq 0 ]; then echo "controller RSS at the end: $(rss_mib) MiB"; exit 0; fi
+# 6. Drain: N_DRAIN trivial jobs released at once over N_NODES nodes.
 "$BIN/drover" bench submit --count "$N_DRAIN" --concurrency 64 --hold --quiet
 ids=$(squeue -h -o %i | paste -sd, -)
 cpu0=$(ctld_cpu)
