@@ -3,7 +3,8 @@
 //!
 //! Files in `SlurmdSpoolDir/job<ID>/` (mode 0711):
 //! - `launch.pb` — the LaunchRequest (prost), written as `launch.pb.tmp`
-//!   (fsynced) and renamed last: its presence marks a complete launch record;
+//!   and renamed last: its presence marks a complete launch record (not
+//!   fsynced: see `fill_dir`);
 //! - `script` — the batch script (mode 0700, owned by the job's user);
 //! - `stepd.sock` — the supervisor's control socket (mode 0600);
 //! - `status` — how the job ended (written atomically by the supervisor via
@@ -221,8 +222,12 @@ fn fill_dir(dir: &Path, req: &LaunchRequest, extra: &ExtraFiles) -> Result<(), S
         .mode(0o600)
         .open(&tmp)
         .map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+    // Not fsynced: the record serves the supervisor and an agent restarted
+    // after a crash of its own, both of which read the page cache. A crash
+    // of the machine ends the job's processes too, and a record it tore
+    // (empty, or naming no job) reads as none (`scan_spool`): the job is
+    // reported lost either way. (0.2-0.3 ms off every start.)
     f.write_all(&req.encode_to_vec())
-        .and_then(|_| f.sync_data())
         .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     Ok(())
 }
