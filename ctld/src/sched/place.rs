@@ -299,6 +299,21 @@ pub fn place_with<N: NodeSet + ?Sized>(
 }
 
 /// Tasks a request puts on its nodes in all.
+/// The fewest tasks any node of a placement of `req` holds: what the other
+/// nodes of it (at most `max_nodes - 1`, each holding no more tasks than
+/// the roomiest node's CPUs, `max_cpus`, allow) leave of its tasks; at
+/// least 1. A `-N2 -n128` job on 64-CPU nodes needs each of its nodes whole.
+pub(super) fn least_tasks_per_node(req: &Request, max_cpus: u32) -> u32 {
+    let max_nodes = req.max_nodes.max(req.min_nodes).max(1);
+    let cpt = req.cpus_per_task.max(1);
+    let mut widest = max_cpus / cpt;
+    if req.ntasks_per_node > 0 {
+        widest = widest.min(req.ntasks_per_node);
+    }
+    let others = u64::from(max_nodes - 1) * u64::from(widest);
+    u64::from(want_tasks(req)).saturating_sub(others).max(1) as u32
+}
+
 pub(super) fn want_tasks(req: &Request) -> u32 {
     let min_nodes = req.min_nodes.max(1);
     if req.ntasks_per_node > 0 {

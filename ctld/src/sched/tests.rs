@@ -96,6 +96,32 @@ pub(super) fn reason(d: &[Decision], id: u32) -> &'static str {
 }
 
 #[test]
+fn each_node_of_a_multi_node_job_brings_what_the_others_cannot() {
+    use super::place::least_tasks_per_node as least;
+    let mut r = req(128, 1);
+    (r.min_nodes, r.max_nodes) = (2, 2);
+    // Two 64-CPU nodes for 128 tasks: each whole.
+    assert_eq!(least(&r, 64), 64);
+    // On 100-CPU nodes one may hold 100, the other 28.
+    assert_eq!(least(&r, 100), 28);
+    // A range or a spread: no bound beyond one task.
+    r.max_nodes = 4;
+    assert_eq!(least(&r, 64), 1);
+    let mut r = req(8, 4);
+    (r.min_nodes, r.max_nodes) = (2, 2);
+    assert_eq!(least(&r, 16), 4, "four tasks of 4 CPUs per node at most");
+    r.ntasks_per_node = 4;
+    assert_eq!(least(&r, 64), 4);
+    // Whole-node two-node jobs on a cluster with one such pair free: the
+    // one whose nodes are busy is not started, the other is.
+    let nodes = vec![node(4, 4000, 0), node(4, 4000, 0), node(4, 4000, 0)];
+    let mut r = req(8, 1);
+    (r.min_nodes, r.max_nodes) = (2, 2);
+    let d = schedule(&nodes, &part(3), &[job(1, r.clone()), job(2, r)]);
+    assert_eq!(starts(&d).len(), 1, "{d:?}");
+}
+
+#[test]
 fn multi_node_is_all_or_nothing_and_spreads_tasks() {
     let nodes = vec![node(4, 4000, 0), node(4, 4000, 0), node(4, 4000, 0)];
     let mut r = req(6, 1);
