@@ -2,9 +2,7 @@
 //! its earliest start on the profile, tried at a bounded number of times.
 
 use super::{Memo, Pass, UNKNOWN};
-use crate::sched::place::{
-    least_tasks_per_node, node_tasks, place_bounded, want_tasks, Alloc, Avail,
-};
+use crate::sched::place::{node_tasks, place_bounded, want_tasks, Alloc, Avail};
 use crate::sched::{JobSnap, Request};
 
 /// Start times tried for a multi-node job's plan, per round.
@@ -24,8 +22,7 @@ enum Round {
 
 impl Pass<'_> {
     /// [`Pass::earliest`] for a job that may use several nodes. Each
-    /// node's earliest time to hold one task (its even share, where every
-    /// node of a placement must hold that), and to hold an even share of
+    /// node's earliest time to hold one task, and to hold an even share of
     /// them, for the whole limit: the job starts no sooner than the
     /// min_nodes-th of the first, and (an even split over as many nodes as
     /// may hold a task being one way to place it) usually by the time
@@ -97,27 +94,12 @@ impl Pass<'_> {
             t.select_nth_unstable(k - 1);
             Some(t[k - 1])
         };
-        // Where every node of a placement must hold its even share (whole
-        // nodes of a partition of equal ones, say: each node holds at least
-        // what the others cannot, `least`), a node counts from its earliest
-        // time to hold that share; elsewhere from its time to hold one task.
-        // The job starts no sooner than the min_nodes-th of those.
-        let wanted = want_tasks(req);
-        let even = if req.ntasks_per_node > 0 {
-            req.ntasks_per_node
-        } else {
-            wanted.div_ceil(max_nodes as u32)
-        };
-        let first = if least_tasks_per_node(req, self.max_cpus) == even {
-            even
-        } else {
-            1
-        };
-        let one = each(first, from, memo);
+        let one = each(1, from, memo);
         let lb = kth(&one, min_nodes)?;
         // The even share: over the nodes that may hold a task at all (a
         // range `-N1-4` on fewer nodes than 4 puts more on each), and the
         // nodes it then takes.
+        let wanted = want_tasks(req);
         let share = if req.ntasks_per_node > 0 {
             req.ntasks_per_node
         } else {
@@ -125,16 +107,10 @@ impl Pass<'_> {
             wanted.div_ceil(spread).max(1)
         };
         let need = (wanted.div_ceil(share) as usize).max(min_nodes);
-        let ub = if share == first {
-            // The same question from later on: the first sweep's answers
-            // stand.
-            kth(&each(share, lb, memo), need)
-        } else {
-            if memo2.1.len() != inp.nodes.len() || memo2.0 != share {
-                *memo2 = (share, vec![UNKNOWN; inp.nodes.len()]);
-            }
-            kth(&each(share, lb, &mut memo2.1), need)
-        };
+        if memo2.1.len() != inp.nodes.len() || memo2.0 != share {
+            *memo2 = (share, vec![UNKNOWN; inp.nodes.len()]);
+        }
+        let ub = kth(&each(share, lb, &mut memo2.1), need);
         let hi = ub.unwrap_or(until);
         let round = |t: i64| {
             if t <= inp.now {
