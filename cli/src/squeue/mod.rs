@@ -241,11 +241,11 @@ pub fn run(args: &[String]) -> i32 {
         Err(rc) => return rc,
     };
     rt.block_on(async move {
-        let conn = match conn::signed_for("squeue", &cfg) {
+        let signed = match conn::signed_for("squeue", &cfg) {
             Ok(c) => c,
             Err(rc) => return rc,
         };
-        let mut client = drover_proto::client::controller_of(conn.clone());
+        let mut client = drover_proto::client::controller_of(signed.clone());
         timer.mark("credential");
         // -w: every name must be a node (or its host name; `localhost` is
         // this host), as Slurm's squeue checks.
@@ -289,7 +289,7 @@ pub fn run(args: &[String]) -> i32 {
         }
         let stdout = std::io::stdout();
         loop {
-            let answer = match get_jobs_encoded(conn.clone(), request(&p)).await {
+            let answer = match get_jobs_encoded(signed.clone(), request(&p)).await {
                 Ok(r) => r,
                 Err(st) => {
                     conn::report("squeue", "slurm_load_jobs error: ", &st);
