@@ -17,7 +17,7 @@ use prost::Message;
 use crate::conn;
 pub use args::{parse_args, parse_states, Params, Parsed, TABLE, USAGE};
 pub use filter::{expand_arrays, filter};
-pub use sort::{sort_rows, SortKeys};
+pub use sort::SortKeys;
 
 /// Render the whole listing (header unless `-h`).
 pub fn render(out: &mut String, p: &Params, jobs: &[JobInfo], now: i64) {

@@ -223,13 +223,3 @@ impl SortKeys {
         order
     }
 }
-
-/// Sort rows as squeue does ([`SortKeys::order`]).
-pub fn sort_rows(rows: &mut Vec<Row<'_>>, spec: &str, now: i64) {
-    let mut keys = SortKeys::new(spec);
-    for r in rows.iter() {
-        keys.push(r, now);
-    }
-    let sorted: Vec<Row<'_>> = keys.order().into_iter().map(|i| rows[i]).collect();
-    *rows = sorted;
-}

@@ -298,9 +298,11 @@ pub fn run(args: &[String]) -> i32 {
             Err(e) => return err(&format!("{}: {e}", conf.display())),
         }
     } else {
+        // Lower case, as Slurm keeps a ClusterName (else every command
+        // reading the file warns that it converted it).
         let name = dir
             .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
+            .map(|n| n.to_string_lossy().to_ascii_lowercase())
             .filter(|n| {
                 !n.is_empty()
                     && n.chars()

@@ -362,7 +362,9 @@ fn drover_up_cluster_has_fair_share_and_sprio() {
 fn drover_up_files_are_safe_whatever_the_umask() {
     use std::os::unix::fs::MetadataExt;
     let dir = tempfile::tempdir().unwrap();
-    let cluster = dir.path().join("c");
+    // (A name in capitals: the cluster is named in lower case, as Slurm
+    // keeps it, so commands reading the file do not warn.)
+    let cluster = dir.path().join("Lab");
     let mut child = Command::new(drover_tests::bin_dir().join("drover"));
     child
         .args(["up", "--dir", cluster.to_str().unwrap(), "--nodes", "1"])
@@ -395,6 +397,8 @@ fn drover_up_files_are_safe_whatever_the_umask() {
     ] {
         assert_eq!(mode(p), 0o600, "{p}");
     }
+    let conf = std::fs::read_to_string(cluster.join("slurm.conf")).unwrap();
+    assert!(conf.contains("\nClusterName=lab\n"), "{conf}");
     let _ = drover_proto::sys::kill(child.id() as i32, libc::SIGTERM);
     assert!(child.wait().unwrap().success());
     none_left(&cluster);
