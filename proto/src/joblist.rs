@@ -56,6 +56,7 @@ pub fn each_job(mut buf: &[u8], mut f: impl FnMut(&JobInfo)) -> Result<i64, Stri
                 f(&job);
             }
             (2, WireType::Varint) => now = decode_varint(&mut buf).map_err(bad)? as i64,
+            (1 | 2, _) => return Err(format!("field {tag} has wire type {wire:?}")),
             _ => skip_field(wire, tag, &mut buf, DecodeContext::default()).map_err(bad)?,
         }
     }
@@ -145,6 +146,11 @@ mod tests {
         }
         assert!(each_job(&bytes[..bytes.len() - 3], |_| {}).is_err());
         assert!(each_job(&[0x0a, 0xff, 0xff, 0xff, 0x0f], |_| {}).is_err());
+        // A job as a number (field 1, varint) is garbled, as prost says.
+        assert!(GetJobsResponse::decode(&[0x08, 0x01][..]).is_err());
+        assert!(each_job(&[0x08, 0x01], |_| {}).is_err());
+        // A field it does not know is skipped, as prost does.
+        assert_eq!(each_job(&[0x18, 0x05, 0x10, 0x07], |_| {}).unwrap(), 7);
         assert_eq!(each_job(&[], |_| {}).unwrap(), 0);
     }
 }

@@ -298,22 +298,35 @@ pub fn place_with<N: NodeSet + ?Sized>(
     place_bounded(req, candidates, nodes, opts, pick_ids, key, avail, None)
 }
 
-/// Tasks a request puts on its nodes in all.
-/// The fewest tasks any node of a placement of `req` holds: what the other
-/// nodes of it (at most `max_nodes - 1`, each holding no more tasks than
-/// the roomiest node's CPUs, `max_cpus`, allow) leave of its tasks; at
-/// least 1. A `-N2 -n128` job on 64-CPU nodes needs each of its nodes whole.
-pub(super) fn least_tasks_per_node(req: &Request, max_cpus: u32) -> u32 {
-    let max_nodes = req.max_nodes.max(req.min_nodes).max(1);
-    let cpt = req.cpus_per_task.max(1);
-    let mut widest = max_cpus / cpt;
+/// The most tasks `cpus` free CPUs host for `req` (its CPUs per task, its
+/// `--ntasks-per-node`): a bound on what a node can take.
+pub(super) fn tasks_by_cpus(req: &Request, cpus: u32) -> u32 {
+    let t = cpus / req.cpus_per_task.max(1);
     if req.ntasks_per_node > 0 {
-        widest = widest.min(req.ntasks_per_node);
+        t.min(req.ntasks_per_node)
+    } else {
+        t
     }
-    let others = u64::from(max_nodes - 1) * u64::from(widest);
-    u64::from(want_tasks(req)).saturating_sub(others).max(1) as u32
 }
 
+/// Whether nodes hosting no more than `caps` tasks each could hold the
+/// request together: enough nodes host a task, and the roomiest
+/// `max_nodes` host all tasks (necessary for [`place_with`] to succeed).
+pub(super) fn could_fit(req: &Request, caps: impl Iterator<Item = u32>) -> bool {
+    let min_nodes = req.min_nodes.max(1) as usize;
+    let max_nodes = (req.max_nodes.max(req.min_nodes).max(1) as usize).max(min_nodes);
+    let mut caps: Vec<u32> = caps.filter(|&t| t > 0).collect();
+    if caps.len() < min_nodes {
+        return false;
+    }
+    if caps.len() > max_nodes {
+        caps.select_nth_unstable_by(max_nodes - 1, |a, b| b.cmp(a));
+        caps.truncate(max_nodes);
+    }
+    caps.iter().map(|&t| u64::from(t)).sum::<u64>() >= u64::from(want_tasks(req))
+}
+
+/// Tasks a request puts on its nodes in all.
 pub(super) fn want_tasks(req: &Request) -> u32 {
     let min_nodes = req.min_nodes.max(1);
     if req.ntasks_per_node > 0 {

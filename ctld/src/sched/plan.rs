@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::index::Index;
 use super::limits::{request_tres, LimitState};
 use super::place::{
-    fits_single, least_tasks_per_node, place_with, single_node_tasks, Alloc, Avail,
+    could_fit, fits_single, place_with, single_node_tasks, tasks_by_cpus, Alloc, Avail,
 };
 use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};
@@ -109,8 +109,6 @@ pub(super) struct Pass<'a> {
     pub work: Work<'a>,
     /// `Avail::of` each node in `work`, kept current.
     now_avail: Vec<Avail>,
-    /// The most CPUs of any node ([`least_tasks_per_node`]).
-    max_cpus: u32,
     pub limits: LimitState<'a>,
     /// Running jobs chosen for preemption this pass.
     pub taken: Vec<bool>,
@@ -184,7 +182,6 @@ impl<'a> Pass<'a> {
             lines,
             work: Work::new(inp.nodes),
             now_avail: inp.nodes.iter().map(Avail::of).collect(),
-            max_cpus: inp.nodes.iter().map(|n| n.cpus).max().unwrap_or(0),
             limits,
             taken: vec![false; inp.running.len()],
             ver: vec![0; inp.nodes.len()],
@@ -645,14 +642,14 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                     .nodes
                     .entry(p)
                     .or_insert_with(|| static_nodes(&pass, job, p));
-                // Each node of a placement brings at least `least` tasks:
-                // without min_nodes such nodes free now, placing must fail
-                // (checked by free CPUs alone, before the placement's walk).
+                // When even the nodes' free CPUs could not hold the tasks,
+                // placing must fail: refused before the placement's walk
+                // (most tries of a whole-node multi-node job end here).
                 let req = &job.req;
-                let need = least_tasks_per_node(req, pass.max_cpus) * req.cpus_per_task.max(1);
-                let min_nodes = req.min_nodes.max(1) as usize;
-                let roomy = cands.iter().filter(|&&i| pass.now_avail[i].cpus >= need);
-                if roomy.take(min_nodes).count() < min_nodes {
+                let caps = cands
+                    .iter()
+                    .map(|&i| tasks_by_cpus(req, pass.now_avail[i].cpus));
+                if !could_fit(req, caps) {
                     continue;
                 }
                 let res = place_with(

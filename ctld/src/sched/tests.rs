@@ -96,22 +96,27 @@ pub(super) fn reason(d: &[Decision], id: u32) -> &'static str {
 }
 
 #[test]
-fn each_node_of_a_multi_node_job_brings_what_the_others_cannot() {
-    use super::place::least_tasks_per_node as least;
+fn free_cpus_alone_refuse_a_multi_node_job_that_cannot_fit() {
+    use super::place::{could_fit, tasks_by_cpus};
+    let fits = |r: &Request, cpus: &[u32]| could_fit(r, cpus.iter().map(|&c| tasks_by_cpus(r, c)));
     let mut r = req(128, 1);
     (r.min_nodes, r.max_nodes) = (2, 2);
     // Two 64-CPU nodes for 128 tasks: each whole.
-    assert_eq!(least(&r, 64), 64);
+    assert!(fits(&r, &[64, 64, 10]));
+    assert!(!fits(&r, &[64, 63, 63]));
     // On 100-CPU nodes one may hold 100, the other 28.
-    assert_eq!(least(&r, 100), 28);
-    // A range or a spread: no bound beyond one task.
+    assert!(fits(&r, &[100, 28]));
+    assert!(!fits(&r, &[100, 27]));
+    // A range may spread: four nodes of 32.
     r.max_nodes = 4;
-    assert_eq!(least(&r, 64), 1);
+    assert!(fits(&r, &[32, 32, 32, 32]));
+    assert!(!fits(&r, &[32, 32, 32, 31]));
     let mut r = req(8, 4);
     (r.min_nodes, r.max_nodes) = (2, 2);
-    assert_eq!(least(&r, 16), 4, "four tasks of 4 CPUs per node at most");
+    assert_eq!(tasks_by_cpus(&r, 18), 4, "tasks of 4 CPUs");
+    assert!(!fits(&r, &[16, 15]));
     r.ntasks_per_node = 4;
-    assert_eq!(least(&r, 64), 4);
+    assert_eq!(tasks_by_cpus(&r, 64), 4, "--ntasks-per-node caps it");
     // Whole-node two-node jobs on a cluster with one such pair free: the
     // one whose nodes are busy is not started, the other is.
     let nodes = vec![node(4, 4000, 0), node(4, 4000, 0), node(4, 4000, 0)];

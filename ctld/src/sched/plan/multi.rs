@@ -2,8 +2,10 @@
 //! its earliest start on the profile, tried at a bounded number of times.
 
 use super::{Memo, Pass, UNKNOWN};
-use crate::sched::place::{node_tasks, place_bounded, want_tasks, Alloc, Avail};
-use crate::sched::{JobSnap, Request};
+use crate::sched::place::{
+    could_fit, node_tasks, place_bounded, tasks_by_cpus, want_tasks, Alloc, Avail,
+};
+use crate::sched::JobSnap;
 
 /// Start times tried for a multi-node job's plan, per round.
 const MULTI_NODE_TRIES: usize = 8;
@@ -144,15 +146,7 @@ impl Pass<'_> {
         // What each node offers at a start time alone bounds what it offers
         // for the whole limit, and its free CPUs then bound the tasks it
         // could host: per node and try, in one walk of each node's profile.
-        let cpt = req.cpus_per_task.max(1);
-        let cpu_bound = |a: &Avail| {
-            let t = a.cpus / cpt;
-            if req.ntasks_per_node > 0 {
-                t.min(req.ntasks_per_node)
-            } else {
-                t
-            }
-        };
+        let cpu_bound = |a: &Avail| tasks_by_cpus(req, a.cpus);
         // By the time each can hold a task: a try's nodes are a prefix.
         let mut order: Vec<(i64, usize)> = one.iter().enumerate().map(|(j, x)| (x.1, j)).collect();
         order.sort_unstable();
@@ -213,21 +207,4 @@ impl Pass<'_> {
             .map_or(i64::MAX, round);
         Some(Round::Next(next))
     }
-}
-
-/// Whether nodes hosting no more than `caps` tasks each could hold the
-/// request together: enough nodes host a task, and the roomiest
-/// `max_nodes` host all tasks (necessary for [`place_with`] to succeed).
-fn could_fit(req: &Request, caps: impl Iterator<Item = u32>) -> bool {
-    let min_nodes = req.min_nodes.max(1) as usize;
-    let max_nodes = (req.max_nodes.max(req.min_nodes).max(1) as usize).max(min_nodes);
-    let mut caps: Vec<u32> = caps.filter(|&t| t > 0).collect();
-    if caps.len() < min_nodes {
-        return false;
-    }
-    if caps.len() > max_nodes {
-        caps.select_nth_unstable_by(max_nodes - 1, |a, b| b.cmp(a));
-        caps.truncate(max_nodes);
-    }
-    caps.iter().map(|&t| u64::from(t)).sum::<u64>() >= u64::from(want_tasks(req))
 }
