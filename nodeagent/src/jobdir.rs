@@ -18,7 +18,6 @@
 //! on a busy node, notably on ext4 without a journal). Directories beyond a
 //! small pool are deleted.
 
-use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -176,7 +175,7 @@ fn fill_dir(dir: &Path, req: &LaunchRequest, extra: &ExtraFiles) -> Result<(), S
     for (name, content) in extra {
         let path = dir.join(name);
         match content {
-            Some(text) => drover_proto::private::write(&path, text.as_bytes())
+            Some(text) => drover_proto::private::rewrite(&path, text.as_bytes())
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
             None => {
                 let _ = std::fs::remove_file(&path);
@@ -189,14 +188,16 @@ fn fill_dir(dir: &Path, req: &LaunchRequest, extra: &ExtraFiles) -> Result<(), S
         .map(|s| s.script.as_slice())
         .unwrap_or(&[]);
     let script_path = dir.join(SCRIPT_FILE);
-    let mut f = std::fs::OpenOptions::new()
+    // A recycled directory's files are written over, not truncated
+    // (`private::overwrite`: they keep their disk blocks).
+    let f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
-        .truncate(true)
+        .truncate(false)
         .mode(0o700)
         .open(&script_path)
         .map_err(|e| format!("cannot create {}: {e}", script_path.display()))?;
-    f.write_all(script)
+    drover_proto::private::overwrite(&f, script)
         .map_err(|e| format!("cannot write {}: {e}", script_path.display()))?;
     if drover_proto::sys::is_root() {
         if let Err(e) = std::os::unix::fs::fchown(&f, Some(req.uid), Some(req.gid)) {
@@ -215,10 +216,10 @@ fn fill_dir(dir: &Path, req: &LaunchRequest, extra: &ExtraFiles) -> Result<(), S
     drop(f);
 
     let tmp = dir.join(LAUNCH_TMP);
-    let mut f = std::fs::OpenOptions::new()
+    let f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
-        .truncate(true)
+        .truncate(false)
         .mode(0o600)
         .open(&tmp)
         .map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
@@ -227,7 +228,7 @@ fn fill_dir(dir: &Path, req: &LaunchRequest, extra: &ExtraFiles) -> Result<(), S
     // of the machine ends the job's processes too, and a record it tore
     // (empty, or naming no job) reads as none (`scan_spool`): the job is
     // reported lost either way. (0.2-0.3 ms off every start.)
-    f.write_all(&req.encode_to_vec())
+    drover_proto::private::overwrite(&f, &req.encode_to_vec())
         .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     Ok(())
 }

@@ -159,6 +159,24 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     create(path)?.write_all(bytes)
 }
 
+/// Write `bytes` to `path` (0600) over what an existing file holds, cut
+/// to their length only where it was longer: a file rewritten with about
+/// as much keeps its disk blocks (truncating to zero frees them, and a
+/// file system mounted with `discard` then tells the device about each).
+pub fn rewrite(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    overwrite(&open_rw(path)?, bytes)
+}
+
+/// [`rewrite`] for a file already open for writing.
+pub fn overwrite(f: &File, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(bytes, 0)?;
+    if f.metadata()?.len() > bytes.len() as u64 {
+        f.set_len(bytes.len() as u64)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +198,18 @@ mod tests {
         let d = std::env::temp_dir().join(format!("drover-private-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         d
+    }
+
+    #[test]
+    fn rewrite_replaces_longer_and_shorter_contents() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        rewrite(&p, b"a long first content").unwrap();
+        assert_eq!(mode(&p), 0o600);
+        rewrite(&p, b"short").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"short");
+        rewrite(&p, b"longer again").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"longer again");
     }
 
     #[test]
