@@ -13,8 +13,10 @@ use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};
 use super::work::Work;
 
+mod memo;
 mod multi;
 use super::{apply_share, Decision, Input, JobSnap, NodeSnap, PreemptKind, ResvSnap, RunAlloc};
+use memo::{ByRequest, Learnt, Memos, ShapeMemos};
 
 pub(super) fn mask(gres: &[usize]) -> u128 {
     gres.iter()
@@ -69,28 +71,10 @@ impl PartialEq for Shape<'_> {
 
 impl Eq for Shape<'_> {}
 
-/// What one node's profile said about a shape: the earliest start, or
-/// none up to a time; valid while the node's profile is unchanged.
-#[derive(Clone, Copy)]
-pub(super) struct Memo {
-    ver: u32,
-    known: bool,
-    t: i64,
-}
-
-const UNKNOWN: Memo = Memo {
-    ver: u32::MAX,
-    known: false,
-    t: 0,
-};
-
 #[derive(Default)]
 struct ShapeInfo {
-    /// Per node: last earliest-start answer (one-node shapes; multi-node
-    /// shapes: for one task, and `memo2` for an even share, of that
-    /// many tasks).
-    memo: Vec<Memo>,
-    memo2: (u32, Vec<Memo>),
+    /// Per node: last earliest-start answers.
+    memos: ShapeMemos,
     /// Could not start now (this generation).
     now_fails: bool,
     /// No planned start before this (this generation).
@@ -276,54 +260,6 @@ impl<'a> Pass<'a> {
         }
     }
 
-    /// Node `i`'s earliest start in [from, lim] for a shape, remembered in
-    /// `memo` while the node's profile is unchanged.
-    #[allow(clippy::too_many_arguments)]
-    fn node_earliest(
-        &self,
-        i: usize,
-        memo: &mut [Memo],
-        from: i64,
-        lim: i64,
-        d: i64,
-        own: Option<usize>,
-        fits: &dyn Fn(&Avail) -> bool,
-    ) -> Option<i64> {
-        // A powered-down node runs nothing before it is up.
-        let from = from.max(self.inp.nodes[i].ready);
-        if from > lim {
-            return None;
-        }
-        let m = memo[i];
-        let start = if m.ver != self.ver[i] {
-            from
-        } else if m.known {
-            if m.t >= from {
-                return (m.t <= lim).then_some(m.t);
-            }
-            from
-        } else if lim <= m.t {
-            return None;
-        } else {
-            from.max(m.t + 1)
-        };
-        let res = self.inp.params.bf_resolution.max(1);
-        let r = self.lines[i].earliest(self.inp.now, res, start, lim, d, own, fits);
-        memo[i] = match r {
-            Some(t) => Memo {
-                ver: self.ver[i],
-                known: true,
-                t,
-            },
-            None => Memo {
-                ver: self.ver[i],
-                known: false,
-                t: lim,
-            },
-        };
-        r
-    }
-
     /// Earliest planned start of `job` in partition `part` (not before
     /// `from`, not after `until`), with its planned allocation.
     fn earliest(
@@ -332,8 +268,7 @@ impl<'a> Pass<'a> {
         from: i64,
         until: i64,
         cands: &[usize],
-        memo: &mut Vec<Memo>,
-        memo2: &mut (u32, Vec<Memo>),
+        learnt: &mut Learnt,
     ) -> Option<(i64, Vec<Alloc>)> {
         let inp = self.inp;
         let d = job.time_limit.max(1);
@@ -341,9 +276,7 @@ impl<'a> Pass<'a> {
         let opts = inp.params.place;
         let key = |i: usize| self.now_avail[i];
         if let Some(want) = single_node_tasks(&job.req) {
-            if memo.len() != inp.nodes.len() {
-                *memo = vec![UNKNOWN; inp.nodes.len()];
-            }
+            let mut memos = Memos::sized(&mut learnt.shape.one, None, inp.nodes.len());
             let mut best: Option<i64> = None;
             // A cheap first test: CPUs alone.
             let need = (want * job.req.cpus_per_task.max(1)).max(job.req.min_cpus_per_node);
@@ -359,7 +292,7 @@ impl<'a> Pass<'a> {
                     break;
                 }
                 let fits = |a: &Avail| a.cpus >= need && fits_single(&job.req, n, a, &opts, want);
-                if let Some(t) = self.node_earliest(i, memo, from, lim, d, own, &fits) {
+                if let Some(t) = self.node_earliest(i, &mut memos, from, lim, d, own, &fits) {
                     best = Some(t);
                 }
             }
@@ -371,14 +304,12 @@ impl<'a> Pass<'a> {
                 .iter()
                 .copied()
                 .filter(|&i| {
-                    let m = memo[i];
-                    m.ver == self.ver[i]
-                        && ((m.known && m.t == t)
-                            || (!m.known && m.t < t && {
-                                let a = self.lines[i].at_time(t);
-                                a.cpus >= need
-                                    && fits_single(&job.req, &self.work[i], &a, &opts, want)
-                            }))
+                    memos.shape[i]
+                        .says_start_at(self.ver[i], t)
+                        .unwrap_or_else(|| {
+                            let a = self.lines[i].at_time(t);
+                            a.cpus >= need && fits_single(&job.req, &self.work[i], &a, &opts, want)
+                        })
                 })
                 .collect();
             return place_with(&job.req, &at, &self.work, &opts, false, &key, &|i| {
@@ -387,7 +318,7 @@ impl<'a> Pass<'a> {
             .ok()
             .map(|a| (t, a));
         }
-        self.earliest_multi_node(job, from, until, cands, memo, memo2)
+        self.earliest_multi_node(job, from, until, cands, learnt)
     }
 
     fn start(&mut self, job: &JobSnap, part: usize, allocs: Vec<Alloc>) {
@@ -496,6 +427,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
     let mut shape_ids: FxMap<Shape, usize> = FxMap::default();
     let mut shapes: Vec<ShapeInfo> = Vec::new();
     let mut generation = 0u32;
+    let mut requests = ByRequest::default();
 
     for (_, job) in order {
         let d = job.time_limit.max(1);
@@ -562,8 +494,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
             info.generation = generation;
             info.now_fails = false;
             info.earliest_lb = 0;
-            info.memo.clear();
-            info.memo2.1.clear();
+            info.memos.clear();
         }
         let skip_now = info.now_fails || untested;
         'inst: while started < job.instances.max(1) && resv_open && !skip_now {
@@ -706,9 +637,11 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                     .nodes
                     .entry(p)
                     .or_insert_with(|| static_nodes(&pass, job, p));
-                if let Some((t, a)) =
-                    pass.earliest(job, from, lim, cands, &mut info.memo, &mut info.memo2)
-                {
+                let mut learnt = Learnt {
+                    shape: &mut info.memos,
+                    requests: &mut requests,
+                };
+                if let Some((t, a)) = pass.earliest(job, from, lim, cands, &mut learnt) {
                     plan = Some((t, p, a));
                 }
             }
@@ -744,6 +677,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                 blocked[p] = true;
                 // Resources came back: what was learnt no longer holds.
                 generation += 1;
+                requests.clear();
                 pass.wait(job.id, "Resources", Some(now));
                 continue;
             }

@@ -29,6 +29,11 @@ pub struct Line {
     segs: Vec<Seg>,
     /// Reservation blocks on this node: (start, end, reservation index).
     pub blocks: Vec<(i64, i64, usize)>,
+    /// Nothing free ever shrinks from one segment to the next (only
+    /// running jobs' ends so far, and takes from the first segment on):
+    /// what is free over a window is then what is free at its start, so
+    /// an earliest start does not depend on how long the job runs.
+    monotone: bool,
 }
 
 impl Line {
@@ -40,6 +45,7 @@ impl Line {
         Line {
             segs: vec![Seg { t: now, a }],
             blocks: Vec::new(),
+            monotone: true,
         }
     }
 
@@ -69,6 +75,8 @@ impl Line {
 
     /// Resources come back over [s, e) (a running job ending at `s`: e = MAX).
     pub fn give(&mut self, s: i64, e: i64, h: &Hold, track_memory: bool) {
+        // Back for good keeps the steps rising; back for a while does not.
+        self.monotone &= e == i64::MAX;
         let i = self.split(s);
         let j = if e == i64::MAX {
             self.segs.len()
@@ -87,6 +95,9 @@ impl Line {
 
     /// Resources are taken over [s, e).
     pub fn take(&mut self, s: i64, e: i64, h: &Hold, track_memory: bool) {
+        // Taken from the first segment on lowers every step up to `e`
+        // alike; taken later, what is free drops at `s`.
+        self.monotone &= s <= self.segs[0].t;
         let i = self.split(s);
         let j = if e == i64::MAX {
             self.segs.len()
@@ -199,12 +210,20 @@ impl Line {
         None
     }
 
+    /// Does [`Line::earliest`] answer the same whatever the job's length
+    /// and reservation: nothing free shrinks over time and no reservation
+    /// block is in the way.
+    pub fn length_free(&self) -> bool {
+        self.monotone && self.blocks.is_empty()
+    }
+
     /// Start times of the segments in [from, until].
     pub fn breakpoints(&self, from: i64, until: i64) -> impl Iterator<Item = i64> + '_ {
-        self.segs
+        let first = self.segs.partition_point(|s| s.t < from);
+        self.segs[first..]
             .iter()
             .map(|s| s.t)
-            .filter(move |t| *t >= from && *t <= until)
+            .take_while(move |t| *t <= until)
     }
 }
 
@@ -224,3 +243,72 @@ pub const NOTHING: Avail = Avail {
     gres_free: 0,
     jobs: u32::MAX,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(cpus: u32) -> Line {
+        let n = NodeSnap {
+            usable: true,
+            cpus,
+            free_cpus: (0..cpus).collect(),
+            real_memory: 1000,
+            free_memory: 1000,
+            gres: vec![],
+            features: vec![],
+            weight: 1,
+            jobs: 0,
+            threads: 1,
+            shared: vec![],
+            ready: 0,
+        };
+        Line::new(100, &n, &PlaceOpts::default())
+    }
+
+    fn hold(cpus: u32) -> Hold {
+        Hold {
+            cpus,
+            mem: 0,
+            gres: 0,
+        }
+    }
+
+    /// Running jobs' ends and takes from `now` on keep a line's steps
+    /// rising, and its earliest start the same whatever the length; a
+    /// take later on (a planned start) or a give for a while do not.
+    #[test]
+    fn length_free_lines() {
+        let fits8 = |a: &Avail| a.cpus >= 8;
+        let mut l = line(0);
+        l.give(200, i64::MAX, &hold(4), true);
+        l.give(300, i64::MAX, &hold(4), true);
+        l.take(100, 400, &hold(0), true);
+        assert!(l.length_free());
+        for d in [1, 50, 10_000] {
+            assert_eq!(l.earliest(100, 1, 100, 10_000, d, None, &fits8), Some(300));
+        }
+        assert_eq!(l.breakpoints(150, 300).collect::<Vec<_>>(), vec![200, 300]);
+        assert_eq!(l.breakpoints(201, 299).count(), 0);
+
+        let mut planned = l.clone();
+        planned.take(500, 600, &hold(8), true);
+        assert!(!planned.length_free());
+        assert_eq!(
+            planned.earliest(100, 1, 100, 10_000, 100, None, &fits8),
+            Some(300)
+        );
+        assert_eq!(
+            planned.earliest(100, 1, 100, 10_000, 300, None, &fits8),
+            Some(600)
+        );
+
+        let mut lent = l.clone();
+        lent.give(100, 150, &hold(8), true);
+        assert!(!lent.length_free());
+
+        let mut blocked = l;
+        blocked.blocks.push((0, 350, 0));
+        assert!(!blocked.length_free());
+    }
+}

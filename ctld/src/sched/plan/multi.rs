@@ -1,7 +1,8 @@
 //! Planning a job that may use several nodes (`-N2`, a range `-N1-4`):
 //! its earliest start on the profile, tried at a bounded number of times.
 
-use super::{Memo, Pass, UNKNOWN};
+use super::memo::{Learnt, Memos};
+use super::Pass;
 use crate::sched::place::{
     could_fit, node_tasks, place_bounded, tasks_by_cpus, want_tasks, Alloc, Avail,
 };
@@ -37,16 +38,11 @@ impl Pass<'_> {
         from: i64,
         until: i64,
         cands: &[usize],
-        memo: &mut Vec<Memo>,
-        memo2: &mut (u32, Vec<Memo>),
+        learnt: &mut Learnt,
     ) -> Option<(i64, Vec<Alloc>)> {
-        let inp = self.inp;
-        if memo.len() != inp.nodes.len() {
-            *memo = vec![UNKNOWN; inp.nodes.len()];
-        }
         let mut from = from;
         for _ in 0..MULTI_NODE_ROUNDS {
-            match self.multi_round(job, from, until, cands, memo, memo2)? {
+            match self.multi_round(job, from, until, cands, learnt)? {
                 Round::Planned(t, a) => return Some((t, a)),
                 Round::Next(next) if next <= until => from = next,
                 Round::Next(_) => return None,
@@ -63,8 +59,7 @@ impl Pass<'_> {
         from: i64,
         until: i64,
         cands: &[usize],
-        memo: &mut [Memo],
-        memo2: &mut (u32, Vec<Memo>),
+        learnt: &mut Learnt,
     ) -> Option<Round> {
         let inp = self.inp;
         let d = job.time_limit.max(1);
@@ -75,28 +70,40 @@ impl Pass<'_> {
         let req = &job.req;
         let min_nodes = req.min_nodes.max(1) as usize;
         let max_nodes = req.max_nodes.max(req.min_nodes).max(1) as usize;
-        let each = |want: u32, from: i64, memo: &mut [Memo]| -> Vec<(usize, i64)> {
-            cands
-                .iter()
-                .filter(|i| !req.excluded.contains(i))
-                .filter_map(|&i| {
-                    let n = &inp.nodes[i];
-                    let cpus = want * req.cpus_per_task.max(1);
-                    let fits = |a: &Avail| a.cpus >= cpus && node_tasks(req, n, a, &opts) >= want;
-                    self.node_earliest(i, memo, from, until, d, own, &fits)
-                        .map(|t| (i, t))
-                })
-                .collect()
+        let each = |want: u32, from: i64, memos: &mut Memos| -> Vec<(usize, i64)> {
+            let mut v = Vec::with_capacity(cands.len());
+            v.extend(
+                cands
+                    .iter()
+                    .filter(|i| !req.excluded.contains(i))
+                    .filter_map(|&i| {
+                        let n = &inp.nodes[i];
+                        let cpus = want * req.cpus_per_task.max(1);
+                        let fits =
+                            |a: &Avail| a.cpus >= cpus && node_tasks(req, n, a, &opts) >= want;
+                        self.node_earliest(i, memos, from, until, d, own, &fits)
+                            .map(|t| (i, t))
+                    }),
+            );
+            v
         };
-        let kth = |v: &[(usize, i64)], k: usize| -> Option<i64> {
+        let mut scratch: Vec<i64> = Vec::with_capacity(cands.len());
+        let mut kth = |v: &[(usize, i64)], k: usize| -> Option<i64> {
             if v.len() < k {
                 return None;
             }
-            let mut t: Vec<i64> = v.iter().map(|x| x.1).collect();
-            t.select_nth_unstable(k - 1);
-            Some(t[k - 1])
+            scratch.clear();
+            scratch.extend(v.iter().map(|x| x.1));
+            scratch.select_nth_unstable(k - 1);
+            Some(scratch[k - 1])
         };
-        let one = each(1, from, memo);
+        let n = inp.nodes.len();
+        let Learnt { shape, requests } = learnt;
+        let one = each(
+            1,
+            from,
+            &mut Memos::sized(&mut shape.one, Some(requests.get(req, 1)), n),
+        );
         let lb = kth(&one, min_nodes)?;
         // The even share: over the nodes that may hold a task at all (a
         // range `-N1-4` on fewer nodes than 4 puts more on each), and the
@@ -109,10 +116,18 @@ impl Pass<'_> {
             wanted.div_ceil(spread).max(1)
         };
         let need = (wanted.div_ceil(share) as usize).max(min_nodes);
-        if memo2.1.len() != inp.nodes.len() || memo2.0 != share {
-            *memo2 = (share, vec![UNKNOWN; inp.nodes.len()]);
+        if shape.share.0 != share {
+            shape.share = (share, Vec::new());
         }
-        let ub = kth(&each(share, lb, &mut memo2.1), need);
+        let shared = requests.get(req, share);
+        let ub = kth(
+            &each(
+                share,
+                lb,
+                &mut Memos::sized(&mut shape.share.1, Some(shared), n),
+            ),
+            need,
+        );
         let hi = ub.unwrap_or(until);
         let round = |t: i64| {
             if t <= inp.now {
@@ -148,8 +163,9 @@ impl Pass<'_> {
         // could host: per node and try, in one walk of each node's profile.
         let cpu_bound = |a: &Avail| tasks_by_cpus(req, a.cpus);
         // By the time each can hold a task: a try's nodes are a prefix.
+        // (In `one`'s order where times are equal: most are.)
         let mut order: Vec<(i64, usize)> = one.iter().enumerate().map(|(j, x)| (x.1, j)).collect();
-        order.sort_unstable();
+        order.sort_by_key(|x| x.0);
         let nt = times.len();
         let mut caps: Vec<u32> = Vec::new();
         if req.required.is_empty() {

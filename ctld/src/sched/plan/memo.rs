@@ -1,0 +1,187 @@
+//! What planning learnt about each node's earliest start for a request,
+//! kept while the node's profile is unchanged: by shape (request, time
+//! limit, partitions, reservation), and, for a multi-node plan's sweeps
+//! over nodes whose answer does not depend on the job's length
+//! ([`Line::length_free`](crate::sched::profile::Line::length_free)), by
+//! request alone, so that jobs asking for the same resources for different
+//! times share it. (A one-node plan keeps to its shape's memo: which nodes
+//! it places on is read from that memo, see [`Memo::says_start_at`].)
+
+use std::hash::{Hash, Hasher};
+
+use super::{FxMap, Pass};
+use crate::sched::place::Avail;
+use crate::sched::Request;
+
+/// One node's answer for a request: its earliest start searching from
+/// `from`, or none up to `t`; valid while the node's profile version is
+/// `ver`, for searches from `from` on.
+#[derive(Clone, Copy)]
+pub(in crate::sched) struct Memo {
+    ver: u32,
+    known: bool,
+    from: i64,
+    t: i64,
+}
+
+const UNKNOWN: Memo = Memo {
+    ver: u32::MAX,
+    known: false,
+    from: i64::MAX,
+    t: 0,
+};
+
+impl Memo {
+    /// What it says about a start at exactly `t` for profile version
+    /// `ver`: Some(true) it is the earliest, Some(false) it is not, None
+    /// not known (nothing learnt, or no start up to an earlier time).
+    pub fn says_start_at(&self, ver: u32, t: i64) -> Option<bool> {
+        if self.ver != ver {
+            return Some(false);
+        }
+        match self.known {
+            true => Some(self.t == t),
+            false if self.t < t => None,
+            false => Some(false),
+        }
+    }
+}
+
+/// The memos a look at one node uses.
+pub(in crate::sched) struct Memos<'m> {
+    /// The shape's own.
+    pub shape: &'m mut Vec<Memo>,
+    /// The request's, for length-free nodes (multi-node sweeps).
+    pub request: Option<&'m mut Vec<Memo>>,
+}
+
+impl<'m> Memos<'m> {
+    /// Both sized for `n` nodes (unknown everywhere when new).
+    pub fn sized(
+        shape: &'m mut Vec<Memo>,
+        request: Option<&'m mut Vec<Memo>>,
+        n: usize,
+    ) -> Memos<'m> {
+        let mut m = Memos { shape, request };
+        size(m.shape, n);
+        if let Some(r) = m.request.as_deref_mut() {
+            size(r, n);
+        }
+        m
+    }
+}
+
+fn size(v: &mut Vec<Memo>, n: usize) {
+    if v.len() != n {
+        *v = vec![UNKNOWN; n];
+    }
+}
+
+/// A shape's memos: for one task on a node (one-node shapes: for the
+/// job), and for an even share of that many tasks (multi-node shapes).
+#[derive(Default)]
+pub(in crate::sched) struct ShapeMemos {
+    pub one: Vec<Memo>,
+    pub share: (u32, Vec<Memo>),
+}
+
+impl ShapeMemos {
+    pub fn clear(&mut self) {
+        self.one.clear();
+        self.share.1.clear();
+    }
+}
+
+/// What a plan of one job reads and adds to: its shape's memos and the
+/// pass's by request.
+pub(in crate::sched) struct Learnt<'m> {
+    pub shape: &'m mut ShapeMemos,
+    pub requests: &'m mut ByRequest,
+}
+
+/// A pass's memos by request and tasks per node; emptied when resources
+/// come back (a preemption).
+#[derive(Default)]
+pub(in crate::sched) struct ByRequest {
+    by_hash: FxMap<u64, Vec<(Request, u32, Vec<Memo>)>>,
+}
+
+impl ByRequest {
+    pub fn clear(&mut self) {
+        self.by_hash.clear();
+    }
+
+    /// The memo of `req` holding `want` tasks on a node.
+    pub fn get(&mut self, req: &Request, want: u32) -> &mut Vec<Memo> {
+        let mut h = rustc_hash::FxHasher::default();
+        (req, want).hash(&mut h);
+        let bucket = self.by_hash.entry(h.finish()).or_default();
+        let k = match bucket.iter().position(|(r, w, _)| *w == want && r == req) {
+            Some(k) => k,
+            None => {
+                bucket.push((req.clone(), want, Vec::new()));
+                bucket.len() - 1
+            }
+        };
+        &mut bucket[k].2
+    }
+}
+
+impl Pass<'_> {
+    /// Node `i`'s earliest start in [from, lim] for a shape, remembered
+    /// while the node's profile is unchanged.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn node_earliest(
+        &self,
+        i: usize,
+        memos: &mut Memos,
+        from: i64,
+        lim: i64,
+        d: i64,
+        own: Option<usize>,
+        fits: &dyn Fn(&Avail) -> bool,
+    ) -> Option<i64> {
+        // A powered-down node runs nothing before it is up.
+        let from = from.max(self.inp.nodes[i].ready);
+        if from > lim {
+            return None;
+        }
+        let memo = match memos.request.as_deref_mut() {
+            Some(r) if self.lines[i].length_free() => &mut r[i],
+            _ => &mut memos.shape[i],
+        };
+        let m = *memo;
+        let start = if m.ver != self.ver[i] || from < m.from {
+            from
+        } else if m.known {
+            if m.t >= from {
+                return (m.t <= lim).then_some(m.t);
+            }
+            from
+        } else if lim <= m.t {
+            return None;
+        } else {
+            from.max(m.t + 1)
+        };
+        let res = self.inp.params.bf_resolution.max(1);
+        let r = self.lines[i].earliest(self.inp.now, res, start, lim, d, own, fits);
+        // What was searched: from `from` when this search covers it,
+        // else (resumed past an earlier search) from that one's start.
+        let searched_from = if start == from { from } else { m.from };
+        *memo = match r {
+            Some(t) => Memo {
+                ver: self.ver[i],
+                known: true,
+                from: searched_from,
+                t,
+            },
+            None => Memo {
+                ver: self.ver[i],
+                known: false,
+                from: searched_from,
+                t: lim,
+            },
+        };
+        r
+    }
+}
