@@ -101,7 +101,9 @@ pub(super) struct Pass<'a> {
     /// Nodes a quick pass keeps from lower-priority jobs: those of the
     /// partitions where a job could not start (Slurm's main scheduler).
     withheld: Vec<bool>,
-    index: Index,
+    /// Built the first time a one-node job is placed (many passes place
+    /// none): from the snapshot, and the nodes changed until then.
+    index: Option<Index>,
     pub out: Vec<Decision>,
 }
 
@@ -170,8 +172,20 @@ impl<'a> Pass<'a> {
             taken: vec![false; inp.running.len()],
             ver: vec![0; inp.nodes.len()],
             withheld: vec![false; inp.nodes.len()],
-            index: Index::new(inp.nodes, inp.parts),
+            index: None,
             out: Vec::new(),
+        }
+    }
+
+    /// Build the best-fit index if it was not yet: from the snapshot,
+    /// each node changed since re-filed (as [`Pass::start`] would have).
+    fn ensure_index(&mut self) {
+        if self.index.is_none() {
+            let mut ix = Index::new(self.inp.nodes, self.inp.parts);
+            for i in self.work.changed() {
+                ix.update(i, &self.work[i]);
+            }
+            self.index = Some(ix);
         }
     }
 
@@ -333,7 +347,9 @@ impl<'a> Pass<'a> {
         for a in &allocs {
             apply_share(self.work.get_mut(a.node), a, share, end);
             self.now_avail[a.node] = Avail::of(&self.work[a.node]);
-            self.index.update(a.node, &self.work[a.node]);
+            if let Some(ix) = self.index.as_mut() {
+                ix.update(a.node, &self.work[a.node]);
+            }
         }
         self.reserve(&allocs, now, end);
         let pname = self.inp.parts[part].name.as_str();
@@ -548,7 +564,11 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                     let req = &job.req;
                     let opts = &params.place;
                     let need = (want * req.cpus_per_task.max(1)).max(req.min_cpus_per_node);
-                    let res = pass.index.scan(p, req, need, |i| {
+                    pass.ensure_index();
+                    let Some(index) = pass.index.as_ref() else {
+                        continue;
+                    };
+                    let res = index.scan(p, req, need, |i| {
                         let n = &pass.work[i];
                         if req.excluded.contains(&i)
                             || !fits_single(req, n, &pass.now_avail[i], opts, want)

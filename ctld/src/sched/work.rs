@@ -24,6 +24,15 @@ impl<'a> Work<'a> {
         }
     }
 
+    /// The nodes changed so far (copied).
+    pub fn changed(&self) -> impl Iterator<Item = usize> + '_ {
+        self.slot
+            .iter()
+            .enumerate()
+            .filter(|(_, &k)| k != SHARED)
+            .map(|(i, _)| i)
+    }
+
     /// Node `i`, to change (copied on first use).
     pub fn get_mut(&mut self, i: usize) -> &mut NodeSnap {
         let mut k = self.slot[i];
