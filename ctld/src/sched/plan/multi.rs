@@ -162,10 +162,6 @@ impl Pass<'_> {
         // for the whole limit, and its free CPUs then bound the tasks it
         // could host: per node and try, in one walk of each node's profile.
         let cpu_bound = |a: &Avail| tasks_by_cpus(req, a.cpus);
-        // By the time each can hold a task: a try's nodes are a prefix.
-        // (In `one`'s order where times are equal: most are.)
-        let mut order: Vec<(i64, usize)> = one.iter().enumerate().map(|(j, x)| (x.1, j)).collect();
-        order.sort_by_key(|x| x.0);
         let nt = times.len();
         let mut caps: Vec<u32> = Vec::new();
         if req.required.is_empty() {
@@ -175,21 +171,22 @@ impl Pass<'_> {
             }
         }
         let r = times.iter().enumerate().find_map(|(k, &t)| {
-            // Only nodes that can hold a task by then.
-            let by_then = &order[..order.partition_point(|x| x.0 <= t)];
+            // Only nodes that can hold a task by then (in any order: the
+            // fit test and the placement order them themselves).
+            let by_then = || one.iter().enumerate().filter(move |(_, x)| x.1 <= t);
             let mut bound_of: Vec<u32> = Vec::new();
             if req.required.is_empty() {
                 // If even the bounds are too little, placing must fail.
-                let by_cpus = by_then.iter().map(|&(_, j)| caps[j * nt + k]);
+                let by_cpus = by_then().map(|(j, _)| caps[j * nt + k]);
                 if !could_fit(req, by_cpus) {
                     return None;
                 }
                 bound_of = vec![0; inp.nodes.len()];
-                for &(_, j) in by_then {
-                    bound_of[one[j].0] = caps[j * nt + k];
+                for (j, &(i, _)) in by_then() {
+                    bound_of[i] = caps[j * nt + k];
                 }
             }
-            let at: Vec<usize> = by_then.iter().map(|&(_, j)| one[j].0).collect();
+            let at: Vec<usize> = by_then().map(|(_, &(i, _))| i).collect();
             let bound = |i: usize| match bound_of.get(i) {
                 Some(&b) => b,
                 None => cpu_bound(&self.lines[i].at_time(t)),
