@@ -249,20 +249,7 @@ mod tests {
     use super::*;
 
     fn line(cpus: u32) -> Line {
-        let n = NodeSnap {
-            usable: true,
-            cpus,
-            free_cpus: (0..cpus).collect(),
-            real_memory: 1000,
-            free_memory: 1000,
-            gres: vec![],
-            features: vec![],
-            weight: 1,
-            jobs: 0,
-            threads: 1,
-            shared: vec![],
-            ready: 0,
-        };
+        let n = crate::sched::tests::node(cpus, 1000, 0);
         Line::new(100, &n, &PlaceOpts::default())
     }
 

@@ -3,7 +3,7 @@
 use super::*;
 use proptest::prelude::*;
 
-fn node(cpus: u32, mem: u64, gpus: u32) -> NodeSnap {
+pub(super) fn node(cpus: u32, mem: u64, gpus: u32) -> NodeSnap {
     NodeSnap {
         usable: true,
         cpus,
