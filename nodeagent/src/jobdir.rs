@@ -189,7 +189,16 @@ fn fill_dir(dir: &Path, req: &LaunchRequest, extra: &ExtraFiles) -> Result<(), S
         .unwrap_or(&[]);
     let script_path = dir.join(SCRIPT_FILE);
     // A recycled directory's files are written over, not truncated
-    // (`private::overwrite`: they keep their disk blocks).
+    // (`private::overwrite`: they keep their disk blocks). Not a script
+    // another user owned: that user may still hold it open (it was theirs,
+    // reachable by path while their job ran) and would read or rewrite
+    // this job's script through it; it gets a new file instead.
+    if let Ok(md) = std::fs::symlink_metadata(&script_path) {
+        if md.uid() != req.uid || !md.is_file() {
+            std::fs::remove_file(&script_path)
+                .map_err(|e| format!("cannot remove {}: {e}", script_path.display()))?;
+        }
+    }
     let f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -452,6 +461,31 @@ mod tests {
             b"#!/bin/sh\necho b\n"
         );
         assert_eq!(read_launch(&d2).unwrap(), req);
+        // The first user's open handle on their script reaches nothing of
+        // another user's job.
+        if drover_proto::sys::is_root() {
+            let held = std::fs::File::open(d2.join(SCRIPT_FILE)).unwrap();
+            rec.retire(&d2).unwrap();
+            req.job_id = 4;
+            req.uid += 1;
+            let Prepared::New(d4) =
+                prepare_job_dir(spool.path(), &req, Some(&rec), &vec![]).unwrap()
+            else {
+                panic!()
+            };
+            let md = std::fs::metadata(d4.join(SCRIPT_FILE)).unwrap();
+            assert_ne!(md.ino(), held.metadata().unwrap().ino());
+            assert_eq!(md.uid(), req.uid);
+            rec.retire(&d4).unwrap();
+            req.job_id = 2;
+            req.uid -= 1;
+            let Prepared::New(again) =
+                prepare_job_dir(spool.path(), &req, Some(&rec), &vec![]).unwrap()
+            else {
+                panic!()
+            };
+            assert_eq!(again, d2);
+        }
         assert!(!d2.join(STATUS_FILE).exists(), "old status is not visible");
         assert!(!d2.join(LAUNCH_TMP).exists());
         assert_eq!(std::fs::metadata(&d2).unwrap().mode() & 0o777, 0o711);
