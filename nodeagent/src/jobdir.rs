@@ -225,19 +225,12 @@ fn fill_dir(dir: &Path, req: &LaunchRequest, extra: &ExtraFiles) -> Result<(), S
     drop(f);
 
     let tmp = dir.join(LAUNCH_TMP);
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
     // Not fsynced: the record serves the supervisor and an agent restarted
     // after a crash of its own, both of which read the page cache. A crash
     // of the machine ends the job's processes too, and a record it tore
     // (empty, or naming no job) reads as none (`scan_spool`): the job is
     // reported lost either way. (0.2-0.3 ms off every start.)
-    drover_proto::private::overwrite(&f, &req.encode_to_vec())
+    drover_proto::private::rewrite(&tmp, &req.encode_to_vec())
         .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     Ok(())
 }

@@ -177,16 +177,17 @@ impl<'a> Pass<'a> {
         }
     }
 
-    /// Build the best-fit index if it was not yet: from the snapshot,
-    /// each node changed since re-filed (as [`Pass::start`] would have).
-    fn ensure_index(&mut self) {
-        if self.index.is_none() {
+    /// The best-fit index, taken out to be read beside the pass (put back
+    /// before the next start); built on first use from the snapshot, each
+    /// node changed since re-filed (as [`Pass::start`] would have).
+    fn take_index(&mut self) -> Index {
+        self.index.take().unwrap_or_else(|| {
             let mut ix = Index::new(self.inp.nodes, self.inp.parts);
             for i in self.work.changed() {
                 ix.update(i, &self.work[i]);
             }
-            self.index = Some(ix);
-        }
+            ix
+        })
     }
 
     /// What node `i` offers a job over [s, e): nothing if a reservation
@@ -276,13 +277,13 @@ impl<'a> Pass<'a> {
 
     /// Earliest planned start of `job` in partition `part` (not before
     /// `from`, not after `until`), with its planned allocation.
-    fn earliest(
+    fn earliest<'j>(
         &self,
-        job: &JobSnap,
+        job: &'j JobSnap,
         from: i64,
         until: i64,
         cands: &[usize],
-        learnt: &mut Learnt,
+        learnt: &mut Learnt<'_, 'j>,
     ) -> Option<(i64, Vec<Alloc>)> {
         let inp = self.inp;
         let d = job.time_limit.max(1);
@@ -564,10 +565,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                     let req = &job.req;
                     let opts = &params.place;
                     let need = (want * req.cpus_per_task.max(1)).max(req.min_cpus_per_node);
-                    pass.ensure_index();
-                    let Some(index) = pass.index.as_ref() else {
-                        continue;
-                    };
+                    let index = pass.take_index();
                     let res = index.scan(p, req, need, |i| {
                         let n = &pass.work[i];
                         if req.excluded.contains(&i)
@@ -581,6 +579,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                         })
                         .ok()
                     });
+                    pass.index = Some(index);
                     if let Some(allocs) = res {
                         pass.start(job, p, allocs);
                         started += 1;

@@ -7,8 +7,6 @@
 //! times share it. (A one-node plan keeps to its shape's memo: which nodes
 //! it places on is read from that memo, see [`Memo::says_start_at`].)
 
-use std::hash::{Hash, Hasher};
-
 use super::{FxMap, Pass};
 use crate::sched::place::Avail;
 use crate::sched::Request;
@@ -93,39 +91,15 @@ impl ShapeMemos {
 }
 
 /// What a plan of one job reads and adds to: its shape's memos and the
-/// pass's by request.
-pub(in crate::sched) struct Learnt<'m> {
+/// pass's by request (`'j`: the pass's jobs, whose requests are the keys).
+pub(in crate::sched) struct Learnt<'m, 'j> {
     pub shape: &'m mut ShapeMemos,
-    pub requests: &'m mut ByRequest,
+    pub requests: &'m mut ByRequest<'j>,
 }
 
 /// A pass's memos by request and tasks per node; emptied when resources
 /// come back (a preemption).
-#[derive(Default)]
-pub(in crate::sched) struct ByRequest {
-    by_hash: FxMap<u64, Vec<(Request, u32, Vec<Memo>)>>,
-}
-
-impl ByRequest {
-    pub fn clear(&mut self) {
-        self.by_hash.clear();
-    }
-
-    /// The memo of `req` holding `want` tasks on a node.
-    pub fn get(&mut self, req: &Request, want: u32) -> &mut Vec<Memo> {
-        let mut h = rustc_hash::FxHasher::default();
-        (req, want).hash(&mut h);
-        let bucket = self.by_hash.entry(h.finish()).or_default();
-        let k = match bucket.iter().position(|(r, w, _)| *w == want && r == req) {
-            Some(k) => k,
-            None => {
-                bucket.push((req.clone(), want, Vec::new()));
-                bucket.len() - 1
-            }
-        };
-        &mut bucket[k].2
-    }
-}
+pub(in crate::sched) type ByRequest<'j> = FxMap<(&'j Request, u32), Vec<Memo>>;
 
 impl Pass<'_> {
     /// Node `i`'s earliest start in [from, lim] for a shape, remembered

@@ -32,13 +32,13 @@ impl Pass<'_> {
     /// enough nodes hold a share. Try the profile's breakpoints between the
     /// two, then the second (a bounded number of tries); when none places
     /// it, go on from the next breakpoint (a bounded number of rounds).
-    pub(super) fn earliest_multi_node(
+    pub(super) fn earliest_multi_node<'j>(
         &self,
-        job: &JobSnap,
+        job: &'j JobSnap,
         from: i64,
         until: i64,
         cands: &[usize],
-        learnt: &mut Learnt,
+        learnt: &mut Learnt<'_, 'j>,
     ) -> Option<(i64, Vec<Alloc>)> {
         let mut from = from;
         for _ in 0..MULTI_NODE_ROUNDS {
@@ -53,13 +53,13 @@ impl Pass<'_> {
 
     /// One round of [`Pass::earliest_multi_node`]. None: no start up to
     /// `until`.
-    fn multi_round(
+    fn multi_round<'j>(
         &self,
-        job: &JobSnap,
+        job: &'j JobSnap,
         from: i64,
         until: i64,
         cands: &[usize],
-        learnt: &mut Learnt,
+        learnt: &mut Learnt<'_, 'j>,
     ) -> Option<Round> {
         let inp = self.inp;
         let d = job.time_limit.max(1);
@@ -102,7 +102,11 @@ impl Pass<'_> {
         let one = each(
             1,
             from,
-            &mut Memos::sized(&mut shape.one, Some(requests.get(req, 1)), n),
+            &mut Memos::sized(
+                &mut shape.one,
+                Some(requests.entry((req, 1)).or_default()),
+                n,
+            ),
         );
         let lb = kth(&one, min_nodes)?;
         // The even share: over the nodes that may hold a task at all (a
@@ -119,7 +123,7 @@ impl Pass<'_> {
         if shape.share.0 != share {
             shape.share = (share, Vec::new());
         }
-        let shared = requests.get(req, share);
+        let shared = requests.entry((req, share)).or_default();
         let ub = kth(
             &each(
                 share,
