@@ -36,12 +36,16 @@ fn salloc(c: &Cluster, name: &str) -> Salloc {
         .stderr(std::fs::File::create(&err).unwrap())
         .spawn()
         .unwrap();
-    let text = c.wait_file(&err, |t| t.contains("salloc: Granted job allocation "));
-    let job = text
-        .lines()
-        .find_map(|l| l.strip_prefix("salloc: Granted job allocation "))
-        .unwrap()
-        .to_string();
+    // The whole line: stderr is unbuffered, so the id may come in a write
+    // of its own after the words.
+    let granted = |t: &str| -> Option<String> {
+        t.split_inclusive('\n')
+            .filter_map(|l| l.strip_suffix('\n'))
+            .find_map(|l| l.strip_prefix("salloc: Granted job allocation "))
+            .map(str::to_string)
+    };
+    let text = c.wait_file(&err, |t| granted(t).is_some());
+    let job = granted(&text).unwrap();
     let cmd_pid = c
         .wait_file(&pid_file, |t| t.trim().parse::<i32>().is_ok())
         .trim()
