@@ -7,6 +7,7 @@ use std::path::Path;
 use drover_proto::StepStats;
 
 use crate::cgroup::job::JobCgroup;
+use crate::cgroup::pool::{Base, BASE_FILE};
 use crate::cgroup::Plan;
 use crate::stepd::CGROUP_PLAN_FILE;
 
@@ -33,7 +34,10 @@ pub fn live_steps(jobdir: &Path, job_id: u32, node: &str) -> Vec<StepStats> {
         .and_then(|t| Plan::parse(&t).ok())
     {
         Some(plan) => {
-            let cg = JobCgroup::open(plan);
+            let mut cg = JobCgroup::open(plan);
+            if let Ok(t) = std::fs::read_to_string(jobdir.join(BASE_FILE)) {
+                cg.base = Base::parse(&t);
+            }
             let u = cg.usage();
             let pids = cg.pids();
             // v1 groups carry no CPU counter (no cpuacct): add up the

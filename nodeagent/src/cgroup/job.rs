@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::plan::{Plan, Version, BATCH_STEP};
+use super::pool::{self, Base};
 use crate::sys::dirfd::Dir;
 
 pub(super) fn write(path: &Path, value: &str) -> Result<(), String> {
@@ -133,11 +134,16 @@ pub struct Usage {
 #[derive(Debug, Clone)]
 pub struct JobCgroup {
     pub plan: Plan,
+    /// What its groups held before the job (kept groups: [`pool`]).
+    pub base: Base,
 }
 
 impl JobCgroup {
     pub fn open(plan: Plan) -> JobCgroup {
-        JobCgroup { plan }
+        JobCgroup {
+            plan,
+            base: Base::default(),
+        }
     }
 
     pub(super) fn mount(&self, ctrl: &str) -> Option<&Path> {
@@ -155,19 +161,7 @@ impl JobCgroup {
             Version::V1 => {
                 let mut out = Vec::new();
                 for (ctrl, mount) in &self.plan.v1_mounts {
-                    // Every hierarchy joined costs an attach (slow under
-                    // concurrency: see docs/benchmarks.md), so only what is
-                    // needed: freezer (kill), memory (limit, OOM counter,
-                    // peak), cpuset/devices when constrained. CPU time comes
-                    // from the supervisor's rusage (it reaps every process
-                    // of the job) and /proc while the job runs.
-                    let used = match ctrl.as_str() {
-                        "freezer" | "memory" => true,
-                        "cpuset" => self.plan.cpus.is_some(),
-                        "devices" => self.plan.devices || !self.plan.deny.is_empty(),
-                        _ => false,
-                    };
-                    if used
+                    if self.uses(ctrl)
                         && !out
                             .iter()
                             .any(|(_, p): &(&str, PathBuf)| *p == mount.join(&self.plan.job_rel))
@@ -180,12 +174,53 @@ impl JobCgroup {
         }
     }
 
+    /// Does the job have a group in the v1 hierarchy of `ctrl`? Every
+    /// hierarchy joined costs an attach (slow under concurrency: see
+    /// docs/benchmarks.md), so only what is needed: freezer (kill), memory
+    /// (limit, OOM counter, peak), cpuset/devices when constrained. CPU
+    /// time comes from the supervisor's rusage (it reaps every process of
+    /// the job) and /proc while the job runs.
+    pub(super) fn uses(&self, ctrl: &str) -> bool {
+        match ctrl {
+            "freezer" | "memory" => true,
+            "cpuset" => self.plan.cpus.is_some(),
+            "devices" => self.plan.devices || !self.plan.deny.is_empty(),
+            _ => false,
+        }
+    }
+
     /// The directory of the hierarchy holding `ctrl` (v2: the one group).
     pub(super) fn dir_of(&self, ctrl: &str) -> Option<PathBuf> {
         match self.plan.version {
             Version::V2 => Some(self.plan.root.join(&self.plan.job_rel)),
             Version::V1 => self.mount(ctrl).map(|m| m.join(&self.plan.job_rel)),
         }
+    }
+
+    /// [`JobCgroup::create`], taking a node's kept groups where there
+    /// is one (v1, see [`pool`]); a kept group that cannot be set up is
+    /// removed and the groups made afresh.
+    pub fn create_or_reuse(&mut self) -> Result<Vec<String>, String> {
+        match pool::claim(self) {
+            Ok(Some((base, warn))) => {
+                self.base = base;
+                return Ok(warn);
+            }
+            Ok(None) => {}
+            Err(_) => {
+                let _ = self.remove();
+            }
+        }
+        self.create()
+    }
+
+    /// At the job's usual end: keep its groups for the node's next job
+    /// where they may be (see [`pool`]), else remove them.
+    pub fn release(&self) -> Result<(), String> {
+        if pool::keep(self) {
+            return Ok(());
+        }
+        self.remove()
     }
 
     /// Create the job and step groups and set the limits. Returns warnings
@@ -248,7 +283,12 @@ impl JobCgroup {
     /// One v1 hierarchy's job and step groups with their limits. The
     /// node's directory is opened once and everything below is named
     /// relative to it (see [`Dir`]): no path walk per control file.
-    fn create_v1(&self, ctrl: &str, dir: &Path, warn: &mut Vec<String>) -> Result<(), String> {
+    pub(super) fn create_v1(
+        &self,
+        ctrl: &str,
+        dir: &Path,
+        warn: &mut Vec<String>,
+    ) -> Result<(), String> {
         let p = &self.plan;
         let (Some(node_dir), Some(job_name)) = (dir.parent(), dir.file_name()) else {
             return Err(format!("bad cgroup path {}", dir.display()));
@@ -272,31 +312,10 @@ impl JobCgroup {
         let job = node
             .sub(&job_name)
             .map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
-        let put = |d: &Dir, at: &Path, f: &str, v: &str| {
-            d.write(f, v.as_bytes())
-                .map_err(|e| format!("cannot write {v:?} to {}: {e}", at.join(f).display()))
-        };
         let step_path = dir.join(BATCH_STEP);
         match ctrl {
             "memory" => {
-                if let Some(m) = p.mem_bytes {
-                    put(&job, dir, "memory.limit_in_bytes", &m.to_string())?;
-                    if let Some(s) = p.memsw_bytes {
-                        match job.write("memory.memsw.limit_in_bytes", s.to_string().as_bytes()) {
-                            Ok(()) => {}
-                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => warn.push(
-                                "ConstrainSwapSpace: the kernel has no swap accounting (memory.memsw.* missing)"
-                                    .to_string(),
-                            ),
-                            Err(e) => {
-                                return Err(format!(
-                                    "cannot write {s:?} to {}: {e}",
-                                    dir.join("memory.memsw.limit_in_bytes").display()
-                                ))
-                            }
-                        }
-                    }
-                }
+                self.memory_limits(&job, dir, false, warn)?;
                 job.mkdir(BATCH_STEP)
                     .map_err(|e| format!("cannot create {}: {e}", step_path.display()))?;
             }
@@ -325,20 +344,66 @@ impl JobCgroup {
                 put(&step, &step_path, "cpuset.mems", mems)?;
             }
             "devices" => {
-                for d in &p.deny {
-                    put(
-                        &job,
-                        dir,
-                        "devices.deny",
-                        &format!("c {}:{} rwm", d.major, d.minor),
-                    )?;
-                }
+                self.deny_devices(&job, dir)?;
                 job.mkdir(BATCH_STEP)
                     .map_err(|e| format!("cannot create {}: {e}", step_path.display()))?;
             }
             _ => job
                 .mkdir(BATCH_STEP)
                 .map_err(|e| format!("cannot create {}: {e}", step_path.display()))?,
+        }
+        Ok(())
+    }
+
+    /// v1 memory limits on the job's group. A kept group (`reused`) may
+    /// hold an earlier job's: each is written, "-1" where this job has
+    /// none, swap first lifted so that it never falls below the RAM limit.
+    pub(super) fn memory_limits(
+        &self,
+        job: &Dir,
+        dir: &Path,
+        reused: bool,
+        warn: &mut Vec<String>,
+    ) -> Result<(), String> {
+        let p = &self.plan;
+        let memsw = |v: &str, warn: &mut Vec<String>| match job
+            .write("memory.memsw.limit_in_bytes", v.as_bytes())
+        {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if p.memsw_bytes.is_some() {
+                    warn.push(
+                        "ConstrainSwapSpace: the kernel has no swap accounting (memory.memsw.* missing)"
+                            .to_string(),
+                    );
+                }
+                Ok(())
+            }
+            Err(e) => Err(format!(
+                "cannot write {v:?} to {}: {e}",
+                dir.join("memory.memsw.limit_in_bytes").display()
+            )),
+        };
+        if reused {
+            memsw("-1", &mut Vec::new())?;
+        }
+        let ram = match p.mem_bytes {
+            Some(m) => m.to_string(),
+            None if reused => "-1".to_string(),
+            None => return Ok(()),
+        };
+        put(job, dir, "memory.limit_in_bytes", &ram)?;
+        match (p.mem_bytes, p.memsw_bytes) {
+            (Some(_), Some(s)) => memsw(&s.to_string(), warn),
+            _ => Ok(()),
+        }
+    }
+
+    /// v1 device rules on the job's group (its steps inherit them).
+    pub(super) fn deny_devices(&self, job: &Dir, dir: &Path) -> Result<(), String> {
+        for d in &self.plan.deny {
+            let rule = format!("c {}:{} rwm", d.major, d.minor);
+            put(job, dir, "devices.deny", &rule)?;
         }
         Ok(())
     }
@@ -383,7 +448,7 @@ impl JobCgroup {
             Version::V1 => {
                 let mut total = 0;
                 sum_tree(&dir, "memory.oom_control", "oom_kill", &mut total, 0);
-                total
+                total.saturating_sub(self.base.oom_kills)
             }
             Version::V2 => read(&dir.join("memory.events"))
                 .and_then(|t| keyed(&t, "oom_kill"))
@@ -396,10 +461,11 @@ impl JobCgroup {
         match self.plan.version {
             Version::V1 => {
                 if let Some(d) = self.dir_of("memory") {
+                    // Less what a kept group held before the job.
                     let num = |f: &str| {
                         read(&d.join(f))
                             .and_then(|t| t.trim().parse::<u64>().ok())
-                            .map(|b| b / 1024)
+                            .map(|b| b.saturating_sub(self.base.mem_bytes) / 1024)
                     };
                     u.mem_peak_kb = num("memory.max_usage_in_bytes");
                     u.mem_now_kb = num("memory.usage_in_bytes");
@@ -543,6 +609,12 @@ impl JobCgroup {
             None => Ok(()),
         }
     }
+}
+
+/// Write a control file of `d` (at path `at`, for the message).
+pub(super) fn put(d: &Dir, at: &Path, f: &str, v: &str) -> Result<(), String> {
+    d.write(f, v.as_bytes())
+        .map_err(|e| format!("cannot write {v:?} to {}: {e}", at.join(f).display()))
 }
 
 pub(super) fn sum_tree(dir: &Path, file: &str, key: &str, total: &mut u64, depth: u32) {

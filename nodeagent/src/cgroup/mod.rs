@@ -15,6 +15,7 @@
 pub mod bpf;
 pub mod job;
 pub mod plan;
+pub mod pool;
 pub mod step;
 
 use std::path::{Path, PathBuf};
@@ -204,7 +205,8 @@ impl System {
     /// Create `drover/<node>` in every hierarchy used and make it able to
     /// hold job groups (v1 cpuset needs cpus/mems at every level; v2 needs
     /// the controllers enabled down the path). Then remove leftovers of
-    /// jobs this agent no longer runs (see [`System::job_groups`]).
+    /// jobs this agent no longer runs (see [`System::job_groups`]), and
+    /// groups kept for jobs to come by an earlier run ([`pool`]).
     pub fn prepare_node(&self, node: &str, port: u16) -> Result<(), String> {
         let rel = plan::node_rel(node, port);
         match self.version {
@@ -216,6 +218,7 @@ impl System {
                     if ctrl == "cpuset" {
                         job::cpuset_inherit_path(mount, &rel)?;
                     }
+                    pool::drop_spares(&dir);
                 }
             }
             Version::V2 => {
@@ -228,8 +231,8 @@ impl System {
         Ok(())
     }
 
-    /// At a clean agent exit: remove the node's directory where no job
-    /// group is left in it (rmdir fails on a non-empty group, so running
+    /// At a clean agent exit: remove the node's kept groups, and its
+    /// directory where no job group is left in it (rmdir fails on a non-empty group, so running
     /// jobs keep theirs). Test clusters and emulated nodes each have a port
     /// of their own, so without this their empty directories pile up.
     pub fn release_node(&self, node: &str, port: u16) {
@@ -239,6 +242,7 @@ impl System {
             Version::V2 => vec![self.root.join(&rel)],
         };
         for d in dirs {
+            pool::drop_spares(&d);
             let _ = std::fs::remove_dir(d);
         }
     }

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use prost::Message;
 
 use crate::cgroup::job::JobCgroup;
+use crate::cgroup::pool::{Base, BASE_FILE};
 use crate::cgroup::Plan;
 use crate::status::{JobStatus, LAUNCH_FILE, LOG_FILE, SCRIPT_FILE, SOCKET_FILE};
 use protocol::Request;
@@ -368,7 +369,7 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
     // The agent keeps a relaunch of this job waiting until this process
     // has exited (its end of the notify pipe closes then).
     if let Some(cg) = &sup.cg {
-        if let Err(e) = cg.remove() {
+        if let Err(e) = cg.release() {
             log(&e);
         }
     }
@@ -384,11 +385,19 @@ fn setup_cgroup(jobdir: &Path) -> Result<Option<JobCgroup>, String> {
         Err(e) => return Err(format!("cannot read the cgroup plan: {e}")),
     };
     let plan = Plan::parse(&text)?;
-    let cg = JobCgroup::open(plan);
-    match cg.create() {
+    let mut cg = JobCgroup::open(plan);
+    match cg.create_or_reuse() {
         Ok(warnings) => {
             for w in warnings {
                 log(&w);
+            }
+            if cg.base != Base::default() {
+                // For sstat (`usage.rs`), which reads the groups too.
+                let path = jobdir.join(BASE_FILE);
+                if let Err(e) = drover_proto::private::rewrite(&path, cg.base.to_text().as_bytes())
+                {
+                    log(&format!("cannot write {}: {e}", path.display()));
+                }
             }
             Ok(Some(cg))
         }

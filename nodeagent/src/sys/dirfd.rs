@@ -76,6 +76,16 @@ impl Dir {
             .map(|_| ())
     }
 
+    /// rename `from` to `to`, both in this directory (how a cgroup v1
+    /// group changes its name: only within its parent; cgroupfs refuses
+    /// a `to` that exists).
+    pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        let (f, t) = (c_name(from)?, c_name(to)?);
+        let fd = self.0.as_raw_fd();
+        // SAFETY: a descriptor we own and two NUL-terminated names.
+        check(unsafe { libc::renameat(fd, f.as_ptr(), fd, t.as_ptr()) }).map(|_| ())
+    }
+
     /// Write `value` into the existing file `name` in one write(2), the
     /// way cgroup control files take it (no O_CREAT, no O_TRUNC).
     pub fn write(&self, name: &str, value: &[u8]) -> io::Result<()> {
@@ -140,6 +150,9 @@ mod tests {
             io::ErrorKind::NotFound
         );
         assert!(d.rmdir("a").is_err(), "not empty");
+        d.rename("a", "b").unwrap();
+        assert!(d.rename("a", "c").is_err(), "gone");
+        d.rename("b", "a").unwrap();
         std::fs::remove_file(t.path().join("a/f")).unwrap();
         d.rmdir("a").unwrap();
         assert!(!t.path().join("a").exists());
