@@ -130,7 +130,30 @@ pub(super) fn claim(cg: &JobCgroup) -> Result<Option<(Base, Vec<String>)>, Strin
     else {
         return Ok(None);
     };
-    // The spare is this job's now, in every hierarchy.
+    // The spare is this job's now, in every hierarchy. Should one not take
+    // the job's limits, what is left of it goes too (the caller removes
+    // the job's groups).
+    let taken = take(cg, node_rel, job_name, &spare);
+    if taken.is_err() {
+        for mount in pooled_mounts(cg) {
+            if let Ok(node) = Dir::open(&mount.join(node_rel)) {
+                discard(&node, &spare);
+            }
+        }
+    }
+    taken.map(Some)
+}
+
+/// The rest of a claim: `spare`'s groups outside the freezer hierarchy
+/// renamed to the job's and set up (made where the spare has none, removed
+/// where the job needs none).
+fn take(
+    cg: &JobCgroup,
+    node_rel: &str,
+    job_name: &str,
+    spare: &str,
+) -> Result<(Base, Vec<String>), String> {
+    let p = &cg.plan;
     let used = cg.job_dirs();
     let mut base = Base::default();
     let mut warn = Vec::new();
@@ -140,21 +163,21 @@ pub(super) fn claim(cg: &JobCgroup) -> Result<Option<(Base, Vec<String>)>, Strin
         let node = Dir::open(&node_path)
             .map_err(|e| format!("cannot open {}: {e}", node_path.display()))?;
         let Some(ctrl) = used.iter().find(|(_, d)| *d == dir).map(|(c, _)| *c) else {
-            discard(&node, &spare);
+            discard(&node, spare);
             continue;
         };
-        match node.rename(&spare, job_name) {
+        match node.rename(spare, job_name) {
             Ok(()) => reset(cg, ctrl, &node, &dir, &mut base, &mut warn)?,
             Err(e) if e.kind() == ErrorKind::NotFound => cg.create_v1(ctrl, &dir, &mut warn)?,
             Err(e) => {
                 return Err(format!(
                     "cannot rename {} to {job_name}: {e}",
-                    node_path.join(&spare).display()
+                    node_path.join(spare).display()
                 ))
             }
         }
     }
-    Ok(Some((base, warn)))
+    Ok((base, warn))
 }
 
 /// A claimed group of `ctrl` at `dir`: the job's limits written over the
