@@ -199,19 +199,24 @@ impl JobCgroup {
 
     /// [`JobCgroup::create`], taking a node's kept groups where there
     /// is one (v1, see [`pool`]); a kept group that cannot be set up is
-    /// removed and the groups made afresh.
+    /// removed (with a warning) and the groups made afresh.
     pub fn create_or_reuse(&mut self) -> Result<Vec<String>, String> {
-        match pool::claim(self) {
+        let note = match pool::claim(self) {
             Ok(Some((base, warn))) => {
                 self.base = base;
                 return Ok(warn);
             }
-            Ok(None) => {}
-            Err(_) => {
+            Ok(None) => None,
+            Err(e) => {
                 let _ = self.remove();
+                Some(format!(
+                    "a kept cgroup could not be reused ({e}): made afresh"
+                ))
             }
-        }
-        self.create()
+        };
+        let mut warn = self.create()?;
+        warn.extend(note);
+        Ok(warn)
     }
 
     /// At the job's usual end: keep its groups for the node's next job

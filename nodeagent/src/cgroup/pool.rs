@@ -469,6 +469,21 @@ mod tests {
         d.release().unwrap();
         assert!(exists(&sys, "freezer", &format!("{nrel}/spare_4")));
 
+        // A spare that cannot take the job's limits goes in every hierarchy.
+        let mut p5 = plan(&sys, &node, 5);
+        p5.cpus = Some("4095".into());
+        let mut e = JobCgroup::open(p5);
+        let err = e.create_or_reuse().unwrap_err();
+        assert!(err.contains("cpuset.cpus"), "{err}");
+        e.remove().unwrap();
+        for c in POOLED {
+            assert!(
+                !exists(&sys, c, &format!("{nrel}/spare_4")),
+                "{c}: spare_4 left"
+            );
+            assert!(!exists(&sys, c, &e.plan.job_rel), "{c}: job_5 left");
+        }
+
         sys.release_node(&node, 1);
         for (_, m) in &sys.v1_mounts {
             assert!(!m.join(&nrel).exists(), "{} left", m.join(&nrel).display());
