@@ -113,8 +113,6 @@ fn node_files(
     vec![
         (crate::stepd::CGROUP_PLAN_FILE, plan),
         (crate::stepd::hooks::HOOKS_FILE, hooks),
-        // Written by the supervisor; a recycled directory's is stale.
-        (crate::cgroup::pool::BASE_FILE, None),
     ]
 }
 

@@ -6,7 +6,8 @@
 //!   and renamed last: its presence marks a complete launch record (not
 //!   fsynced: see `fill_dir`);
 //! - `script` — the batch script (mode 0700, owned by the job's user);
-//! - `stepd.sock` — the supervisor's control socket (mode 0600);
+//! - `stepd.addr` — the name of the supervisor's control socket, an
+//!   abstract Unix socket (`stepd_socket`: no inode per job);
 //! - `status` — how the job ended (written atomically by the supervisor via
 //!   `status.tmp`, or by the agent when the supervisor died without one);
 //! - `stepd.log` — the supervisor's own messages (created only when it has
@@ -25,7 +26,7 @@ use std::sync::Mutex;
 
 use prost::Message;
 
-use crate::status::{LAUNCH_FILE, LOG_FILE, SCRIPT_FILE, SOCKET_FILE, STATUS_FILE};
+use crate::status::{LAUNCH_FILE, LOG_FILE, SCRIPT_FILE, STATUS_FILE};
 use crate::stepd::{CONF_ENV, DEBUG_ENV, NOTIFY_FD_ENV};
 use drover_proto::LaunchRequest;
 
@@ -34,9 +35,6 @@ const STATUS_TMP: &str = "status.tmp";
 const RECYCLE_DIR: &str = ".recycle";
 /// Recycled job directories kept for reuse.
 const RECYCLE_MAX: usize = 256;
-
-/// The longest socket path a Unix socket address can hold (sun_path minus NUL).
-const MAX_SOCKET_PATH: usize = 107;
 
 pub fn job_dir(spool: &Path, job_id: u32) -> PathBuf {
     spool.join(format!("job{job_id}"))
@@ -136,7 +134,6 @@ impl Recycler {
 
     /// Retire a finished job directory: keep it for reuse, or delete it. Blocking.
     pub fn retire(&self, jobdir: &Path) -> std::io::Result<()> {
-        let _ = std::fs::remove_file(jobdir.join(SOCKET_FILE));
         let _ = std::fs::remove_file(jobdir.join(LOG_FILE));
         let full = self.free.lock().unwrap_or_else(|p| p.into_inner()).len() >= RECYCLE_MAX;
         if full || !self.dir.is_dir() {
@@ -244,13 +241,6 @@ pub fn prepare_job_dir(
     extra: &ExtraFiles,
 ) -> Result<Prepared, String> {
     let dir = job_dir(spool, req.job_id);
-    let sock = dir.join(SOCKET_FILE);
-    if sock.as_os_str().len() > MAX_SOCKET_PATH {
-        return Err(format!(
-            "SlurmdSpoolDir path is too long for a Unix socket: {}",
-            sock.display()
-        ));
-    }
     if dir.exists() {
         if dir.join(LAUNCH_FILE).exists() {
             return Ok(Prepared::Exists(dir));

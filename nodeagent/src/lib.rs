@@ -3,7 +3,7 @@
 //! One agent process serves one or more configured node names on one port.
 //! Each batch job runs under its own supervisor process (`droverd --stepd
 //! JOBDIR`, see [`stepd`]) that survives agent restarts; the agent talks to
-//! it over `JOBDIR/stepd.sock` and reports job ends to the controller.
+//! it over its control socket (`stepd_socket`) and reports job ends to the controller.
 
 #![deny(unsafe_code)]
 
@@ -38,6 +38,7 @@ pub mod startup;
 pub mod status;
 pub mod stepd;
 pub mod stepd_client;
+pub mod stepd_socket;
 pub mod steps;
 pub mod supervisor_start;
 pub mod supervisors;

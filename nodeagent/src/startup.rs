@@ -186,9 +186,7 @@ fn setup_cgroups(settings: &mut Settings) -> Result<(), String> {
     for n in &settings.nodes {
         for job_id in system.job_groups(&n.name, settings.listen.port()) {
             let dir = crate::jobdir::job_dir(&settings.spool_dir, job_id);
-            let alive =
-                std::os::unix::net::UnixStream::connect(dir.join(crate::status::SOCKET_FILE))
-                    .is_ok();
+            let alive = crate::stepd_socket::connect(&dir).is_ok();
             if !alive {
                 warn!("job {job_id}: cgroup on {} has no supervisor: killing what is left and removing it", n.name);
                 system.reap_orphan(&n.name, settings.listen.port(), job_id);

@@ -8,7 +8,6 @@ use std::path::Path;
 pub const LAUNCH_FILE: &str = "launch.pb";
 pub const SCRIPT_FILE: &str = "script";
 pub const STATUS_FILE: &str = "status";
-pub const SOCKET_FILE: &str = "stepd.sock";
 pub const LOG_FILE: &str = "stepd.log";
 
 /// How a job ended.

@@ -6,13 +6,19 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
-use crate::status::SOCKET_FILE;
 use crate::stepd::protocol::Request;
+
+/// Connect to the supervisor of `jobdir` ([`crate::stepd_socket::connect`]).
+fn connect(jobdir: &Path) -> std::io::Result<UnixStream> {
+    let s = crate::stepd_socket::connect(jobdir)?;
+    s.set_nonblocking(true)?;
+    UnixStream::from_std(s)
+}
 
 /// Send one request and read the one-line reply (`ok`, `error ...`, `running PID`).
 pub async fn request(jobdir: &Path, req: &Request) -> std::io::Result<String> {
     let fut = async {
-        let mut s = UnixStream::connect(jobdir.join(SOCKET_FILE)).await?;
+        let mut s = connect(jobdir)?;
         s.write_all(req.to_line().as_bytes()).await?;
         let mut r = BufReader::new(s);
         let mut line = String::new();
@@ -28,7 +34,7 @@ pub async fn request(jobdir: &Path, req: &Request) -> std::io::Result<String> {
 
 /// Connect and send `wait`; the supervisor answers `done ...` when the job has ended.
 pub async fn wait_connection(jobdir: &Path) -> std::io::Result<BufReader<UnixStream>> {
-    let mut s = UnixStream::connect(jobdir.join(SOCKET_FILE)).await?;
+    let mut s = connect(jobdir)?;
     s.write_all(Request::Wait.to_line().as_bytes()).await?;
     Ok(BufReader::new(s))
 }

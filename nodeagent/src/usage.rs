@@ -88,8 +88,7 @@ fn proc_usage(jobdir: &Path) -> (u64, u64, Vec<u32>) {
 /// costly, so ask the kernel who listens via SO_PEERCRED on a connection.
 pub fn supervisor_pid(jobdir: &Path) -> Option<i32> {
     use std::os::fd::AsRawFd;
-    let s =
-        std::os::unix::net::UnixStream::connect(jobdir.join(crate::status::SOCKET_FILE)).ok()?;
+    let s = crate::stepd_socket::connect(jobdir).ok()?;
     crate::sys::peer_pid(s.as_raw_fd()).filter(|p| *p > 0)
 }
 

@@ -295,9 +295,9 @@ async fn signal_reaches_every_process_or_only_the_batch_shell() {
     wait_for_file(&a.work.join("ready")).await;
     {
         use tokio::io::AsyncWriteExt;
-        let mut s = tokio::net::UnixStream::connect(r.dir.join("stepd.sock"))
-            .await
-            .unwrap();
+        let s = drover_nodeagent::stepd_socket::connect(&r.dir).unwrap();
+        s.set_nonblocking(true).unwrap();
+        let mut s = tokio::net::UnixStream::from_std(s).unwrap();
         s.write_all(b"reboot now\nsignal 99\n\xff\xfe\n")
             .await
             .unwrap();

@@ -3,7 +3,7 @@
 //!
 //! It starts its own session, becomes a child subreaper (so every process
 //! the job creates, even double-forked daemons, stays its descendant),
-//! listens on `JOBDIR/stepd.sock` (see [`protocol`]), starts the script as
+//! listens on its control socket (`stepd_socket`, see [`protocol`]), starts the script as
 //! the user, waits for it, kills whatever the job left behind, writes
 //! `JOBDIR/status` atomically, answers `wait` clients and exits.
 
@@ -16,7 +16,7 @@ pub mod zygote;
 
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -25,9 +25,10 @@ use std::time::{Duration, Instant};
 use prost::Message;
 
 use crate::cgroup::job::JobCgroup;
-use crate::cgroup::pool::{Base, BASE_FILE};
+use crate::cgroup::pool::BASE_FILE;
 use crate::cgroup::Plan;
-use crate::status::{JobStatus, LAUNCH_FILE, LOG_FILE, SCRIPT_FILE, SOCKET_FILE};
+use crate::status::{JobStatus, LAUNCH_FILE, LOG_FILE, SCRIPT_FILE};
+use crate::stepd_socket;
 use protocol::Request;
 
 /// The cgroup plan the agent writes next to the launch record.
@@ -137,7 +138,9 @@ struct Client {
 struct Supervisor {
     script_pid: i32,
     sigfd: RawFd,
-    listener: UnixListener,
+    /// The control socket; closed once the job has ended (late clients
+    /// then read the status file).
+    listener: Option<UnixListener>,
     clients: Vec<Client>,
     kill_deadline: Option<Instant>,
     timeout: bool,
@@ -221,19 +224,10 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
         Ok(fd) => fd,
         Err(e) => return launch_failed(jobdir, &notify, &e),
     };
-    let sock = jobdir.join(SOCKET_FILE);
-    let _ = std::fs::remove_file(&sock);
-    let listener = match UnixListener::bind(&sock) {
+    let listener = match stepd_socket::listen(jobdir) {
         Ok(l) => l,
-        Err(e) => {
-            return launch_failed(
-                jobdir,
-                &notify,
-                &format!("cannot listen on {}: {e}", sock.display()),
-            )
-        }
+        Err(e) => return launch_failed(jobdir, &notify, &e),
     };
-    let _ = std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600));
     let _ = listener.set_nonblocking(true);
 
     let hooks = std::fs::read_to_string(jobdir.join(hooks::HOOKS_FILE))
@@ -245,7 +239,6 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
             // The node's fault, not the job's: the controller drains the
             // node with this reason and requeues the job.
             drop(listener);
-            let _ = std::fs::remove_file(&sock);
             let mut st = JobStatus::launch_failure(&reason, sys::now_secs());
             st.node_failed = true;
             return finish_failed(jobdir, &notify, st);
@@ -255,7 +248,6 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
         let env = hooks::hook_env(&req, &hooks, "prolog_slurmd", None);
         if let Err(e) = hooks::run_root(&hooks.prolog, &env, hooks.timeout) {
             drop(listener);
-            let _ = std::fs::remove_file(&sock);
             if let Some(cg) = &cg {
                 cg.kill_all();
                 let _ = cg.remove();
@@ -277,7 +269,6 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
         Ok(pid) => pid,
         Err(reason) => {
             drop(listener);
-            let _ = std::fs::remove_file(&sock);
             if let Some(cg) = &cg {
                 cg.kill_all();
                 let _ = cg.remove();
@@ -294,7 +285,7 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
     let mut sup = Supervisor {
         script_pid,
         sigfd,
-        listener,
+        listener: Some(listener),
         clients: Vec::new(),
         kill_deadline: None,
         timeout: false,
@@ -359,7 +350,7 @@ pub fn run_with(jobdir: &Path, opts: Options) -> i32 {
         req.job_id, sup.timeout
     ));
     // No new clients from here on: late ones find the status file instead.
-    let _ = std::fs::remove_file(&sock);
+    sup.listener = None;
     let line = st.done_line();
     notify.send(&line);
     sup.answer_waiters(&line);
@@ -391,13 +382,12 @@ fn setup_cgroup(jobdir: &Path) -> Result<Option<JobCgroup>, String> {
             for w in warnings {
                 log(&w);
             }
-            if cg.base != Base::default() {
-                // For sstat (`usage.rs`), which reads the groups too.
-                let path = jobdir.join(BASE_FILE);
-                if let Err(e) = drover_proto::private::rewrite(&path, cg.base.to_text().as_bytes())
-                {
-                    log(&format!("cannot write {}: {e}", path.display()));
-                }
+            // For sstat (`usage.rs`), which reads the groups too. Written
+            // for every job, zero included: a recycled directory's file is
+            // written over, never removed and made again.
+            let path = jobdir.join(BASE_FILE);
+            if let Err(e) = drover_proto::private::rewrite(&path, cg.base.to_text().as_bytes()) {
+                log(&format!("cannot write {}: {e}", path.display()));
             }
             Ok(Some(cg))
         }
@@ -491,7 +481,8 @@ impl Supervisor {
                     revents: 0,
                 },
                 libc::pollfd {
-                    fd: self.listener.as_raw_fd(),
+                    // poll skips a negative descriptor.
+                    fd: self.listener.as_ref().map_or(-1, |l| l.as_raw_fd()),
                     events: libc::POLLIN,
                     revents: 0,
                 },
@@ -538,8 +529,14 @@ impl Supervisor {
     }
 
     fn accept_clients(&mut self) {
+        let Some(listener) = &self.listener else {
+            return;
+        };
         loop {
-            match self.listener.accept() {
+            match listener.accept() {
+                // Anyone may connect to an abstract name: only the agent's
+                // user (root) is served; others are hung up on.
+                Ok((stream, _)) if !stepd_socket::trusted(&stream) => {}
                 Ok((stream, _)) => {
                     let _ = stream.set_nonblocking(true);
                     self.clients.push(Client {

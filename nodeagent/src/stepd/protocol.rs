@@ -1,4 +1,4 @@
-//! The supervisor's line protocol on `JOBDIR/stepd.sock` (Unix stream).
+//! The supervisor's line protocol on its control socket (Unix stream, see `stepd_socket`).
 //!
 //! Requests, one per line:
 //! - `signal SIG BATCHONLY` — deliver signal number SIG (names like `TERM`
