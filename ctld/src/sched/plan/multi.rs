@@ -165,27 +165,32 @@ impl Pass<'_> {
         // What each node offers at a start time alone bounds what it offers
         // for the whole limit, and its free CPUs then bound the tasks it
         // could host: per node and try, in one walk of each node's profile.
+        // Only nodes that can hold a task by the last try take part in any.
+        let last = times.last().copied().unwrap_or(lb);
+        let near: Vec<(usize, i64)> = one.iter().copied().filter(|x| x.1 <= last).collect();
         let cpu_bound = |a: &Avail| tasks_by_cpus(req, a.cpus);
         let nt = times.len();
         let mut caps: Vec<u32> = Vec::new();
+        // Each try's bounds by node; a try reads only the nodes it has just
+        // set (the tries' node sets grow with their times).
+        let mut bound_of: Vec<u32> = Vec::new();
         if req.required.is_empty() {
-            caps.reserve(one.len() * nt);
-            for &(i, _) in &one {
+            caps.reserve(near.len() * nt);
+            for &(i, _) in &near {
                 caps.extend(self.lines[i].at_times(&times).map(|(_, a)| cpu_bound(&a)));
             }
+            bound_of = vec![0; inp.nodes.len()];
         }
         let r = times.iter().enumerate().find_map(|(k, &t)| {
             // Only nodes that can hold a task by then (in any order: the
             // fit test and the placement order them themselves).
-            let by_then = || one.iter().enumerate().filter(move |(_, x)| x.1 <= t);
-            let mut bound_of: Vec<u32> = Vec::new();
+            let by_then = || near.iter().enumerate().filter(move |(_, x)| x.1 <= t);
             if req.required.is_empty() {
                 // If even the bounds are too little, placing must fail.
                 let by_cpus = by_then().map(|(j, _)| caps[j * nt + k]);
                 if !could_fit(req, by_cpus) {
                     return None;
                 }
-                bound_of = vec![0; inp.nodes.len()];
                 for (j, &(i, _)) in by_then() {
                     bound_of[i] = caps[j * nt + k];
                 }
@@ -212,7 +217,6 @@ impl Pass<'_> {
             return Some(Round::Planned(t, a));
         }
         // The next round starts where some node's profile next changes.
-        let last = times.last().copied().unwrap_or(lb);
         let next = cands
             .iter()
             .filter_map(|&i| {
