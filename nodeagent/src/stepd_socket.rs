@@ -19,6 +19,8 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 use std::path::Path;
 
+use drover_proto::auth::random_bytes;
+
 /// The job directory's file naming the supervisor's socket.
 pub const ADDR_FILE: &str = "stepd.addr";
 
@@ -32,9 +34,7 @@ pub fn trusted(s: &UnixStream) -> bool {
 /// Bind a new socket under a fresh random name and record the name in
 /// `jobdir` (written over, not replaced: no new inode per job).
 pub fn listen(jobdir: &Path) -> Result<UnixListener, String> {
-    let bytes = crate::sys::random_bytes(16).map_err(|e| format!("getrandom: {e}"))?;
-    let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    let name = format!("{PREFIX}{name}");
+    let name = format!("{PREFIX}{}", drover_proto::auth::hex(&random_bytes(16)?));
     let addr = SocketAddr::from_abstract_name(name.as_bytes())
         .map_err(|e| format!("socket name {name}: {e}"))?;
     let listener =
@@ -50,7 +50,7 @@ pub fn listen(jobdir: &Path) -> Result<UnixListener, String> {
 /// PermissionDenied: the listener is not of this user.
 pub fn connect(jobdir: &Path) -> io::Result<UnixStream> {
     let name = std::fs::read(jobdir.join(ADDR_FILE))?;
-    if !name.starts_with(PREFIX.as_bytes()) || name.len() > 100 {
+    if !name.starts_with(PREFIX.as_bytes()) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "not a supervisor's socket name",

@@ -212,8 +212,18 @@ pub fn claimed(token: &str) -> String {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lowercase hex digits of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `n` bytes from the system's random source.
+pub fn random_bytes(n: usize) -> Result<Vec<u8>, String> {
+    let mut raw = vec![0u8; n];
+    SystemRandom::new()
+        .fill(&mut raw)
+        .map_err(|_| "no randomness available".to_string())?;
+    Ok(raw)
 }
 
 impl ClusterKey {
@@ -251,11 +261,7 @@ impl ClusterKey {
     pub fn generate(path: &Path) -> Result<(), String> {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        let mut raw = [0u8; 32];
-        SystemRandom::new()
-            .fill(&mut raw)
-            .map_err(|_| "no randomness available".to_string())?;
-        let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = hex(&random_bytes(32)?);
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

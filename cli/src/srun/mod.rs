@@ -17,6 +17,7 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use drover_conf::Config;
+use drover_proto::auth::random_bytes;
 use drover_proto::stepio::{read_frame, write_frame, Frame, Kind};
 use drover_proto::tls::Conn;
 use drover_proto::CreateStepResponse;
@@ -157,14 +158,6 @@ fn local_ip_toward(addr: &str) -> std::net::IpAddr {
     std::net::IpAddr::from([127, 0, 0, 1])
 }
 
-fn random_key() -> Vec<u8> {
-    let mut k = vec![0u8; 16];
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        let _ = f.read_exact(&mut k);
-    }
-    k
-}
-
 async fn step_main(cfg: Config, mut s: Srun) -> i32 {
     let Some(job_id) = s.job_id else {
         eprintln!(
@@ -217,13 +210,21 @@ async fn step_main(cfg: Config, mut s: Srun) -> i32 {
             return 1;
         }
     };
-    let key = random_key();
+    // The I/O connections' key and the step's creation token: a zero key
+    // would let anyone on the network attach, so no randomness, no step.
+    let (key, token) = match (random_bytes(16), random_bytes(16)) {
+        (Ok(k), Ok(t)) => (k, t),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("srun: error: {e}");
+            return 1;
+        }
+    };
     let r = &mut s.req;
     r.job_id = job_id;
     r.io_host = ip.to_string();
     r.io_port = listener.local_addr().map(|a| a.port() as u32).unwrap_or(0);
     r.io_key = key.clone();
-    r.create_token = random_key();
+    r.create_token = token;
     let env: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| k != "SLURM_SRUN_COMM_PORT")
         .collect();

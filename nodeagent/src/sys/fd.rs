@@ -203,25 +203,6 @@ pub fn peer_uid(sock: RawFd) -> Option<u32> {
     peer_cred(sock).map(|c| c.uid)
 }
 
-/// `n` bytes from the kernel's random source (`getrandom`).
-pub fn random_bytes(n: usize) -> std::io::Result<Vec<u8>> {
-    let mut out = vec![0u8; n];
-    let mut got = 0;
-    while got < n {
-        // SAFETY: the pointer/length pair is the unfilled tail of `out`.
-        let r = unsafe { libc::getrandom(out[got..].as_mut_ptr().cast(), n - got, 0) };
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        got += r as usize;
-    }
-    Ok(out)
-}
-
 fn peer_cred(sock: RawFd) -> Option<libc::ucred> {
     let mut cred = libc::ucred {
         pid: 0,
