@@ -1,5 +1,6 @@
-//! Starting the batch script: fork, then in the child switch to the user,
-//! open the output files as the user, and exec the script.
+//! Starting the batch script: a child that shares the supervisor's memory
+//! until exec switches to the user, opens the output files as the user
+//! and execs the script.
 
 use std::ffi::CString;
 use std::path::Path;
@@ -9,6 +10,8 @@ use drover_proto::LaunchRequest;
 
 use super::sys::{self, cstring, strerror, write_fd, CStrArray};
 use crate::job_env::{default_stdout_pattern, job_environment, EnvContext};
+use crate::sys::task::ChdirPlan;
+use crate::sys::task_pid::{self, Envp};
 
 /// Where the script's standard streams go and where it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,15 +106,36 @@ pub fn job_umask(req: &LaunchRequest) -> u32 {
         .unwrap_or(0o022)
 }
 
-/// Everything the child needs, prepared before fork.
+/// A working directory and Slurm's lines for when it cannot be entered,
+/// made before the fork (the child only calls chdir and write).
+pub fn chdir_plan(dir: &str) -> ChdirPlan {
+    let lines = [
+        libc::ENOENT,
+        libc::EACCES,
+        libc::ENOTDIR,
+        libc::ELOOP,
+        libc::ENAMETOOLONG,
+        libc::EIO,
+    ]
+    .into_iter()
+    .map(|e| (e, chdir_warning(dir, &strerror(e))))
+    .collect();
+    ChdirPlan {
+        dir: CString::new(dir.replace('\0', "")).unwrap_or_default(),
+        tmp: c"/tmp".to_owned(),
+        lines: std::sync::Arc::new(lines),
+        other: std::sync::Arc::new(chdir_warning(dir, "cannot enter it")),
+    }
+}
+
+/// Everything the child needs, prepared before it starts.
 struct Prepared {
     script: CString,
     argv: CStrArray,
     sh_argv: CStrArray,
     sh: CString,
-    work_dir: CString,
-    work_dir_text: String,
-    tmp: CString,
+    work_dir: String,
+    chdir: ChdirPlan,
     stdin: CString,
     stdin_text: String,
     stdout: CString,
@@ -154,14 +178,14 @@ fn prepare(
     sh_argv.extend(argv.iter().cloned());
     // The user's groups as initgroups gives them (see sys::creds).
     let groups = crate::sys::creds::job_groups_of(pw, req.gid, &req.groups);
+    cstring(&io.work_dir)?;
     Ok(Prepared {
         script: script_c,
         argv: CStrArray::new(argv),
         sh_argv: CStrArray::new(sh_argv),
         sh,
-        work_dir: cstring(&io.work_dir)?,
-        work_dir_text: io.work_dir.clone(),
-        tmp: cstring("/tmp")?,
+        chdir: chdir_plan(&io.work_dir),
+        work_dir: io.work_dir.clone(),
         stdin: cstring(&io.stdin)?,
         stdin_text: io.stdin.clone(),
         stdout: cstring(&io.stdout)?,
@@ -178,8 +202,14 @@ fn prepare(
     })
 }
 
-/// Fork and exec the batch script. Returns its pid once the exec succeeded,
-/// or the reason it could not start (the child has then been reaped).
+/// Start the batch script. Returns its pid once the exec succeeded, or the
+/// reason it could not start (the child has then been reaped).
+///
+/// The child shares the supervisor's memory until it execs
+/// ([`sys::spawn_shared`]), so everything it needs, its environment
+/// included, is made here first. A TaskProlog runs in the child before the
+/// script and changes its environment, so with one the child is forked
+/// instead (a copy of the supervisor that may allocate).
 pub fn spawn_script(
     req: &LaunchRequest,
     script: &Path,
@@ -193,6 +223,49 @@ pub fn spawn_script(
         Some(p) => (Some(p.dir), Some(p.shell)),
         None => (None, None),
     };
+    let ctx = EnvContext {
+        task_pid: 0,
+        conf_path,
+        home: home.as_deref(),
+        shell: shell.as_deref(),
+        now: super::sys::now_secs(),
+        local_gpu_index: extras.local_gpu_index,
+        step_gpus_only: false,
+    };
+    if let Some(prolog) = &extras.task_prolog {
+        return fork_with_task_prolog(req, &p, extras, ctx, prolog);
+    }
+    let mut vars = job_environment(req, &ctx);
+    task_pid::reserve(&mut vars);
+    let envp = Envp::new(&vars);
+    let mut failure = None;
+    let pid = sys::spawn_shared(&mut || {
+        failure = Some(match setup(&p, extras) {
+            Err(f) => f,
+            Ok(()) => Failure::Exec(exec_script(&p, &envp)),
+        });
+    })
+    .map_err(|e| format!("fork: {e}"))?;
+    match failure {
+        None => Ok(pid),
+        Some(f) => {
+            // Reap the failed child.
+            let _ = sys::waitpid(pid, 0);
+            Err(f.message(&p, extras))
+        }
+    }
+}
+
+/// [`spawn_script`] with a TaskProlog: the child is forked, runs the
+/// prolog as the user and execs the script with the environment the
+/// prolog's output made; why it could not comes back on a pipe.
+fn fork_with_task_prolog(
+    req: &LaunchRequest,
+    p: &Prepared,
+    extras: &Extras,
+    ctx: EnvContext,
+    prolog: &CString,
+) -> Result<i32, String> {
     let (rd, wr) = sys::pipe_raw().map_err(|e| format!("pipe: {}", strerror(e)))?;
     // The supervisor is single-threaded (sys::fork checks), so the child
     // may allocate freely.
@@ -207,15 +280,19 @@ pub fn spawn_script(
     };
     if pid == 0 {
         sys::close(rd);
-        let msg = child(
-            req,
-            &p,
-            extras,
-            conf_path,
-            home.as_deref(),
-            shell.as_deref(),
-        );
-        write_fd(wr, msg.as_bytes());
+        sys::reset_signals(65);
+        let failure = match setup(p, extras) {
+            Err(f) => f,
+            Ok(()) => {
+                let ctx = EnvContext {
+                    task_pid: drover_proto::sys::getpid() as u32,
+                    ..ctx
+                };
+                let vars = with_task_prolog(job_environment(req, &ctx), prolog);
+                Failure::Exec(exec_script(p, &Envp::new(&vars)))
+            }
+        };
+        write_fd(wr, failure.message(p, extras).as_bytes());
         // Leave the child without running the parent's destructors.
         sys::exit_now(127);
     }
@@ -244,21 +321,121 @@ pub fn spawn_script(
     Err(String::from_utf8_lossy(&msg).trim().to_string())
 }
 
-/// Runs in the forked child; returns only on failure (the reason).
-fn child(
-    req: &LaunchRequest,
-    p: &Prepared,
-    extras: &Extras,
-    conf_path: &str,
-    home: Option<&str>,
-    shell: Option<&str>,
-) -> String {
-    sys::setpgid(0, 0);
-    sys::reset_signals(65);
+/// Run the TaskProlog with the job's environment `vars` (in the child, as
+/// the user, its stdout the job's): its `print` lines go to the job's
+/// output, its `export`/`unset` lines change the environment returned.
+fn with_task_prolog(mut vars: Vec<(String, String)>, prolog: &CString) -> Vec<(String, String)> {
+    let env: Vec<CString> = vars
+        .iter()
+        .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+        .collect();
+    match super::hooks::run_task_prolog(prolog, &CStrArray::new(env)) {
+        Ok(out) => {
+            let o = super::hooks::parse_task_prolog(&out);
+            for line in &o.print {
+                write_fd(1, format!("{line}\n").as_bytes());
+            }
+            vars.retain(|(k, _)| !o.unset.contains(k));
+            for (k, v) in o.export {
+                match vars.iter_mut().find(|(x, _)| *x == k) {
+                    Some(slot) => slot.1 = v,
+                    None => vars.push((k, v)),
+                }
+            }
+        }
+        Err(e) => write_fd(2, format!("drover-stepd: error: {e}\n").as_bytes()),
+    }
+    vars
+}
 
+/// Exec the script (with the shell when it has no `#!` line, as execvp
+/// does); returns only on failure, with the errno.
+fn exec_script(p: &Prepared, envp: &Envp) -> i32 {
+    let e = envp.exec(&p.script, &p.argv);
+    if e == libc::ENOEXEC {
+        envp.exec(&p.sh, &p.sh_argv);
+    }
+    e
+}
+
+/// Which of the script's standard streams could not be opened.
+#[derive(Debug, Clone, Copy)]
+enum Stream {
+    In,
+    Out,
+    Err,
+}
+
+/// Why the child could not exec the script: made in the child without
+/// allocating, put in words by the supervisor.
+#[derive(Debug, Clone, Copy)]
+enum Failure {
+    /// Writing itself into `extras.join[file]`.
+    Join { file: usize, errno: i32 },
+    Switch(crate::sys::creds::SwitchError),
+    /// Not root, and the job is another user's.
+    NotRoot,
+    /// A stream's file; `chdir`: the working directory had failed first.
+    Open {
+        stream: Stream,
+        errno: i32,
+        chdir: Option<i32>,
+    },
+    Dup2(i32),
+    Exec(i32),
+}
+
+impl Failure {
+    fn message(&self, p: &Prepared, extras: &Extras) -> String {
+        let chdir_failure = |e: i32| format!("chdir({}): {}", p.work_dir, strerror(e));
+        match *self {
+            Failure::Join { file, errno } => format!(
+                "cannot join cgroup {}: {}",
+                extras
+                    .join
+                    .get(file)
+                    .map(|f| f.to_string_lossy())
+                    .unwrap_or_default(),
+                strerror(errno)
+            ),
+            Failure::Switch(e) => e.message(p.uid),
+            Failure::NotRoot => format!(
+                "cannot run the job as uid {}: droverd is not running as root (it runs as uid {})",
+                p.uid,
+                drover_proto::sys::getuid()
+            ),
+            Failure::Open {
+                chdir: Some(c), ..
+            } => chdir_failure(c),
+            Failure::Open { stream, errno, .. } => {
+                let (name, path) = match stream {
+                    Stream::In => ("stdin", p.stdin_text.as_str()),
+                    Stream::Out => ("stdout", p.stdout_text.as_str()),
+                    Stream::Err => (
+                        "stderr",
+                        p.stderr.as_ref().map_or("", |(_, t)| t.as_str()),
+                    ),
+                };
+                format!("Could not open {name} file {path}: {}", strerror(errno))
+            }
+            Failure::Dup2(e) => format!("dup2: {}", strerror(e)),
+            Failure::Exec(e) => format!(
+                "execve({}): {}",
+                p.script.to_string_lossy(),
+                strerror(e)
+            ),
+        }
+    }
+}
+
+/// In the child, before exec: its own process group, the job's cgroups,
+/// the job's user, umask and directory, and the standard streams. Only
+/// system calls on `p` and `extras` (see [`sys::spawn_shared`]).
+fn setup(p: &Prepared, extras: &Extras) -> Result<(), Failure> {
+    sys::setpgid(0, 0);
     // Into the job's cgroups while still root; every process the job
     // starts from here on is inside.
-    for f in &extras.join {
+    for (file, f) in extras.join.iter().enumerate() {
         let joined = sys::open(f, libc::O_WRONLY | libc::O_CLOEXEC, 0).and_then(|fd| {
             let r = sys::write_once(fd, b"0");
             sys::close(fd);
@@ -268,48 +445,25 @@ fn child(
                 Err(e) => Err(e),
             }
         });
-        if let Err(e) = joined {
-            return format!(
-                "cannot join cgroup {}: {}",
-                f.to_string_lossy(),
-                strerror(e)
-            );
+        if let Err(errno) = joined {
+            return Err(Failure::Join { file, errno });
         }
     }
-
     if drover_proto::sys::is_root() {
-        if let Err(e) = crate::sys::creds::become_user(p.uid, p.gid, &p.groups) {
-            return e.message(p.uid);
-        }
+        crate::sys::creds::become_user(p.uid, p.gid, &p.groups).map_err(Failure::Switch)?;
     } else if p.uid != drover_proto::sys::getuid() {
-        return format!(
-            "cannot run the job as uid {}: droverd is not running as root (it runs as uid {})",
-            p.uid,
-            drover_proto::sys::getuid()
-        );
+        return Err(Failure::NotRoot);
     }
     drover_proto::sys::umask(p.umask);
-
-    let mut chdir_err = None;
-    if let Err(e) = sys::chdir(&p.work_dir) {
-        chdir_err = Some(e);
-        let _ = sys::chdir(&p.tmp);
-    }
-    let chdir_failure = |e: i32| format!("chdir({}): {}", p.work_dir_text, strerror(e));
-
-    let fd_in = match sys::open(&p.stdin, libc::O_RDONLY | libc::O_CLOEXEC, 0) {
-        Ok(fd) => fd,
-        Err(e) => {
-            return match chdir_err {
-                Some(c) => chdir_failure(c),
-                None => format!(
-                    "Could not open stdin file {}: {}",
-                    p.stdin_text,
-                    strerror(e)
-                ),
-            };
-        }
+    let chdir = p.chdir.try_enter().err();
+    let open = |stream: Stream, path: &CString, flags: i32| {
+        sys::open(path, flags, 0o666).map_err(|errno| Failure::Open {
+            stream,
+            errno,
+            chdir,
+        })
     };
+    let fd_in = open(Stream::In, &p.stdin, libc::O_RDONLY | libc::O_CLOEXEC)?;
     let mode = libc::O_WRONLY
         | libc::O_CREAT
         | libc::O_CLOEXEC
@@ -318,84 +472,19 @@ fn child(
         } else {
             libc::O_TRUNC
         };
-    let fd_out = match sys::open(&p.stdout, mode, 0o666) {
-        Ok(fd) => fd,
-        Err(e) => {
-            return match chdir_err {
-                Some(c) => chdir_failure(c),
-                None => format!(
-                    "Could not open stdout file {}: {}",
-                    p.stdout_text,
-                    strerror(e)
-                ),
-            };
-        }
-    };
+    let fd_out = open(Stream::Out, &p.stdout, mode)?;
     let fd_err = match &p.stderr {
         None => fd_out,
-        Some((c, text)) => match sys::open(c, mode, 0o666) {
-            Ok(fd) => fd,
-            Err(e) => {
-                return match chdir_err {
-                    Some(c) => chdir_failure(c),
-                    None => format!("Could not open stderr file {text}: {}", strerror(e)),
-                };
-            }
-        },
+        Some((path, _)) => open(Stream::Err, path, mode)?,
     };
-    if let Err(e) = sys::dup2_raw(fd_in, 0)
+    sys::dup2_raw(fd_in, 0)
         .and_then(|()| sys::dup2_raw(fd_out, 1))
         .and_then(|()| sys::dup2_raw(fd_err, 2))
-    {
-        return format!("dup2: {}", strerror(e));
+        .map_err(Failure::Dup2)?;
+    if let Some(e) = chdir {
+        write_fd(2, p.chdir.line(e).as_bytes());
     }
-    if let Some(e) = chdir_err {
-        write_fd(2, chdir_warning(&p.work_dir_text, &strerror(e)).as_bytes());
-    }
-
-    let ctx = EnvContext {
-        task_pid: drover_proto::sys::getpid() as u32,
-        conf_path,
-        home,
-        shell,
-        now: super::sys::now_secs(),
-        local_gpu_index: extras.local_gpu_index,
-        step_gpus_only: false,
-    };
-    let mut vars = job_environment(req, &ctx);
-    if let Some(tp) = &extras.task_prolog {
-        let env: Vec<CString> = vars
-            .iter()
-            .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
-            .collect();
-        match super::hooks::run_task_prolog(tp, &CStrArray::new(env)) {
-            Ok(out) => {
-                let o = super::hooks::parse_task_prolog(&out);
-                for line in &o.print {
-                    write_fd(1, format!("{line}\n").as_bytes());
-                }
-                vars.retain(|(k, _)| !o.unset.contains(k));
-                for (k, v) in o.export {
-                    match vars.iter_mut().find(|(x, _)| *x == k) {
-                        Some(slot) => slot.1 = v,
-                        None => vars.push((k, v)),
-                    }
-                }
-            }
-            Err(e) => write_fd(2, format!("drover-stepd: error: {e}\n").as_bytes()),
-        }
-    }
-    let env: Vec<CString> = vars
-        .into_iter()
-        .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
-        .collect();
-    let envp = CStrArray::new(env);
-    let e = sys::execve(&p.script, &p.argv, &envp);
-    if e == libc::ENOEXEC {
-        // No "#!" line: run it with the shell, like execvp does.
-        sys::execve(&p.sh, &p.sh_argv, &envp);
-    }
-    format!("execve({}): {}", p.script.to_string_lossy(), strerror(e))
+    Ok(())
 }
 
 #[cfg(test)]

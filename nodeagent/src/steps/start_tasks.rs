@@ -17,7 +17,8 @@ use crate::cgroup::job::JobCgroup;
 use crate::cgroup::plan::{denied_devices, Plan};
 use crate::cgroup::Dev;
 use crate::job_env::EnvContext;
-use crate::sys::task::{cpu_set, open_pty, ChdirPlan, TaskBind, TaskStart};
+use crate::stepd::run_script::chdir_plan;
+use crate::sys::task::{cpu_set, open_pty, TaskBind, TaskStart};
 use drover_proto::bindopt::{parse_cpu_bind, parse_gpu_bind};
 
 /// Slurm's exit code when a task cannot be started (execve failed).
@@ -481,30 +482,6 @@ pub fn start_tasks(shared: &Shared, req: &StepLaunchRequest, this: &StepNode) ->
         tasks,
         cgroup,
         owns_job_group,
-    }
-}
-
-/// A task's working directory and the lines to print when it cannot be
-/// entered, made before the fork (the child only calls chdir and write).
-fn chdir_plan(dir: &str) -> ChdirPlan {
-    use crate::stepd::run_script::chdir_warning;
-    use crate::stepd::sys::strerror;
-    let lines = [
-        libc::ENOENT,
-        libc::EACCES,
-        libc::ENOTDIR,
-        libc::ELOOP,
-        libc::ENAMETOOLONG,
-        libc::EIO,
-    ]
-    .into_iter()
-    .map(|e| (e, chdir_warning(dir, &strerror(e))))
-    .collect();
-    ChdirPlan {
-        dir: std::ffi::CString::new(dir.replace('\0', "")).unwrap_or_default(),
-        tmp: c"/tmp".to_owned(),
-        lines: std::sync::Arc::new(lines),
-        other: std::sync::Arc::new(chdir_warning(dir, "cannot enter it")),
     }
 }
 

@@ -164,6 +164,11 @@ impl CStrArray {
     pub fn strings(&self) -> &[CString] {
         &self.strings
     }
+
+    /// The NULL-terminated pointer array, valid while `self` lives.
+    pub(super) fn as_ptr(&self) -> *const *const libc::c_char {
+        self.ptrs.as_ptr()
+    }
 }
 
 /// execve(2): returns only on failure, with the errno.
@@ -190,15 +195,93 @@ pub fn reset_signals(below: i32) {
     // SAFETY: sigset_t is plain data the libc calls initialise; signal
     // takes integers.
     unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+        // Handlers first: a signal let through before would run the
+        // parent's handler (on the parent's memory, after spawn_shared).
         for sig in 1..below {
             if sig != libc::SIGKILL && sig != libc::SIGSTOP {
                 libc::signal(sig, libc::SIG_DFL);
             }
         }
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
     }
+}
+
+/// The stack of a [`spawn_shared`] child (a guard page below it).
+const SHARED_CHILD_STACK: usize = 256 * 1024;
+
+/// Start a child that shares this process's memory until it execs
+/// (clone(2) with `CLONE_VM | CLONE_VFORK`, as posix_spawn does): the
+/// kernel copies no page table, the child takes no copy-on-write fault and
+/// has no copy of the memory to tear down at exec, and this process takes
+/// none afterwards either. The caller is suspended until the child has
+/// exec'd or exited; what the child wrote to memory it is then seen here.
+///
+/// `child` runs on a stack of its own, with every signal at its default
+/// action (signals 1 to 64) and none blocked. It may only make system
+/// calls on memory prepared before (no allocation, no lock, no
+/// thread-local state) and then exec; when it returns, the child exits
+/// 127. Returns the child's pid. Refused when other threads run (the
+/// libc's set*id calls would act on them too).
+pub fn spawn_shared(child: &mut dyn FnMut()) -> std::io::Result<i32> {
+    if threads() > 1 {
+        return Err(std::io::Error::other(
+            "spawn refused: the process has several threads",
+        ));
+    }
+    let page = 4096;
+    // SAFETY: an anonymous private mapping owned by this function, unmapped
+    // below once the child no longer runs on it (CLONE_VFORK: clone returns
+    // after the child's exec or exit); its lowest page is the guard.
+    // `arg` points at a live `&mut dyn FnMut()` for the child's whole life
+    // (the caller is suspended meanwhile); the signal masks are plain data.
+    unsafe {
+        let base = libc::mmap(
+            std::ptr::null_mut(),
+            SHARED_CHILD_STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        );
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        libc::mprotect(base, page, libc::PROT_NONE);
+        let top = base.cast::<u8>().add(SHARED_CHILD_STACK).cast();
+        // No handler of ours may run in the child: everything blocked
+        // until it has put every handler back to the default.
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let mut arg: &mut dyn FnMut() = child;
+        let pid = libc::clone(
+            run_shared_child,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&mut arg as *mut &mut dyn FnMut()).cast(),
+        );
+        let err = std::io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        libc::munmap(base, SHARED_CHILD_STACK);
+        if pid < 0 {
+            return Err(err);
+        }
+        Ok(pid)
+    }
+}
+
+/// The child side of [`spawn_shared`].
+extern "C" fn run_shared_child(arg: *mut libc::c_void) -> libc::c_int {
+    reset_signals(65);
+    // SAFETY: `arg` is the `&mut dyn FnMut()` spawn_shared passed; the only
+    // other user of it, the caller, is suspended until this child execs or
+    // exits.
+    let child = unsafe { &mut *arg.cast::<&mut dyn FnMut()>() };
+    child();
+    exit_now(127)
 }
 
 /// chdir(2) on a C path; the errno on failure.

@@ -50,17 +50,28 @@ pub struct ChdirPlan {
 impl ChdirPlan {
     /// In the child: enter the directory, else say so on stderr and go to /tmp.
     pub fn enter(&self) {
+        if let Err(e) = self.try_enter() {
+            write_fd(2, self.line(e).as_bytes());
+        }
+    }
+
+    /// In the child: enter the directory, else go to /tmp and return why
+    /// the directory could not be entered (the errno).
+    pub fn try_enter(&self) -> Result<(), i32> {
         if super::chdir(&self.dir).is_ok() {
-            return;
+            return Ok(());
         }
         let e = errno();
-        let line = self
-            .lines
-            .iter()
-            .find(|(n, _)| *n == e)
-            .map_or(self.other.as_str(), |(_, l)| l.as_str());
-        write_fd(2, line.as_bytes());
         let _ = super::chdir(&self.tmp);
+        Err(e)
+    }
+
+    /// The line that says the directory could not be entered for `errno`.
+    pub fn line(&self, errno: i32) -> &str {
+        self.lines
+            .iter()
+            .find(|(n, _)| *n == errno)
+            .map_or(self.other.as_str(), |(_, l)| l.as_str())
     }
 }
 

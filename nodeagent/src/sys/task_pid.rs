@@ -61,6 +61,25 @@ impl Envp {
     }
 }
 
+impl Envp {
+    /// In a child started by [`spawn_shared`](super::spawn_shared) (or
+    /// forked): write its pid into the slot and exec `path` with `argv` and
+    /// this environment. Returns only on failure, with the errno.
+    /// Async-signal-safe; unlike [`Envp::install`] it leaves `environ`
+    /// alone (shared with the parent after spawn_shared).
+    pub fn exec(&self, path: &std::ffi::CStr, argv: &super::CStrArray) -> i32 {
+        let envp = self.ptrs.as_ptr().cast_mut();
+        // SAFETY: `envp` is null-terminated and owned by `self`, which
+        // outlives the call (the parent does not read it meanwhile); `path`
+        // is NUL-terminated and `argv` NULL-terminated, kept alive by it.
+        unsafe {
+            fill(envp, libc::getpid() as u32);
+            libc::execve(path.as_ptr(), argv.as_ptr(), envp.cast());
+        }
+        super::errno()
+    }
+}
+
 impl Drop for Envp {
     fn drop(&mut self) {
         for p in self.ptrs.drain(..).filter(|p| !p.is_null()) {
