@@ -352,3 +352,71 @@ pub fn spawn_stdout_to_pipe(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exit code of a reaped child, or `fail`.
+    fn exit_code(pid: i32, fail: i32) -> i32 {
+        match waitpid(pid, 0) {
+            Ok(Some((_, st))) if libc::WIFEXITED(st) => libc::WEXITSTATUS(st),
+            _ => fail,
+        }
+    }
+
+    #[test]
+    fn a_shared_child_runs_on_the_callers_memory_then_execs() {
+        // spawn_shared wants a single-threaded caller: a forked child of
+        // the test (glibc's fork leaves malloc usable there).
+        let code = fork_and_wait(|| {
+            // SAFETY: sigset_t is plain data the libc calls initialise.
+            let blocked = |sig: i32| unsafe {
+                let mut cur: libc::sigset_t = std::mem::zeroed();
+                libc::sigprocmask(libc::SIG_BLOCK, std::ptr::null(), &mut cur);
+                libc::sigismember(&cur, sig) == 1
+            };
+            // SAFETY: as above; SIGUSR1 blocked here, in the caller.
+            unsafe {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigaddset(&mut set, libc::SIGUSR1);
+                libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            }
+            // What the child writes, the caller reads; a child that
+            // returns exits 127; it starts with nothing blocked.
+            let (mut seen, mut child_blocked) = (0, true);
+            let Ok(pid) = spawn_shared(&mut || {
+                seen = 7;
+                child_blocked = blocked(libc::SIGUSR1) || blocked(libc::SIGTERM);
+            }) else {
+                return 1;
+            };
+            if seen != 7 || child_blocked {
+                return 2;
+            }
+            if exit_code(pid, -1) != 127 {
+                return 3;
+            }
+            // The caller's own mask is back.
+            if !blocked(libc::SIGUSR1) || blocked(libc::SIGTERM) {
+                return 4;
+            }
+            // An exec'd child: the caller resumes once it has exec'd.
+            let argv = CStrArray::new(vec![c"/bin/sh".into(), c"-c".into(), c"exit 5".into()]);
+            let envp = CStrArray::new(Vec::new());
+            let mut failed = 0;
+            let Ok(pid) = spawn_shared(&mut || failed = execve(c"/bin/sh", &argv, &envp)) else {
+                return 5;
+            };
+            if failed != 0 || exit_code(pid, -1) != 5 {
+                return 6;
+            }
+            0
+        });
+        assert_eq!(code, Some(0));
+        // With the test harness's threads running it is refused.
+        assert!(threads() > 1);
+        assert!(spawn_shared(&mut || {}).is_err());
+    }
+}
