@@ -371,7 +371,10 @@ enum Stream {
 #[derive(Debug, Clone, Copy)]
 enum Failure {
     /// Writing itself into `extras.join[file]`.
-    Join { file: usize, errno: i32 },
+    Join {
+        file: usize,
+        errno: i32,
+    },
     Switch(crate::sys::creds::SwitchError),
     /// Not root, and the job is another user's.
     NotRoot,
@@ -404,26 +407,17 @@ impl Failure {
                 p.uid,
                 drover_proto::sys::getuid()
             ),
-            Failure::Open {
-                chdir: Some(c), ..
-            } => chdir_failure(c),
+            Failure::Open { chdir: Some(c), .. } => chdir_failure(c),
             Failure::Open { stream, errno, .. } => {
                 let (name, path) = match stream {
                     Stream::In => ("stdin", p.stdin_text.as_str()),
                     Stream::Out => ("stdout", p.stdout_text.as_str()),
-                    Stream::Err => (
-                        "stderr",
-                        p.stderr.as_ref().map_or("", |(_, t)| t.as_str()),
-                    ),
+                    Stream::Err => ("stderr", p.stderr.as_ref().map_or("", |(_, t)| t.as_str())),
                 };
                 format!("Could not open {name} file {path}: {}", strerror(errno))
             }
             Failure::Dup2(e) => format!("dup2: {}", strerror(e)),
-            Failure::Exec(e) => format!(
-                "execve({}): {}",
-                p.script.to_string_lossy(),
-                strerror(e)
-            ),
+            Failure::Exec(e) => format!("execve({}): {}", p.script.to_string_lossy(), strerror(e)),
         }
     }
 }

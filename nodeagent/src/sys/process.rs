@@ -231,11 +231,12 @@ pub fn spawn_shared(child: &mut dyn FnMut()) -> std::io::Result<i32> {
         ));
     }
     let page = 4096;
-    // SAFETY: an anonymous private mapping owned by this function, unmapped
-    // below once the child no longer runs on it (CLONE_VFORK: clone returns
-    // after the child's exec or exit); its lowest page is the guard.
-    // `arg` points at a live `&mut dyn FnMut()` for the child's whole life
-    // (the caller is suspended meanwhile); the signal masks are plain data.
+    // The stack: an anonymous private mapping owned by this function,
+    // unmapped below once the child no longer runs on it (CLONE_VFORK:
+    // clone returns after the child's exec or exit); its lowest page is the
+    // guard. `arg` points at a live `&mut dyn FnMut()` for the child's
+    // whole life (the caller is suspended meanwhile).
+    // SAFETY: as above; the signal masks are plain data.
     unsafe {
         let base = libc::mmap(
             std::ptr::null_mut(),
