@@ -178,6 +178,7 @@ fn prepare(
     sh_argv.extend(argv.iter().cloned());
     // The user's groups as initgroups gives them (see sys::creds).
     let groups = crate::sys::creds::job_groups_of(pw, req.gid, &req.groups);
+    // A directory with a NUL byte in its name is refused, like the paths.
     cstring(&io.work_dir)?;
     Ok(Prepared {
         script: script_c,

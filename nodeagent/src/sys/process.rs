@@ -208,7 +208,8 @@ pub fn reset_signals(below: i32) {
     }
 }
 
-/// The stack of a [`spawn_shared`] child (a guard page below it).
+/// The stack of a [`spawn_shared`] child (its lowest page the guard; a
+/// multiple of any page size).
 const SHARED_CHILD_STACK: usize = 256 * 1024;
 
 /// Start a child that shares this process's memory until it execs
@@ -230,7 +231,8 @@ pub fn spawn_shared(child: &mut dyn FnMut()) -> std::io::Result<i32> {
             "spawn refused: the process has several threads",
         ));
     }
-    let page = 4096;
+    // SAFETY: sysconf takes an integer and reads a constant.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
     // The stack: an anonymous private mapping owned by this function,
     // unmapped below once the child no longer runs on it (CLONE_VFORK:
     // clone returns after the child's exec or exit); its lowest page is the
