@@ -217,7 +217,7 @@ const SHARED_CHILD_STACK: usize = 256 * 1024;
 /// kernel copies no page table, the child takes no copy-on-write fault and
 /// has no copy of the memory to tear down at exec, and this process takes
 /// none afterwards either. The caller is suspended until the child has
-/// exec'd or exited; what the child wrote to memory it is then seen here.
+/// exec'd or exited; what the child wrote to memory is then seen here.
 ///
 /// `child` runs on a stack of its own, with every signal at its default
 /// action (signals 1 to 64) and none blocked. It may only make system
