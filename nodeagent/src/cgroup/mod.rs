@@ -232,9 +232,10 @@ impl System {
     }
 
     /// At a clean agent exit: remove the node's kept groups, and its
-    /// directory where no job group is left in it (rmdir fails on a non-empty group, so running
-    /// jobs keep theirs). Test clusters and emulated nodes each have a port
-    /// of their own, so without this their empty directories pile up.
+    /// directory where no job group is left in it (rmdir fails on a
+    /// non-empty group, so running jobs keep theirs). Test clusters and
+    /// emulated nodes each have a port of their own, so without this their
+    /// empty directories pile up.
     pub fn release_node(&self, node: &str, port: u16) {
         let rel = plan::node_rel(node, port);
         let dirs: Vec<PathBuf> = match self.version {

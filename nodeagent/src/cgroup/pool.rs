@@ -167,7 +167,7 @@ fn take(
             continue;
         };
         match node.rename(spare, job_name) {
-            Ok(()) => reset(cg, ctrl, &node, &dir, &mut base, &mut warn)?,
+            Ok(()) => reset(cg, ctrl, &node, job_name, &dir, &mut base, &mut warn)?,
             Err(e) if e.kind() == ErrorKind::NotFound => cg.create_v1(ctrl, &dir, &mut warn)?,
             Err(e) => {
                 return Err(format!(
@@ -180,19 +180,19 @@ fn take(
     Ok((base, warn))
 }
 
-/// A claimed group of `ctrl` at `dir`: the job's limits written over the
-/// last job's.
+/// A claimed group of `ctrl`, `job_name` in `node` (at `dir`): the job's
+/// limits written over the last job's.
 fn reset(
     cg: &JobCgroup,
     ctrl: &str,
     node: &Dir,
+    job_name: &str,
     dir: &Path,
     base: &mut Base,
     warn: &mut Vec<String>,
 ) -> Result<(), String> {
-    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let job = node
-        .sub(name)
+        .sub(job_name)
         .map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
     let step_path = dir.join(BATCH_STEP);
     let step = job

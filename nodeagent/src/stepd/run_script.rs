@@ -134,13 +134,10 @@ struct Prepared {
     argv: CStrArray,
     sh_argv: CStrArray,
     sh: CString,
-    work_dir: String,
     chdir: ChdirPlan,
     stdin: CString,
-    stdin_text: String,
     stdout: CString,
-    stdout_text: String,
-    stderr: Option<(CString, String)>,
+    stderr: Option<CString>,
     append: bool,
     uid: u32,
     gid: u32,
@@ -186,15 +183,9 @@ fn prepare(
         sh_argv: CStrArray::new(sh_argv),
         sh,
         chdir: chdir_plan(&io.work_dir),
-        work_dir: io.work_dir.clone(),
         stdin: cstring(&io.stdin)?,
-        stdin_text: io.stdin.clone(),
         stdout: cstring(&io.stdout)?,
-        stdout_text: io.stdout.clone(),
-        stderr: match &io.stderr {
-            Some(e) => Some((cstring(e)?, e.clone())),
-            None => None,
-        },
+        stderr: io.stderr.as_deref().map(cstring).transpose()?,
         append: io.append,
         uid: req.uid,
         gid: req.gid,
@@ -391,7 +382,8 @@ enum Failure {
 
 impl Failure {
     fn message(&self, p: &Prepared, extras: &Extras) -> String {
-        let chdir_failure = |e: i32| format!("chdir({}): {}", p.work_dir, strerror(e));
+        let chdir_failure =
+            |e: i32| format!("chdir({}): {}", p.chdir.dir.to_string_lossy(), strerror(e));
         match *self {
             Failure::Join { file, errno } => format!(
                 "cannot join cgroup {}: {}",
@@ -411,10 +403,11 @@ impl Failure {
             Failure::Open { chdir: Some(c), .. } => chdir_failure(c),
             Failure::Open { stream, errno, .. } => {
                 let (name, path) = match stream {
-                    Stream::In => ("stdin", p.stdin_text.as_str()),
-                    Stream::Out => ("stdout", p.stdout_text.as_str()),
-                    Stream::Err => ("stderr", p.stderr.as_ref().map_or("", |(_, t)| t.as_str())),
+                    Stream::In => ("stdin", Some(&p.stdin)),
+                    Stream::Out => ("stdout", Some(&p.stdout)),
+                    Stream::Err => ("stderr", p.stderr.as_ref()),
                 };
+                let path = path.map(|c| c.to_string_lossy()).unwrap_or_default();
                 format!("Could not open {name} file {path}: {}", strerror(errno))
             }
             Failure::Dup2(e) => format!("dup2: {}", strerror(e)),
@@ -470,7 +463,7 @@ fn setup(p: &Prepared, extras: &Extras) -> Result<(), Failure> {
     let fd_out = open(Stream::Out, &p.stdout, mode)?;
     let fd_err = match &p.stderr {
         None => fd_out,
-        Some((path, _)) => open(Stream::Err, path, mode)?,
+        Some(path) => open(Stream::Err, path, mode)?,
     };
     sys::dup2_raw(fd_in, 0)
         .and_then(|()| sys::dup2_raw(fd_out, 1))

@@ -371,7 +371,10 @@ mod tests {
     #[test]
     fn a_shared_child_runs_on_the_callers_memory_then_execs() {
         // spawn_shared wants a single-threaded caller: a forked child of
-        // the test (glibc's fork leaves malloc usable there).
+        // the test. (Its thread count is read from /proc, which allocates:
+        // glibc's fork leaves malloc usable in the child.)
+        let argv = CStrArray::new(vec![c"/bin/sh".into(), c"-c".into(), c"exit 5".into()]);
+        let envp = CStrArray::new(Vec::new());
         let code = fork_and_wait(|| {
             // SAFETY: sigset_t is plain data the libc calls initialise.
             let blocked = |sig: i32| unsafe {
@@ -406,8 +409,6 @@ mod tests {
                 return 4;
             }
             // An exec'd child: the caller resumes once it has exec'd.
-            let argv = CStrArray::new(vec![c"/bin/sh".into(), c"-c".into(), c"exit 5".into()]);
-            let envp = CStrArray::new(Vec::new());
             let mut failed = 0;
             let Ok(pid) = spawn_shared(&mut || failed = execve(c"/bin/sh", &argv, &envp)) else {
                 return 5;

@@ -1,8 +1,9 @@
-//! `SLURM_TASK_PID` of a step's task: its own pid, known only in the
-//! forked child. The task's environment gets a slot of [`SLOT`]'s width,
-//! and the child writes its pid into it after the fork, before exec
-//! (slurmstepd sets it in `exec_task` the same way), without allocating,
-//! then installs that environment as the one exec passes.
+//! `SLURM_TASK_PID` of a task or batch script: its own pid, known only in
+//! the child. The environment gets a slot of [`SLOT`]'s width, and the
+//! child writes its pid into it before exec (slurmstepd sets it in
+//! `exec_task` the same way), without allocating, then execs with that
+//! environment ([`Envp::install`] after a fork, [`Envp::exec`] also in a
+//! child sharing the parent's memory).
 
 use std::ffi::c_char;
 
@@ -30,8 +31,9 @@ pub struct Envp {
     ptrs: Vec<*mut c_char>,
 }
 
-// SAFETY: the strings are owned by the value and only written to in the
-// forked child (a copy of the memory), never shared between threads.
+// SAFETY: the strings are owned by the value and only written to in a
+// child before exec (a forked copy, or a `spawn_shared` child while the
+// parent waits), never by two threads at once.
 unsafe impl Send for Envp {}
 // SAFETY: as above: no method reads or writes through `&self` in the parent.
 unsafe impl Sync for Envp {}
@@ -59,9 +61,7 @@ impl Envp {
             *std::ptr::addr_of_mut!(environ) = envp;
         }
     }
-}
 
-impl Envp {
     /// In a child started by [`spawn_shared`](super::spawn_shared) (or
     /// forked): write its pid into the slot and exec `path` with `argv` and
     /// this environment. Returns only on failure, with the errno.
