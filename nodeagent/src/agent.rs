@@ -91,8 +91,9 @@ impl Shared {
         } else {
             Spawner::new(&exe)
         };
+        let cpus = settings.nodes.iter().map(|n| n.cpus as usize).sum();
         Shared {
-            recycler: jobdir::Recycler::new(&settings.spool_dir),
+            recycler: jobdir::Recycler::new(&settings.spool_dir, cpus),
             live: RwLock::new(Arc::new(Live::of(&settings))),
             reregister: tokio::sync::Notify::new(),
             spawner,

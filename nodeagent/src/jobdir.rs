@@ -16,8 +16,9 @@
 //! Once the controller acknowledged JobEnded the directory is recycled: it
 //! is renamed into `SlurmdSpoolDir/.recycle/` and its files are rewritten in
 //! place by a later launch (creating and deleting inodes is what costs most
-//! on a busy node, notably on ext4 without a journal). Directories beyond a
-//! small pool are deleted.
+//! on a busy node, notably on ext4 without a journal). The pool keeps as
+//! many as the agent's nodes can run jobs at once (their CPUs, at least
+//! [`RECYCLE_MIN`]); directories beyond it are deleted.
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -33,8 +34,9 @@ use drover_proto::LaunchRequest;
 const LAUNCH_TMP: &str = "launch.pb.tmp";
 const STATUS_TMP: &str = "status.tmp";
 const RECYCLE_DIR: &str = ".recycle";
-/// Recycled job directories kept for reuse.
-const RECYCLE_MAX: usize = 256;
+/// Recycled job directories kept for reuse at least (more where the agent's
+/// nodes have more CPUs: [`Recycler::new`]).
+pub const RECYCLE_MIN: usize = 256;
 
 pub fn job_dir(spool: &Path, job_id: u32) -> PathBuf {
     spool.join(format!("job{job_id}"))
@@ -113,11 +115,16 @@ pub struct Recycler {
     dir: PathBuf,
     free: Mutex<Vec<PathBuf>>,
     counter: AtomicU64,
+    /// Directories kept at most.
+    keep: usize,
 }
 
 impl Recycler {
-    /// Start with an empty pool (anything left in `SPOOL/.recycle` is deleted). Blocking.
-    pub fn new(spool: &Path) -> Recycler {
+    /// Start with an empty pool (anything left in `SPOOL/.recycle` is
+    /// deleted) that keeps up to `cpus` directories (the served nodes' CPUs:
+    /// as many jobs as may run at once, each finishing into the pool), at
+    /// least [`RECYCLE_MIN`]. Blocking.
+    pub fn new(spool: &Path, cpus: usize) -> Recycler {
         let dir = spool.join(RECYCLE_DIR);
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
@@ -125,6 +132,7 @@ impl Recycler {
             dir,
             free: Mutex::new(Vec::new()),
             counter: AtomicU64::new(0),
+            keep: cpus.max(RECYCLE_MIN),
         }
     }
 
@@ -135,7 +143,7 @@ impl Recycler {
     /// Retire a finished job directory: keep it for reuse, or delete it. Blocking.
     pub fn retire(&self, jobdir: &Path) -> std::io::Result<()> {
         let _ = std::fs::remove_file(jobdir.join(LOG_FILE));
-        let full = self.free.lock().unwrap_or_else(|p| p.into_inner()).len() >= RECYCLE_MAX;
+        let full = self.free.lock().unwrap_or_else(|p| p.into_inner()).len() >= self.keep;
         if full || !self.dir.is_dir() {
             return remove_dir(jobdir);
         }
@@ -408,7 +416,7 @@ mod tests {
     fn recycled_directories_are_reused_in_place() {
         use std::os::unix::fs::MetadataExt;
         let spool = tempfile::tempdir().unwrap();
-        let rec = Recycler::new(spool.path());
+        let rec = Recycler::new(spool.path(), 0);
         let mut req = LaunchRequest {
             job_id: 1,
             uid: drover_proto::sys::geteuid(),
@@ -480,5 +488,25 @@ mod tests {
         let found = scan_spool(spool.path());
         assert_eq!(found[0].job_id, 3);
         assert!(found[0].launch.is_none());
+    }
+
+    #[test]
+    fn the_pool_keeps_as_many_directories_as_the_nodes_have_cpus() {
+        let spool = tempfile::tempdir().unwrap();
+        let kept = |rec: &Recycler| rec.free.lock().unwrap().len();
+        let count = |dir: &Path| std::fs::read_dir(dir).unwrap().count();
+        let rec = Recycler::new(spool.path(), RECYCLE_MIN + 2);
+        for id in 1..=RECYCLE_MIN + 3 {
+            let dir = job_dir(spool.path(), id as u32);
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::write(dir.join(STATUS_FILE), "exit_code=0\n").unwrap();
+            rec.retire(&dir).unwrap();
+            assert!(!dir.exists());
+        }
+        // One directory more than the CPUs was deleted, not kept.
+        assert_eq!(kept(&rec), RECYCLE_MIN + 2);
+        assert_eq!(count(&spool.path().join(RECYCLE_DIR)), RECYCLE_MIN + 2);
+        // Few CPUs still keep the minimum.
+        assert_eq!(Recycler::new(spool.path(), 4).keep, RECYCLE_MIN);
     }
 }
