@@ -412,9 +412,15 @@ fn decode_hex(s: &str) -> Option<Vec<u8>> {
 
 /// Supplementary groups of a process, as the kernel reports them.
 pub fn process_groups(pid: i32) -> Vec<u32> {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+    use std::io::Read;
+    // Room for the whole file at once: /proc reports a size of 0, so a
+    // plain read_to_string reads it in growing steps (nine reads here).
+    let mut status = String::with_capacity(4096);
+    let read = std::fs::File::open(format!("/proc/{pid}/status"))
+        .and_then(|mut f| f.read_to_string(&mut status));
+    if read.is_err() {
         return Vec::new();
-    };
+    }
     status
         .lines()
         .find_map(|l| l.strip_prefix("Groups:"))

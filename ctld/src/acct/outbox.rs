@@ -80,25 +80,49 @@ pub fn parse_frames(buf: &[u8]) -> (Vec<&[u8]>, usize) {
     (out, i)
 }
 
-pub fn read_ack(dir: &Path) -> Pos {
-    match fs::read(dir.join("outbox.ack")) {
-        Ok(b) if b.len() == 16 => Pos {
-            seg: u64::from_le_bytes(b[0..8].try_into().unwrap_or_default()),
-            off: u64::from_le_bytes(b[8..16].try_into().unwrap_or_default()),
-        },
-        _ => Pos::default(),
+/// `outbox.ack`: how far the daemon has acknowledged, as the segment and
+/// the offset (little-endian u64 each) and their CRC-32. One file written
+/// over in place, one `pwrite` per delivered batch (not a new file renamed
+/// over the last: an inode made and freed per batch). Not fsynced: losing
+/// it, or a write torn by a crash (the CRC fails), only causes resends,
+/// which the accounting daemon recognises and skips (`dbd::jobs::record`).
+pub struct AckFile(File);
+
+const ACK_FILE: &str = "outbox.ack";
+
+impl AckFile {
+    pub fn open(dir: &Path) -> std::io::Result<AckFile> {
+        private::open_rw(&dir.join(ACK_FILE)).map(AckFile)
+    }
+
+    pub fn store(&self, p: Pos) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.0.write_all_at(&encode_ack(p), 0)
     }
 }
 
-/// Remember how far the daemon has acknowledged (losing this only causes
-/// harmless resends, so no fsync).
-pub fn write_ack(dir: &Path, p: Pos) -> std::io::Result<()> {
-    let mut b = Vec::with_capacity(16);
-    b.extend_from_slice(&p.seg.to_le_bytes());
-    b.extend_from_slice(&p.off.to_le_bytes());
-    let tmp = dir.join("outbox.ack.tmp");
-    private::write(&tmp, &b)?;
-    fs::rename(tmp, dir.join("outbox.ack"))
+fn encode_ack(p: Pos) -> [u8; 20] {
+    let mut b = [0u8; 20];
+    b[0..8].copy_from_slice(&p.seg.to_le_bytes());
+    b[8..16].copy_from_slice(&p.off.to_le_bytes());
+    let crc = crc32fast::hash(&b[0..16]);
+    b[16..20].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+/// The acknowledged position; the start when there is none or it does
+/// not check (16 bytes without a CRC: an older controller's file).
+pub fn read_ack(dir: &Path) -> Pos {
+    let b = fs::read(dir.join(ACK_FILE)).unwrap_or_default();
+    let pos = |b: &[u8]| Pos {
+        seg: u64::from_le_bytes(b[0..8].try_into().unwrap_or_default()),
+        off: u64::from_le_bytes(b[8..16].try_into().unwrap_or_default()),
+    };
+    match b.len() {
+        16 => pos(&b),
+        20 if crc32fast::hash(&b[0..16]).to_le_bytes() == b[16..20] => pos(&b),
+        _ => Pos::default(),
+    }
 }
 
 /// Open the outbox: repair a torn tail, start the writer thread.
@@ -328,7 +352,8 @@ mod tests {
         let (recs, next) = read_pending(d, read_ack(d), durable, 40).unwrap();
         assert!(!recs.is_empty() && recs.len() < 10);
         assert_eq!(recs[0], vec![0u8; 10]);
-        write_ack(d, next).unwrap();
+        AckFile::open(d).unwrap().store(next).unwrap();
+        assert_eq!(read_ack(d), next);
         drop(tx);
         // A torn tail from a crash is cut off at the next open.
         let mut f = OpenOptions::new()
@@ -342,5 +367,32 @@ mod tests {
         let (rest, end) = read_pending(d, read_ack(d), durable, 1 << 20).unwrap();
         assert_eq!(recs.len() + rest.len(), 10);
         assert_eq!(end, want);
+    }
+
+    #[test]
+    fn acknowledgements_are_written_in_place_and_checked() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        assert_eq!(read_ack(d), Pos::default());
+        let ack = AckFile::open(d).unwrap();
+        let ino = fs::metadata(d.join(ACK_FILE)).unwrap().ino();
+        for off in [10, 20, 7] {
+            ack.store(Pos { seg: 3, off }).unwrap();
+            assert_eq!(read_ack(d), Pos { seg: 3, off });
+        }
+        assert_eq!(fs::metadata(d.join(ACK_FILE)).unwrap().ino(), ino);
+        assert_eq!(
+            fs::metadata(d.join(ACK_FILE)).unwrap().mode() & 0o777,
+            0o600
+        );
+        // A torn write reads as no acknowledgement (everything is resent).
+        let mut b = fs::read(d.join(ACK_FILE)).unwrap();
+        b[9] ^= 1;
+        fs::write(d.join(ACK_FILE), &b).unwrap();
+        assert_eq!(read_ack(d), Pos::default());
+        // An older controller's 16 bytes still count.
+        fs::write(d.join(ACK_FILE), &b[0..16]).unwrap();
+        assert_eq!(read_ack(d).seg, 3);
     }
 }

@@ -20,6 +20,19 @@ const BATCH_BYTES: usize = 2 * 1024 * 1024;
 /// back-off, for as long as it takes.
 pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, mut client: Accounting) {
     let mut ack = outbox::read_ack(&dir);
+    outbox::drop_acked(&dir, ack);
+    let ack_file = outbox::AckFile::open(&dir)
+        .map_err(|e| tracing::warn!("cannot open the outbox position file: {e}"))
+        .ok();
+    // Remember `to` as acknowledged; segments wholly before it go.
+    let acknowledge = |from: Pos, to: Pos| {
+        if let Some(Err(e)) = ack_file.as_ref().map(|f| f.store(to)) {
+            tracing::warn!("cannot save the outbox position: {e}");
+        }
+        if to.seg > from.seg {
+            outbox::drop_acked(&dir, to);
+        }
+    };
     let mut delay = Duration::from_millis(200);
     let mut failing_since: Option<std::time::Instant> = None;
     loop {
@@ -44,9 +57,8 @@ pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, mut client: Accounting) 
         };
         if recs.is_empty() {
             if next != ack {
+                acknowledge(ack, next);
                 ack = next;
-                let _ = outbox::write_ack(&dir, ack);
-                outbox::drop_acked(&dir, ack);
             }
             // Wait for the writer (with a timeout, in case a wake-up was missed).
             let _ = tokio::time::timeout(Duration::from_secs(1), shared.notify.notified()).await;
@@ -72,11 +84,8 @@ pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, mut client: Accounting) 
                     std::sync::atomic::Ordering::Relaxed,
                     |v| Some((v - n as i64).max(0)),
                 );
+                acknowledge(ack, next);
                 ack = next;
-                if let Err(e) = outbox::write_ack(&dir, ack) {
-                    tracing::warn!("cannot save the outbox position: {e}");
-                }
-                outbox::drop_acked(&dir, ack);
                 delay = Duration::from_millis(200);
             }
             Err(e) => {
