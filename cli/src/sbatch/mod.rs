@@ -34,6 +34,7 @@ pub fn wait_exit_code(state: JobState, exit_code: i32) -> i32 {
 }
 
 pub fn run(args: &[String]) -> i32 {
+    let timer = conn::Timer::new();
     let now = crate::timefmt::now();
     let cmdline = match opts::parse(options::TABLE, args, true) {
         Ok(p) => p,
@@ -184,11 +185,13 @@ pub fn run(args: &[String]) -> i32 {
         command,
     };
     let job = spec::build(&o, &ctx);
+    timer.mark("options and script");
 
     let (cfg, rt) = match conn::setup("sbatch") {
         Ok(v) => v,
         Err(rc) => return rc,
     };
+    timer.mark("configuration and runtime");
     // -M: this cluster is the only one a Drover command reaches.
     let from_env = given
         .iter()
@@ -209,7 +212,10 @@ pub fn run(args: &[String]) -> i32 {
         };
         let partition = job.partition.clone();
         let resp = match client.submit(SubmitRequest { spec: Some(job) }).await {
-            Ok(r) => r.into_inner(),
+            Ok(r) => {
+                timer.mark("answered");
+                r.into_inner()
+            }
             Err(st) => {
                 if let Some(note) = conn::partition_note(&st, &partition, &cfg) {
                     err(&note);

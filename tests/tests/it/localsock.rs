@@ -148,3 +148,36 @@ fn a_credential_on_the_local_socket_is_checked_as_on_tcp() {
         }
     });
 }
+
+#[test]
+fn sbatch_prints_its_phases_with_drover_timing() {
+    let c = Cluster::start(Spec::default());
+    let o = c
+        .cmd("sbatch")
+        .env("DROVER_TIMING", "1")
+        .args(["--parsable", "-H", "-o", "/dev/null", "--wrap", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let phases: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("timing: "))
+        .map(|l| l.split(':').next().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "options and script",
+            "configuration and runtime",
+            "answered"
+        ],
+        "{err}"
+    );
+    // Without the variable, nothing but the job id.
+    let o = c.run(
+        "sbatch",
+        &["--parsable", "-H", "-o", "/dev/null", "--wrap", "true"],
+    );
+    assert!(o.status.success() && o.stderr.is_empty(), "{}", stderr(&o));
+}
