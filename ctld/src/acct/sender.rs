@@ -16,6 +16,12 @@ use crate::ctld::{Ctld, Op};
 /// Records per RecordJobs call (bytes).
 const BATCH_BYTES: usize = 2 * 1024 * 1024;
 
+/// One RecordJobs call at most this often: a record after a quiet spell
+/// goes at once, records that follow each other closely (a shell loop of
+/// `sbatch`) go together, one call and one database transaction for
+/// several instead of one each.
+const PACE: Duration = Duration::from_millis(10);
+
 /// Deliver durable records in order; on failure keep them and retry with
 /// back-off, for as long as it takes.
 pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, mut client: Accounting) {
@@ -35,7 +41,11 @@ pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, mut client: Accounting) 
     };
     let mut delay = Duration::from_millis(200);
     let mut failing_since: Option<std::time::Instant> = None;
+    let mut last_call: Option<tokio::time::Instant> = None;
     loop {
+        if let Some(t) = last_call {
+            tokio::time::sleep_until(t + PACE).await;
+        }
         let durable = *shared.durable.lock().unwrap_or_else(|p| p.into_inner());
         let d = dir.clone();
         let from = ack;
@@ -69,6 +79,7 @@ pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, mut client: Accounting) 
             .filter_map(|b| JobRecord::decode(&b[..]).ok())
             .collect();
         let n = jobs.len();
+        last_call = Some(tokio::time::Instant::now());
         match client.record_jobs(RecordJobsRequest { jobs }).await {
             Ok(_) => {
                 if let Some(t) = failing_since.take() {
