@@ -18,7 +18,7 @@
 //! place by a later launch (creating and deleting inodes is what costs most
 //! on a busy node, notably on ext4 without a journal). The pool keeps as
 //! many as the agent's nodes can run jobs at once (their CPUs, at least
-//! [`RECYCLE_MIN`]); directories beyond it are deleted.
+//! `RECYCLE_MIN`); directories beyond it are deleted.
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -36,7 +36,7 @@ const STATUS_TMP: &str = "status.tmp";
 const RECYCLE_DIR: &str = ".recycle";
 /// Recycled job directories kept for reuse at least (more where the agent's
 /// nodes have more CPUs: [`Recycler::new`]).
-pub const RECYCLE_MIN: usize = 256;
+const RECYCLE_MIN: usize = 256;
 
 pub fn job_dir(spool: &Path, job_id: u32) -> PathBuf {
     spool.join(format!("job{job_id}"))
@@ -121,9 +121,9 @@ pub struct Recycler {
 
 impl Recycler {
     /// Start with an empty pool (anything left in `SPOOL/.recycle` is
-    /// deleted) that keeps up to `cpus` directories (the served nodes' CPUs:
-    /// as many jobs as may run at once, each finishing into the pool), at
-    /// least [`RECYCLE_MIN`]. Blocking.
+    /// deleted) that keeps up to `cpus` directories (the served nodes' CPUs
+    /// when droverd started: as many jobs as may run at once, each finishing
+    /// into the pool), at least `RECYCLE_MIN`. Blocking.
     pub fn new(spool: &Path, cpus: usize) -> Recycler {
         let dir = spool.join(RECYCLE_DIR);
         let _ = std::fs::remove_dir_all(&dir);

@@ -27,11 +27,15 @@ const PACE: Duration = Duration::from_millis(10);
 pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, mut client: Accounting) {
     let mut ack = outbox::read_ack(&dir);
     outbox::drop_acked(&dir, ack);
-    let ack_file = outbox::AckFile::open(&dir)
-        .map_err(|e| tracing::warn!("cannot open the outbox position file: {e}"))
-        .ok();
-    // Remember `to` as acknowledged; segments wholly before it go.
-    let acknowledge = |from: Pos, to: Pos| {
+    let mut ack_file: Option<outbox::AckFile> = None;
+    // Remember `to` as acknowledged (the file opened again after a failure
+    // to open it); segments wholly before it go.
+    let mut acknowledge = |from: Pos, to: Pos| {
+        if ack_file.is_none() {
+            ack_file = outbox::AckFile::open(&dir)
+                .map_err(|e| tracing::warn!("cannot open the outbox position file: {e}"))
+                .ok();
+        }
         if let Some(Err(e)) = ack_file.as_ref().map(|f| f.store(to)) {
             tracing::warn!("cannot save the outbox position: {e}");
         }
