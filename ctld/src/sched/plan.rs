@@ -15,8 +15,10 @@ use super::work::Work;
 
 mod memo;
 mod multi;
+mod sweep;
 use super::{apply_share, Decision, Input, JobSnap, NodeSnap, PreemptKind, ResvSnap, RunAlloc};
-use memo::{ByRequest, Learnt, Memos, ShapeMemos};
+use memo::{Learnt, Memos, PassMemos, ShapeMemos};
+use sweep::Change;
 
 pub(super) fn mask(gres: &[usize]) -> u128 {
     gres.iter()
@@ -98,6 +100,9 @@ pub(super) struct Pass<'a> {
     pub taken: Vec<bool>,
     /// Bumped whenever a node's profile changes (for [`Memo`]).
     pub ver: Vec<u32>,
+    /// Every change to a profile this pass, in order (for the sorted
+    /// sweeps and breakpoint sets of [`sweep`]).
+    changes: Vec<Change>,
     /// Nodes a quick pass keeps from lower-priority jobs: those of the
     /// partitions where a job could not start (Slurm's main scheduler).
     withheld: Vec<bool>,
@@ -171,6 +176,7 @@ impl<'a> Pass<'a> {
             limits,
             taken: vec![false; inp.running.len()],
             ver: vec![0; inp.nodes.len()],
+            changes: Vec::new(),
             withheld: vec![false; inp.nodes.len()],
             index: None,
             out: Vec::new(),
@@ -271,8 +277,14 @@ impl<'a> Pass<'a> {
         let tm = self.inp.params.place.track_memory;
         for a in allocs {
             self.lines[a.node].take(s, e, &hold_of(a), tm);
-            self.ver[a.node] += 1;
+            self.changed(a.node, s, e);
         }
+    }
+
+    /// Node `i`'s profile changed over [s, e).
+    fn changed(&mut self, i: usize, s: i64, e: i64) {
+        self.ver[i] += 1;
+        self.changes.push(Change { node: i, s, e });
     }
 
     /// Earliest planned start of `job` in partition `part` (not before
@@ -280,6 +292,7 @@ impl<'a> Pass<'a> {
     fn earliest<'j>(
         &self,
         job: &'j JobSnap,
+        part: usize,
         from: i64,
         until: i64,
         cands: &[usize],
@@ -333,7 +346,7 @@ impl<'a> Pass<'a> {
             .ok()
             .map(|a| (t, a));
         }
-        self.earliest_multi_node(job, from, until, cands, learnt)
+        self.earliest_multi_node(job, part, from, until, cands, learnt)
     }
 
     fn start(&mut self, job: &JobSnap, part: usize, allocs: Vec<Alloc>) {
@@ -444,7 +457,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
     let mut shape_ids: FxMap<Shape, usize> = FxMap::default();
     let mut shapes: Vec<ShapeInfo> = Vec::new();
     let mut generation = 0u32;
-    let mut requests = ByRequest::default();
+    let mut pass_memos = PassMemos::default();
 
     for (_, job) in order {
         let d = job.time_limit.max(1);
@@ -658,9 +671,9 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                     .or_insert_with(|| static_nodes(&pass, job, p));
                 let mut learnt = Learnt {
                     shape: &mut info.memos,
-                    requests: &mut requests,
+                    pass: &mut pass_memos,
                 };
-                if let Some((t, a)) = pass.earliest(job, from, lim, cands, &mut learnt) {
+                if let Some((t, a)) = pass.earliest(job, p, from, lim, cands, &mut learnt) {
                     plan = Some((t, p, a));
                 }
             }
@@ -683,8 +696,9 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                     pass.taken[k] = true;
                     let tm = params.place.track_memory;
                     for a in &r.allocs {
-                        pass.lines[a.node].give(now, r.end.max(now + 1), &hold_of_run(a), tm);
-                        pass.ver[a.node] += 1;
+                        let e = r.end.max(now + 1);
+                        pass.lines[a.node].give(now, e, &hold_of_run(a), tm);
+                        pass.changed(a.node, now, e);
                     }
                     pass.out.push(Decision::Preempt {
                         job: r.id,
@@ -696,7 +710,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                 blocked[p] = true;
                 // Resources came back: what was learnt no longer holds.
                 generation += 1;
-                requests.clear();
+                pass_memos.clear();
                 pass.wait(job.id, "Resources", Some(now));
                 continue;
             }

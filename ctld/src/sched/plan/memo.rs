@@ -7,6 +7,7 @@
 //! times share it. (A one-node plan keeps to its shape's memo: which nodes
 //! it places on is read from that memo, see [`Memo::says_start_at`].)
 
+use super::sweep::{BreakSets, SortedSweeps};
 use super::{FxMap, Pass};
 use crate::sched::place::Avail;
 use crate::sched::Request;
@@ -91,15 +92,31 @@ impl ShapeMemos {
 }
 
 /// What a plan of one job reads and adds to: its shape's memos and the
-/// pass's by request (`'j`: the pass's jobs, whose requests are the keys).
+/// pass's (`'j`: the pass's jobs, whose requests are the keys).
 pub(in crate::sched) struct Learnt<'m, 'j> {
     pub shape: &'m mut ShapeMemos,
-    pub requests: &'m mut ByRequest<'j>,
+    pub pass: &'m mut PassMemos<'j>,
 }
 
-/// A pass's memos by request and tasks per node; emptied when resources
-/// come back (a preemption).
+/// A pass's memos by request and tasks per node.
 pub(in crate::sched) type ByRequest<'j> = FxMap<(&'j Request, u32), Vec<Memo>>;
+
+/// What a pass learns for all its jobs; emptied when resources come back
+/// (a preemption).
+#[derive(Default)]
+pub(in crate::sched) struct PassMemos<'j> {
+    pub requests: ByRequest<'j>,
+    pub sorted: SortedSweeps<'j>,
+    pub breaks: BreakSets,
+}
+
+impl PassMemos<'_> {
+    pub fn clear(&mut self) {
+        self.requests.clear();
+        self.sorted.clear();
+        self.breaks.clear();
+    }
+}
 
 impl Pass<'_> {
     /// Node `i`'s earliest start in [from, lim] for a shape, remembered

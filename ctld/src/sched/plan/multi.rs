@@ -2,11 +2,18 @@
 //! its earliest start on the profile, tried at a bounded number of times.
 
 use super::memo::{Learnt, Memos};
+use super::sweep::Sorted;
 use super::Pass;
 use crate::sched::place::{
     could_fit, node_tasks, place_bounded, tasks_by_cpus, want_tasks, Alloc, Avail,
 };
-use crate::sched::JobSnap;
+use crate::sched::{JobSnap, NodeSnap, Request};
+
+/// Does what a node offers hold `want` tasks of `req`?
+fn fits_tasks(n: &NodeSnap, req: &Request, a: &Avail, want: u32, pass: &Pass) -> bool {
+    a.cpus >= want * req.cpus_per_task.max(1)
+        && node_tasks(req, n, a, &pass.inp.params.place) >= want
+}
 
 /// Start times tried for a multi-node job's plan, per round.
 const MULTI_NODE_TRIES: usize = 8;
@@ -35,30 +42,47 @@ impl Pass<'_> {
     pub(super) fn earliest_multi_node<'j>(
         &self,
         job: &'j JobSnap,
+        part: usize,
         from: i64,
         until: i64,
         cands: &[usize],
         learnt: &mut Learnt<'_, 'j>,
     ) -> Option<(i64, Vec<Alloc>)> {
+        // The one-task sweep's nodes, taken out of the pass's memos while
+        // the round reads them beside the others.
+        let key = (&job.req, 1, part, job.reservation);
+        let fits = |i: usize, a: &Avail| fits_tasks(&self.inp.nodes[i], &job.req, a, 1, self);
+        let mut one = match learnt.pass.sorted.remove(&key) {
+            Some(s) => s,
+            None => self.sorted_sweep(&job.req, cands, &fits),
+        };
         let mut from = from;
+        let mut r = None;
         for _ in 0..MULTI_NODE_ROUNDS {
-            match self.multi_round(job, from, until, cands, learnt)? {
-                Round::Planned(t, a) => return Some((t, a)),
-                Round::Next(next) if next <= until => from = next,
-                Round::Next(_) => return None,
+            match self.multi_round(job, part, from, until, cands, &mut one, learnt) {
+                Some(Round::Planned(t, a)) => {
+                    r = Some((t, a));
+                    break;
+                }
+                Some(Round::Next(next)) if next <= until => from = next,
+                _ => break,
             }
         }
-        None
+        learnt.pass.sorted.insert(key, one);
+        r
     }
 
     /// One round of [`Pass::earliest_multi_node`]. None: no start up to
     /// `until`.
+    #[allow(clippy::too_many_arguments)]
     fn multi_round<'j>(
         &self,
         job: &'j JobSnap,
+        part: usize,
         from: i64,
         until: i64,
         cands: &[usize],
+        one_sweep: &mut Sorted,
         learnt: &mut Learnt<'_, 'j>,
     ) -> Option<Round> {
         let inp = self.inp;
@@ -70,45 +94,23 @@ impl Pass<'_> {
         let req = &job.req;
         let min_nodes = req.min_nodes.max(1) as usize;
         let max_nodes = req.max_nodes.max(req.min_nodes).max(1) as usize;
-        let each = |want: u32, from: i64, memos: &mut Memos| -> Vec<(usize, i64)> {
-            let mut v = Vec::with_capacity(cands.len());
-            v.extend(
-                cands
-                    .iter()
-                    .filter(|i| !req.excluded.contains(i))
-                    .filter_map(|&i| {
-                        let n = &inp.nodes[i];
-                        let cpus = want * req.cpus_per_task.max(1);
-                        let fits =
-                            |a: &Avail| a.cpus >= cpus && node_tasks(req, n, a, &opts) >= want;
-                        self.node_earliest(i, memos, from, until, d, own, &fits)
-                            .map(|t| (i, t))
-                    }),
-            );
-            v
-        };
-        let mut scratch: Vec<i64> = Vec::with_capacity(cands.len());
-        let mut kth = |v: &[(usize, i64)], k: usize| -> Option<i64> {
-            if v.len() < k {
-                return None;
-            }
-            scratch.clear();
-            scratch.extend(v.iter().map(|x| x.1));
-            scratch.select_nth_unstable(k - 1);
-            Some(scratch[k - 1])
-        };
         let n = inp.nodes.len();
-        let Learnt { shape, requests } = learnt;
-        let one = each(
-            1,
-            from,
+        let Learnt { shape, pass } = learnt;
+        let fits1 = |i: usize, a: &Avail| fits_tasks(&inp.nodes[i], req, a, 1, self);
+        let one = self.sweep(
+            one_sweep,
             &mut Memos::sized(
                 &mut shape.one,
-                Some(requests.entry((req, 1)).or_default()),
+                Some(pass.requests.entry((req, 1)).or_default()),
                 n,
             ),
+            from,
+            until,
+            d,
+            own,
+            &fits1,
         );
-        let lb = kth(&one, min_nodes)?;
+        let lb = one.kth(min_nodes)?;
         // The even share: over the nodes that may hold a task at all (a
         // range `-N1-4` on fewer nodes than 4 puts more on each), and the
         // nodes it then takes.
@@ -116,22 +118,33 @@ impl Pass<'_> {
         let share = if req.ntasks_per_node > 0 {
             req.ntasks_per_node
         } else {
-            let spread = max_nodes.min(one.len()).max(1) as u32;
+            let spread = one.count(max_nodes).max(1) as u32;
             wanted.div_ceil(spread).max(1)
         };
         let need = (wanted.div_ceil(share) as usize).max(min_nodes);
         if shape.share.0 != share {
             shape.share = (share, Vec::new());
         }
-        let shared = requests.entry((req, share)).or_default();
-        let ub = kth(
-            &each(
-                share,
+        let fits_share = |i: usize, a: &Avail| fits_tasks(&inp.nodes[i], req, a, share, self);
+        let share_sweep = pass
+            .sorted
+            .entry((req, share, part, own))
+            .or_insert_with(|| self.sorted_sweep(req, cands, &fits_share));
+        let ub = self
+            .sweep(
+                share_sweep,
+                &mut Memos::sized(
+                    &mut shape.share.1,
+                    Some(pass.requests.entry((req, share)).or_default()),
+                    n,
+                ),
                 lb,
-                &mut Memos::sized(&mut shape.share.1, Some(shared), n),
-            ),
-            need,
-        );
+                until,
+                d,
+                own,
+                &fits_share,
+            )
+            .kth(need);
         let hi = ub.unwrap_or(until);
         let round = |t: i64| {
             if t <= inp.now {
@@ -140,21 +153,19 @@ impl Pass<'_> {
                 inp.now + (t - inp.now + res - 1) / res * res
             }
         };
-        // The first few distinct (rounded) breakpoints in [lb, hi], lb
-        // included; each node's are ascending, so stop at the last kept.
+        // The first few distinct (rounded) breakpoints of the candidates'
+        // profiles in [lb, hi], lb included.
+        let breaks = pass
+            .breaks
+            .entry((part, own))
+            .or_insert_with(|| self.breaks(cands));
         let mut times: Vec<i64> = vec![lb];
-        for &i in cands {
-            for t in self.lines[i].breakpoints(lb, hi).map(round) {
-                if t > hi || (times.len() >= MULTI_NODE_TRIES && times.last() <= Some(&t)) {
-                    break;
-                }
-                if t < lb {
-                    continue;
-                }
-                if let Err(k) = times.binary_search(&t) {
-                    times.insert(k, t);
-                    times.truncate(MULTI_NODE_TRIES);
-                }
+        for t in self.breakpoints_of(breaks, lb, hi).map(round) {
+            if t > hi || times.len() >= MULTI_NODE_TRIES {
+                break;
+            }
+            if times.last() < Some(&t) {
+                times.push(t);
             }
         }
         if let Some(u) = ub {
@@ -167,7 +178,7 @@ impl Pass<'_> {
         // could host: per node and try, in one walk of each node's profile.
         // Only nodes that can hold a task by the last try take part in any.
         let last = times.last().copied().unwrap_or(lb);
-        let near: Vec<(usize, i64)> = one.iter().copied().filter(|x| x.1 <= last).collect();
+        let near: Vec<(usize, i64)> = one.by(last);
         let cpu_bound = |a: &Avail| tasks_by_cpus(req, a.cpus);
         let nt = times.len();
         let mut caps: Vec<u32> = Vec::new();
@@ -217,14 +228,9 @@ impl Pass<'_> {
             return Some(Round::Planned(t, a));
         }
         // The next round starts where some node's profile next changes.
-        let next = cands
-            .iter()
-            .filter_map(|&i| {
-                self.lines[i]
-                    .breakpoints(last.saturating_add(1), until)
-                    .next()
-            })
-            .min()
+        let next = self
+            .breakpoints_of(breaks, last.saturating_add(1), until)
+            .next()
             .map_or(i64::MAX, round);
         Some(Round::Next(next))
     }

@@ -1,0 +1,374 @@
+//! A multi-node plan's sweeps without looking at every node: each node's
+//! earliest time to hold a number of tasks of a request, sorted once per
+//! pass, and the breakpoints of a partition's profiles in one sorted set.
+//!
+//! A node whose profile is length-free (only running jobs' ends and takes
+//! from `now` on, no reservation block) holds the tasks from the first
+//! segment that has room on, so its earliest start from `from` is the
+//! larger of `from` (rounded to the grid, as every start is) and its
+//! earliest start from `now`; sorted by the latter once, the sweep for any
+//! `from` reads a prefix. Nodes whose profile has changed since, or that
+//! were not length-free then, are asked one by one as before. The answers
+//! are those of asking every node (the planner's decisions do not change).
+
+use std::collections::BTreeSet;
+
+use super::memo::Memos;
+use super::{FxMap, Pass};
+use crate::sched::place::Avail;
+use crate::sched::Request;
+
+/// What a pass has changed in a node's profile: a take or a give over
+/// [s, e) on node `node` (e = MAX: for good).
+#[derive(Clone, Copy)]
+pub(in crate::sched) struct Change {
+    pub node: usize,
+    pub s: i64,
+    pub e: i64,
+}
+
+/// A node's part in a [`Sorted`] sweep.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Not one of the candidates.
+    Out,
+    /// Its entry in `lf` holds.
+    Sorted,
+    /// Asked one by one.
+    Asked,
+}
+
+/// One request's sweep over one set of candidates, for a pass.
+pub(in crate::sched) struct Sorted {
+    /// (earliest start from now, node) of the nodes length-free when
+    /// built, ascending; only those still [`Part::Sorted`] count.
+    lf: Vec<(i64, usize)>,
+    /// The other candidates: asked one by one.
+    asked: Vec<usize>,
+    part: Vec<Part>,
+    /// How much of the pass's change log is accounted for.
+    seen: usize,
+}
+
+/// A pass's sorted sweeps: by request, tasks per node, partition and
+/// reservation (which decide the candidates).
+pub(in crate::sched) type SortedSweeps<'j> =
+    FxMap<(&'j Request, u32, usize, Option<usize>), Sorted>;
+
+/// The answers of one sweep: each candidate's earliest start in
+/// [from, until], if any.
+pub(in crate::sched) struct Answers<'s> {
+    lf: &'s [(i64, usize)],
+    part: &'s [Part],
+    /// `from` rounded to the grid: no sorted node starts before it.
+    floor: i64,
+    until: i64,
+    /// The nodes asked one by one that have an answer, ascending by it.
+    asked: Vec<(usize, i64)>,
+}
+
+impl Answers<'_> {
+    /// Every answer no later than `t`, ascending (ties in no set order).
+    fn upto(&self, t: i64) -> impl Iterator<Item = (usize, i64)> + '_ {
+        let lim = t.min(self.until);
+        let sorted = self
+            .lf
+            .iter()
+            .take_while(move |x| x.0 <= lim && self.floor <= lim)
+            .filter(|x| self.part[x.1] == Part::Sorted)
+            .map(|&(r, i)| (i, r.max(self.floor)));
+        let asked = self.asked.iter().copied().take_while(move |x| x.1 <= lim);
+        Merge {
+            a: sorted.peekable(),
+            b: asked.peekable(),
+        }
+    }
+
+    /// The k-th smallest answer (k from 1).
+    pub fn kth(&self, k: usize) -> Option<i64> {
+        self.upto(i64::MAX).nth(k.checked_sub(1)?).map(|x| x.1)
+    }
+
+    /// How many nodes have an answer, counting no further than `cap`.
+    pub fn count(&self, cap: usize) -> usize {
+        self.upto(i64::MAX).take(cap).count()
+    }
+
+    /// The nodes that can start by `t`, with their answers.
+    pub fn by(&self, t: i64) -> Vec<(usize, i64)> {
+        self.upto(t).collect()
+    }
+}
+
+/// Two ascending streams of answers as one.
+struct Merge<A: Iterator<Item = (usize, i64)>, B: Iterator<Item = (usize, i64)>> {
+    a: std::iter::Peekable<A>,
+    b: std::iter::Peekable<B>,
+}
+
+impl<A, B> Iterator for Merge<A, B>
+where
+    A: Iterator<Item = (usize, i64)>,
+    B: Iterator<Item = (usize, i64)>,
+{
+    type Item = (usize, i64);
+    fn next(&mut self) -> Option<(usize, i64)> {
+        match (self.a.peek(), self.b.peek()) {
+            (Some(x), Some(y)) if y.1 < x.1 => self.b.next(),
+            (Some(_), _) => self.a.next(),
+            (None, _) => self.b.next(),
+        }
+    }
+}
+
+impl Pass<'_> {
+    /// Build the sorted sweep of `req` for `want` tasks per node over
+    /// `cands` (less the nodes it excludes).
+    pub(super) fn sorted_sweep(
+        &self,
+        req: &Request,
+        cands: &[usize],
+        fits: &dyn Fn(usize, &Avail) -> bool,
+    ) -> Sorted {
+        let n = self.inp.nodes.len();
+        let now = self.inp.now;
+        let res = self.inp.params.bf_resolution.max(1);
+        let mut part = vec![Part::Out; n];
+        let mut lf = Vec::with_capacity(cands.len());
+        let mut asked = Vec::new();
+        for &i in cands {
+            if req.excluded.contains(&i) || part[i] != Part::Out {
+                continue;
+            }
+            let line = &self.lines[i];
+            if !line.length_free() {
+                part[i] = Part::Asked;
+                asked.push(i);
+                continue;
+            }
+            part[i] = Part::Sorted;
+            let from = now.max(self.inp.nodes[i].ready);
+            if let Some(t) = line.earliest(now, res, from, i64::MAX, 1, None, &|a| fits(i, a)) {
+                lf.push((t, i));
+            }
+        }
+        lf.sort_unstable();
+        Sorted {
+            lf,
+            asked,
+            part,
+            seen: self.changes.len(),
+        }
+    }
+
+    /// A sweep's answers for a search from `from` up to `until`: the
+    /// nodes changed since it was built join those asked one by one.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn sweep<'s>(
+        &self,
+        s: &'s mut Sorted,
+        memos: &mut Memos,
+        from: i64,
+        until: i64,
+        d: i64,
+        own: Option<usize>,
+        fits: &dyn Fn(usize, &Avail) -> bool,
+    ) -> Answers<'s> {
+        for c in &self.changes[s.seen..] {
+            if s.part[c.node] == Part::Sorted {
+                s.part[c.node] = Part::Asked;
+                s.asked.push(c.node);
+            }
+        }
+        s.seen = self.changes.len();
+        let mut asked: Vec<(usize, i64)> = s
+            .asked
+            .iter()
+            .filter_map(|&i| {
+                self.node_earliest(i, memos, from, until, d, own, &|a| fits(i, a))
+                    .map(|t| (i, t))
+            })
+            .collect();
+        asked.sort_unstable_by_key(|x| x.1);
+        let now = self.inp.now;
+        let res = self.inp.params.bf_resolution.max(1);
+        let floor = if from <= now {
+            from
+        } else {
+            now + (from - now + res - 1) / res * res
+        };
+        Answers {
+            lf: &s.lf,
+            part: &s.part,
+            floor,
+            until,
+            asked,
+        }
+    }
+}
+
+/// The breakpoints of a set of candidates' profiles, kept current from the
+/// pass's change log.
+pub(in crate::sched) struct Breaks {
+    set: BTreeSet<i64>,
+    member: Vec<bool>,
+    seen: usize,
+}
+
+/// A pass's breakpoint sets, by partition and reservation.
+pub(in crate::sched) type BreakSets = FxMap<(usize, Option<usize>), Breaks>;
+
+impl Pass<'_> {
+    pub(super) fn breaks(&self, cands: &[usize]) -> Breaks {
+        let mut member = vec![false; self.inp.nodes.len()];
+        let mut set = BTreeSet::new();
+        for &i in cands {
+            member[i] = true;
+            set.extend(self.lines[i].breakpoints(i64::MIN, i64::MAX));
+        }
+        Breaks {
+            set,
+            member,
+            seen: self.changes.len(),
+        }
+    }
+
+    /// The candidates' breakpoints in [from, until], ascending.
+    pub(super) fn breakpoints_of<'b>(
+        &self,
+        b: &'b mut Breaks,
+        from: i64,
+        until: i64,
+    ) -> impl Iterator<Item = i64> + 'b {
+        for c in &self.changes[b.seen..] {
+            if b.member[c.node] {
+                // A take or give splits the profile at both ends (at the
+                // first segment's start it splits nothing new).
+                if c.s >= self.inp.now {
+                    b.set.insert(c.s);
+                }
+                if c.e != i64::MAX {
+                    b.set.insert(c.e);
+                }
+            }
+        }
+        b.seen = self.changes.len();
+        b.set
+            .range(from..=until.max(from))
+            .copied()
+            .filter(move |&t| t <= until)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::assoc::AssocSet;
+    use crate::sched::place::{node_tasks, Alloc};
+    use crate::sched::synth::{cluster, fill, Rng};
+    use crate::sched::{Input, Params};
+
+    /// On random profiles (running jobs' ends, planned takes, a reservation
+    /// block, a node still powering up), the sorted sweep and the sorted
+    /// breakpoints answer exactly as asking every node.
+    #[test]
+    fn sorted_sweeps_answer_as_asking_every_node() {
+        let now = 1_000_000;
+        for seed in 1..=30u64 {
+            let mut rng = Rng::new(seed);
+            let (mut nodes, parts) = cluster(40, &mut rng);
+            let running = fill(&mut nodes, now, 0.6, &mut rng);
+            nodes[3].ready = now + 500;
+            let params = Params::default();
+            let assoc = AssocSet::default();
+            let inp = Input {
+                now,
+                params: &params,
+                nodes: &nodes,
+                parts: &parts,
+                running: &running,
+                jobs: &[],
+                resvs: &[],
+                assoc: &assoc,
+            };
+            let mut pass = Pass::new(&inp);
+            pass.lines[7].blocks.push((now + 1000, now + 9000, 0));
+            let cands: Vec<usize> = (0..nodes.len()).filter(|&i| i != 11).collect();
+            let cpt = rng.pick(&[1u32, 8, 32]);
+            let req = Request {
+                min_nodes: 2,
+                max_nodes: 2,
+                ntasks: 2,
+                cpus_per_task: cpt,
+                excluded: vec![5],
+                ..Default::default()
+            };
+            let want = rng.pick(&[1u32, 2]);
+            let fits = |i: usize, a: &Avail| {
+                a.cpus >= want * cpt && node_tasks(&req, &nodes[i], a, &params.place) >= want
+            };
+            let mut sorted = pass.sorted_sweep(&req, &cands, &fits);
+            let mut breaks = pass.breaks(&cands);
+            let (mut shape, mut by_req) = (Vec::new(), Vec::new());
+            for round in 0..6 {
+                let from = now + rng.range(0, 20_000) as i64;
+                let until = if round % 3 == 2 {
+                    i64::MAX
+                } else {
+                    from + rng.range(0, 40_000) as i64
+                };
+                let d = rng.range(1, 30_000) as i64;
+                let mut memos = Memos::sized(&mut shape, Some(&mut by_req), nodes.len());
+                let got = pass.sweep(&mut sorted, &mut memos, from, until, d, None, &fits);
+                let mut truth: Vec<(usize, i64)> = cands
+                    .iter()
+                    .filter(|&&i| i != 5)
+                    .filter_map(|&i| {
+                        let start = from.max(nodes[i].ready);
+                        let t =
+                            pass.lines[i].earliest(now, 60, start, until, d, None, &|a| fits(i, a));
+                        t.map(|t| (i, t))
+                    })
+                    .collect();
+                let mut all = got.by(i64::MAX);
+                all.sort_unstable();
+                assert_eq!(all, truth, "seed {seed} round {round}");
+                truth.sort_unstable_by_key(|x| (x.1, x.0));
+                for k in 1..=4 {
+                    assert_eq!(got.kth(k), truth.get(k - 1).map(|x| x.1));
+                }
+                assert_eq!(got.count(3), truth.len().min(3));
+                let t = truth.get(truth.len() / 2).map_or(from, |x| x.1);
+                let mut by: Vec<usize> = got.by(t).into_iter().map(|x| x.0).collect();
+                by.sort_unstable();
+                let mut want_by: Vec<usize> =
+                    truth.iter().filter(|x| x.1 <= t).map(|x| x.0).collect();
+                want_by.sort_unstable();
+                assert_eq!(by, want_by);
+                let bp: Vec<i64> = pass.breakpoints_of(&mut breaks, from, until).collect();
+                let mut bp_truth: Vec<i64> = cands
+                    .iter()
+                    .flat_map(|&i| pass.lines[i].breakpoints(from, until))
+                    .collect();
+                bp_truth.sort_unstable();
+                bp_truth.dedup();
+                assert_eq!(bp, bp_truth);
+                // Plan something on a few nodes: a take from now on (still
+                // length-free) or later (no longer).
+                for _ in 0..3 {
+                    let node = rng.pick(&cands);
+                    let s = now + rng.pick(&[0i64, 300, 7_000]);
+                    let a = Alloc {
+                        node,
+                        cpu_ids: Vec::new(),
+                        mem: 1000,
+                        gres: Vec::new(),
+                        tasks: 1,
+                        ncpus: rng.range(1, 16) as u32,
+                    };
+                    pass.reserve(&[a], s, s + rng.range(60, 20_000) as i64);
+                }
+            }
+        }
+    }
+}
