@@ -42,8 +42,11 @@ impl Line {
         if !opts.track_memory {
             a.mem = n.real_memory;
         }
+        // Room for a few running jobs' ends without growing.
+        let mut segs = Vec::with_capacity(8);
+        segs.push(Seg { t: now, a });
         Line {
-            segs: vec![Seg { t: now, a }],
+            segs,
             blocks: Vec::new(),
             monotone: true,
         }
@@ -175,13 +178,16 @@ impl Line {
             }
         };
         let mut t = round(from.max(now));
+        // The segment containing `t`: found once, then walked forward
+        // (`t` only grows).
+        let mut i = self.at(t);
         while t <= until {
             let e = t.saturating_add(d);
             if let Some(be) = self.blocked(t, e, own) {
                 t = round(be.max(t + 1));
+                i = self.seek(i, t);
                 continue;
             }
-            let i = self.at(t);
             let mut acc = self.segs[i].a;
             let mut j = i;
             let mut ok = fits(&acc);
@@ -206,8 +212,17 @@ impl Line {
             };
             let s = self.segs.get(next)?;
             t = round(s.t.max(t + 1));
+            i = self.seek(next, t);
         }
         None
+    }
+
+    /// The segment containing `t`, from segment `i` (at or before it) on.
+    fn seek(&self, mut i: usize, t: i64) -> usize {
+        while i + 1 < self.segs.len() && self.segs[i + 1].t <= t {
+            i += 1;
+        }
+        i
     }
 
     /// Does [`Line::earliest`] answer the same whatever the job's length
