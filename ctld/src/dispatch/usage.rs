@@ -110,13 +110,12 @@ impl Ctld {
     pub fn share_rows(&self, pc: &PrioConf) -> Vec<crate::fairshare::Row> {
         let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
         if self.assoc.is_empty() {
-            // Borrowed first: one copy per (account, user), not per job.
-            let owners: BTreeSet<(&str, &str)> = self
-                .jobs
-                .values()
-                .filter(|j| !j.state().is_final())
-                .map(|j| (self.account_of(j), j.rec.user_name.as_str()))
-                .collect();
+            // Borrowed first: one copy per (account, user), not per job;
+            // inserted one by one (collecting would sort every job's pair).
+            let mut owners: BTreeSet<(&str, &str)> = BTreeSet::new();
+            for j in self.jobs.values().filter(|j| !j.state().is_final()) {
+                owners.insert((self.account_of(j), j.rec.user_name.as_str()));
+            }
             seen.extend(
                 owners
                     .into_iter()

@@ -63,61 +63,42 @@ pub(in crate::sched) struct Answers<'s> {
     /// `from` rounded to the grid: no sorted node starts before it.
     floor: i64,
     until: i64,
-    /// The nodes asked one by one that have an answer, ascending by it.
+    /// The nodes asked one by one that have an answer.
     asked: Vec<(usize, i64)>,
 }
 
 impl Answers<'_> {
-    /// Every answer no later than `t`, ascending (ties in no set order).
-    fn upto(&self, t: i64) -> impl Iterator<Item = (usize, i64)> + '_ {
+    /// The sorted nodes' answers no later than `t`, ascending.
+    fn sorted_upto(&self, t: i64) -> impl Iterator<Item = (usize, i64)> + '_ {
         let lim = t.min(self.until);
-        let sorted = self
-            .lf
+        self.lf
             .iter()
             .take_while(move |x| x.0 <= lim && self.floor <= lim)
             .filter(|x| self.part[x.1] == Part::Sorted)
-            .map(|&(r, i)| (i, r.max(self.floor)));
-        let asked = self.asked.iter().copied().take_while(move |x| x.1 <= lim);
-        Merge {
-            a: sorted.peekable(),
-            b: asked.peekable(),
-        }
+            .map(|&(r, i)| (i, r.max(self.floor)))
     }
 
     /// The k-th smallest answer (k from 1).
     pub fn kth(&self, k: usize) -> Option<i64> {
-        self.upto(i64::MAX).nth(k.checked_sub(1)?).map(|x| x.1)
+        // Only the first k sorted answers can be among the k smallest.
+        let mut v: Vec<i64> = self.sorted_upto(i64::MAX).take(k).map(|x| x.1).collect();
+        v.extend(self.asked.iter().map(|x| x.1));
+        let k = k.checked_sub(1).filter(|&k| k < v.len())?;
+        Some(*v.select_nth_unstable(k).1)
     }
 
     /// How many nodes have an answer, counting no further than `cap`.
     pub fn count(&self, cap: usize) -> usize {
-        self.upto(i64::MAX).take(cap).count()
+        let asked = self.asked.len().min(cap);
+        asked + self.sorted_upto(i64::MAX).take(cap - asked).count()
     }
 
-    /// The nodes that can start by `t`, with their answers.
+    /// The nodes that can start by `t`, with their answers (in no set
+    /// order).
     pub fn by(&self, t: i64) -> Vec<(usize, i64)> {
-        self.upto(t).collect()
-    }
-}
-
-/// Two ascending streams of answers as one.
-struct Merge<A: Iterator<Item = (usize, i64)>, B: Iterator<Item = (usize, i64)>> {
-    a: std::iter::Peekable<A>,
-    b: std::iter::Peekable<B>,
-}
-
-impl<A, B> Iterator for Merge<A, B>
-where
-    A: Iterator<Item = (usize, i64)>,
-    B: Iterator<Item = (usize, i64)>,
-{
-    type Item = (usize, i64);
-    fn next(&mut self) -> Option<(usize, i64)> {
-        match (self.a.peek(), self.b.peek()) {
-            (Some(x), Some(y)) if y.1 < x.1 => self.b.next(),
-            (Some(_), _) => self.a.next(),
-            (None, _) => self.b.next(),
-        }
+        let mut v: Vec<(usize, i64)> = self.sorted_upto(t).collect();
+        v.extend(self.asked.iter().copied().filter(|x| x.1 <= t));
+        v
     }
 }
 
@@ -181,7 +162,7 @@ impl Pass<'_> {
             }
         }
         s.seen = self.changes.len();
-        let mut asked: Vec<(usize, i64)> = s
+        let asked: Vec<(usize, i64)> = s
             .asked
             .iter()
             .filter_map(|&i| {
@@ -189,7 +170,6 @@ impl Pass<'_> {
                     .map(|t| (i, t))
             })
             .collect();
-        asked.sort_unstable_by_key(|x| x.1);
         let now = self.inp.now;
         let res = self.inp.params.bf_resolution.max(1);
         let floor = if from <= now {
