@@ -130,21 +130,20 @@ impl Pass<'_> {
             .sorted
             .entry((req, share, part, own))
             .or_insert_with(|| self.sorted_sweep(req, cands, &fits_share));
-        let ub = self
-            .sweep(
-                share_sweep,
-                &mut Memos::sized(
-                    &mut shape.share.1,
-                    Some(pass.requests.entry((req, share)).or_default()),
-                    n,
-                ),
-                lb,
-                until,
-                d,
-                own,
-                &fits_share,
-            )
-            .kth(need);
+        let ub = self.sweep_kth(
+            share_sweep,
+            &mut Memos::sized(
+                &mut shape.share.1,
+                Some(pass.requests.entry((req, share)).or_default()),
+                n,
+            ),
+            lb,
+            until,
+            d,
+            own,
+            &fits_share,
+            need,
+        );
         let hi = ub.unwrap_or(until);
         let round = |t: i64| {
             if t <= inp.now {

@@ -43,9 +43,14 @@ pub(in crate::sched) struct Sorted {
     /// (earliest start from now, node) of the nodes length-free when
     /// built, ascending; only those still [`Part::Sorted`] count.
     lf: Vec<(i64, usize)>,
-    /// The other candidates: asked one by one.
-    asked: Vec<usize>,
+    /// The other candidates, asked one by one: (bound, node), ascending.
+    asked: Vec<(i64, usize)>,
     part: Vec<Part>,
+    /// Per node, no answer is earlier (MIN: nothing known; MAX: none
+    /// ever): a length-free node's answer when built stays a bound, as a
+    /// pass only takes resources (until a preemption, which empties the
+    /// pass's memos).
+    bound: Vec<i64>,
     /// How much of the pass's change log is accounted for.
     seen: usize,
 }
@@ -115,6 +120,7 @@ impl Pass<'_> {
         let now = self.inp.now;
         let res = self.inp.params.bf_resolution.max(1);
         let mut part = vec![Part::Out; n];
+        let mut bound = vec![i64::MIN; n];
         let mut lf = Vec::with_capacity(cands.len());
         let mut asked = Vec::new();
         for &i in cands {
@@ -124,13 +130,17 @@ impl Pass<'_> {
             let line = &self.lines[i];
             if !line.length_free() {
                 part[i] = Part::Asked;
-                asked.push(i);
+                asked.push((i64::MIN, i));
                 continue;
             }
             part[i] = Part::Sorted;
             let from = now.max(self.inp.nodes[i].ready);
-            if let Some(t) = line.earliest(now, res, from, i64::MAX, 1, None, &|a| fits(i, a)) {
-                lf.push((t, i));
+            match line.earliest(now, res, from, i64::MAX, 1, None, &|a| fits(i, a)) {
+                Some(t) => {
+                    lf.push((t, i));
+                    bound[i] = t;
+                }
+                None => bound[i] = i64::MAX,
             }
         }
         lf.sort_unstable();
@@ -138,8 +148,100 @@ impl Pass<'_> {
             lf,
             asked,
             part,
+            bound,
             seen: self.changes.len(),
         }
+    }
+
+    /// The nodes changed since `s` was last brought up to date join those
+    /// asked one by one, in order of their bounds.
+    fn catch_up(&self, s: &mut Sorted) {
+        for c in &self.changes[s.seen..] {
+            if s.part[c.node] == Part::Sorted {
+                s.part[c.node] = Part::Asked;
+                let x = (s.bound[c.node], c.node);
+                let k = s.asked.partition_point(|y| *y < x);
+                s.asked.insert(k, x);
+            }
+        }
+        s.seen = self.changes.len();
+    }
+
+    /// `from` rounded up to the planning grid.
+    fn floor(&self, from: i64) -> i64 {
+        let now = self.inp.now;
+        let res = self.inp.params.bf_resolution.max(1);
+        if from <= now {
+            from
+        } else {
+            now + (from - now + res - 1) / res * res
+        }
+    }
+
+    /// The k-th smallest answer (k from 1) of a search from `from` up to
+    /// `until`, asking only the nodes whose bound could put them among
+    /// the first k.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn sweep_kth(
+        &self,
+        s: &mut Sorted,
+        memos: &mut Memos,
+        from: i64,
+        until: i64,
+        d: i64,
+        own: Option<usize>,
+        fits: &dyn Fn(usize, &Avail) -> bool,
+        k: usize,
+    ) -> Option<i64> {
+        if k == 0 {
+            return None;
+        }
+        self.catch_up(s);
+        let floor = self.floor(from);
+        let lim = until;
+        let mut sorted =
+            s.lf.iter()
+                .take_while(|x| x.0 <= lim && floor <= lim)
+                .filter(|x| s.part[x.1] == Part::Sorted)
+                .map(|x| x.0.max(floor))
+                .peekable();
+        let mut asked = s
+            .asked
+            .iter()
+            .take_while(|x| x.0 == i64::MIN || (x.0 != i64::MAX && x.0.max(floor) <= lim))
+            .peekable();
+        // The k smallest answers so far, as a max-heap.
+        let mut best: std::collections::BinaryHeap<i64> = std::collections::BinaryHeap::new();
+        loop {
+            let next_sorted = sorted.peek().copied();
+            let next_bound = asked.peek().map(|x| x.0.max(floor));
+            let next = match (next_sorted, next_bound) {
+                (None, None) => break,
+                (a, b) => a.unwrap_or(i64::MAX).min(b.unwrap_or(i64::MAX)),
+            };
+            if best.len() == k && best.peek().is_some_and(|&m| m <= next) {
+                break;
+            }
+            let t = if next_bound.is_some_and(|b| b <= next_sorted.unwrap_or(i64::MAX)) {
+                let Some(&(_, i)) = asked.next() else { break };
+                match self.node_earliest(i, memos, from, until, d, own, &|a| fits(i, a)) {
+                    Some(t) => t,
+                    None => continue,
+                }
+            } else {
+                match sorted.next() {
+                    Some(t) => t,
+                    None => break,
+                }
+            };
+            if best.len() < k {
+                best.push(t);
+            } else if best.peek().is_some_and(|&m| t < m) {
+                best.pop();
+                best.push(t);
+            }
+        }
+        (best.len() == k).then(|| best.peek().copied()).flatten()
     }
 
     /// A sweep's answers for a search from `from` up to `until`: the
@@ -155,28 +257,17 @@ impl Pass<'_> {
         own: Option<usize>,
         fits: &dyn Fn(usize, &Avail) -> bool,
     ) -> Answers<'s> {
-        for c in &self.changes[s.seen..] {
-            if s.part[c.node] == Part::Sorted {
-                s.part[c.node] = Part::Asked;
-                s.asked.push(c.node);
-            }
-        }
-        s.seen = self.changes.len();
+        self.catch_up(s);
+        let floor = self.floor(from);
         let asked: Vec<(usize, i64)> = s
             .asked
             .iter()
-            .filter_map(|&i| {
+            .take_while(|x| x.0 == i64::MIN || (x.0 != i64::MAX && x.0.max(floor) <= until))
+            .filter_map(|&(_, i)| {
                 self.node_earliest(i, memos, from, until, d, own, &|a| fits(i, a))
                     .map(|t| (i, t))
             })
             .collect();
-        let now = self.inp.now;
-        let res = self.inp.params.bf_resolution.max(1);
-        let floor = if from <= now {
-            from
-        } else {
-            now + (from - now + res - 1) / res * res
-        };
         Answers {
             lf: &s.lf,
             part: &s.part,
@@ -325,6 +416,20 @@ mod tests {
                     truth.iter().filter(|x| x.1 <= t).map(|x| x.0).collect();
                 want_by.sort_unstable();
                 assert_eq!(by, want_by);
+                let mut lazy = pass.sorted_sweep(&req, &cands, &fits);
+                pass.catch_up(&mut lazy);
+                // Bounds as a pass leaves them: built before the changes.
+                for k in [1, 2, 4, 40] {
+                    let (mut shape, mut by_req) = (Vec::new(), Vec::new());
+                    let mut memos = Memos::sized(&mut shape, Some(&mut by_req), nodes.len());
+                    let want_k = truth.get(k - 1).map(|x| x.1);
+                    let got_k =
+                        pass.sweep_kth(&mut sorted, &mut memos, from, until, d, None, &fits, k);
+                    assert_eq!(got_k, want_k, "seed {seed} round {round} k {k}");
+                    let fresh =
+                        pass.sweep_kth(&mut lazy, &mut memos, from, until, d, None, &fits, k);
+                    assert_eq!(fresh, want_k);
+                }
                 let bp: Vec<i64> = pass.breakpoints_of(&mut breaks, from, until).collect();
                 let mut bp_truth: Vec<i64> = cands
                     .iter()
