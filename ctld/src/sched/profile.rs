@@ -170,6 +170,25 @@ impl Line {
         own: Option<usize>,
         fits: &dyn Fn(&Avail) -> bool,
     ) -> Option<i64> {
+        self.earliest_span(now, res, from, until, d, own, fits).0
+    }
+
+    /// [`Line::earliest`], and the lengths it holds for: the same answer
+    /// for every length in (lo, d] (none: for every length over lo).
+    /// Every start tried before the answer failed within its first `lo`
+    /// seconds or less, so a length over `lo` fails there the same way
+    /// (and skips the same starts); a shorter one fits where a longer did.
+    #[allow(clippy::too_many_arguments)]
+    pub fn earliest_span(
+        &self,
+        now: i64,
+        res: i64,
+        from: i64,
+        until: i64,
+        d: i64,
+        own: Option<usize>,
+        fits: &dyn Fn(&Avail) -> bool,
+    ) -> (Option<i64>, i64) {
         let round = |t: i64| {
             if t <= now || res <= 1 {
                 t
@@ -181,9 +200,20 @@ impl Line {
         // The segment containing `t`: found once, then walked forward
         // (`t` only grows).
         let mut i = self.at(t);
+        let mut lo = 0i64;
         while t <= until {
             let e = t.saturating_add(d);
             if let Some(be) = self.blocked(t, e, own) {
+                // The same blocks are in the way of any length that
+                // reaches the latest of their starts.
+                let reach = self
+                    .blocks
+                    .iter()
+                    .filter(|(bs, be, r)| Some(*r) != own && *bs < e && *be > t)
+                    .map(|(bs, _, _)| bs - t)
+                    .max()
+                    .unwrap_or(0);
+                lo = lo.max(reach);
                 t = round(be.max(t + 1));
                 i = self.seek(i, t);
                 continue;
@@ -202,7 +232,11 @@ impl Line {
                 }
             }
             if ok {
-                return Some(t);
+                return (Some(t), lo);
+            }
+            // What fits lasted until segment j's start.
+            if j > i {
+                lo = lo.max(self.segs[j].t - t);
             }
             // A segment that fails alone rules out every start before its end.
             let next = if j > i && !fits(&self.segs[j].a) {
@@ -210,11 +244,13 @@ impl Line {
             } else {
                 i + 1
             };
-            let s = self.segs.get(next)?;
+            let Some(s) = self.segs.get(next) else {
+                return (None, lo);
+            };
             t = round(s.t.max(t + 1));
             i = self.seek(next, t);
         }
-        None
+        (None, lo)
     }
 
     /// The segment containing `t`, from segment `i` (at or before it) on.
@@ -312,5 +348,47 @@ mod tests {
         let mut blocked = l;
         blocked.blocks.push((0, 350, 0));
         assert!(!blocked.length_free());
+    }
+
+    /// The lengths [`Line::earliest_span`] says an answer holds for: on
+    /// random profiles (ends, planned takes, lent resources, reservation
+    /// blocks), every length in (lo, d] gets the same answer, and none
+    /// holds for every length over lo.
+    #[test]
+    fn an_answer_holds_for_the_lengths_it_says() {
+        let mut rng = crate::sched::synth::Rng::new(7);
+        for _ in 0..300 {
+            let mut l = line(rng.range(0, 16) as u32);
+            for _ in 0..rng.range(0, 6) {
+                let s = 100 + rng.range(0, 5_000) as i64;
+                l.give(s, i64::MAX, &hold(rng.range(1, 8) as u32), true);
+            }
+            for _ in 0..rng.range(0, 5) {
+                let s = 100 + rng.range(0, 5_000) as i64;
+                let e = s + rng.range(1, 3_000) as i64;
+                if rng.range(0, 3) == 0 {
+                    l.give(s, e, &hold(rng.range(1, 8) as u32), true);
+                } else {
+                    l.take(s, e, &hold(rng.range(1, 16) as u32), true);
+                }
+            }
+            if rng.range(0, 4) == 0 {
+                let s = 100 + rng.range(0, 5_000) as i64;
+                l.blocks.push((s, s + rng.range(1, 2_000) as i64, 0));
+            }
+            let need = rng.range(1, 20) as u32;
+            let fits = move |a: &Avail| a.cpus >= need;
+            let res = rng.pick(&[1i64, 60]);
+            let from = 100 + rng.range(0, 3_000) as i64;
+            let until = from + rng.range(0, 8_000) as i64;
+            let d = rng.range(1, 4_000) as i64;
+            let (r, lo) = l.earliest_span(100, res, from, until, d, None, &fits);
+            assert!(lo < d);
+            let top = if r.is_some() { d } else { d + 5_000 };
+            for d2 in (lo + 1)..=top {
+                let r2 = l.earliest(100, res, from, until, d2, None, &fits);
+                assert_eq!(r2, r, "length {d2} in ({lo}, {top}]: {l:?}");
+            }
+        }
     }
 }

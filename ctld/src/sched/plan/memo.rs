@@ -1,11 +1,16 @@
 //! What planning learnt about each node's earliest start for a request,
 //! kept while the node's profile is unchanged: by shape (request, time
 //! limit, partitions, reservation), and, for a multi-node plan's sweeps
-//! over nodes whose answer does not depend on the job's length
-//! ([`Line::length_free`](crate::sched::profile::Line::length_free)), by
-//! request alone, so that jobs asking for the same resources for different
-//! times share it. (A one-node plan keeps to its shape's memo: which nodes
-//! it places on is read from that memo, see [`Memo::says_start_at`].)
+//! over nodes without a reservation block, by request alone, with the
+//! lengths the answer holds for ([`Line::earliest_span`]: every length
+//! for a node whose answer does not depend on it,
+//! [`Line::length_free`]), so that jobs asking for the same resources for
+//! different times share it. (A one-node plan keeps to its shape's memo:
+//! which nodes it places on is read from that memo, see
+//! [`Memo::says_start_at`].)
+//!
+//! [`Line::earliest_span`]: crate::sched::profile::Line::earliest_span
+//! [`Line::length_free`]: crate::sched::profile::Line::length_free
 
 use super::sweep::{BreakSets, SortedSweeps};
 use super::{FxMap, Pass};
@@ -14,13 +19,16 @@ use crate::sched::Request;
 
 /// One node's answer for a request: its earliest start searching from
 /// `from`, or none up to `t`; valid while the node's profile version is
-/// `ver`, for searches from `from` on.
+/// `ver`, for searches from `from` on, of jobs whose length is in
+/// (lo, hi].
 #[derive(Clone, Copy)]
 pub(in crate::sched) struct Memo {
     ver: u32,
     known: bool,
     from: i64,
     t: i64,
+    lo: i64,
+    hi: i64,
 }
 
 const UNKNOWN: Memo = Memo {
@@ -28,6 +36,8 @@ const UNKNOWN: Memo = Memo {
     known: false,
     from: i64::MAX,
     t: 0,
+    lo: i64::MAX,
+    hi: i64::MIN,
 };
 
 impl Memo {
@@ -50,7 +60,8 @@ impl Memo {
 pub(in crate::sched) struct Memos<'m> {
     /// The shape's own.
     pub shape: &'m mut Vec<Memo>,
-    /// The request's, for length-free nodes (multi-node sweeps).
+    /// The request's, for nodes without a reservation block (multi-node
+    /// sweeps).
     pub request: Option<&'m mut Vec<Memo>>,
 }
 
@@ -137,12 +148,13 @@ impl Pass<'_> {
         if from > lim {
             return None;
         }
+        let line = &self.lines[i];
         let memo = match memos.request.as_deref_mut() {
-            Some(r) if self.lines[i].length_free() => &mut r[i],
+            Some(r) if line.blocks.is_empty() => &mut r[i],
             _ => &mut memos.shape[i],
         };
         let m = *memo;
-        let start = if m.ver != self.ver[i] || from < m.from {
+        let start = if m.ver != self.ver[i] || from < m.from || d <= m.lo || d > m.hi {
             from
         } else if m.known {
             if m.t >= from {
@@ -155,23 +167,29 @@ impl Pass<'_> {
             from.max(m.t + 1)
         };
         let res = self.inp.params.bf_resolution.max(1);
-        let r = self.lines[i].earliest(self.inp.now, res, start, lim, d, own, fits);
+        let (r, lo) = line.earliest_span(self.inp.now, res, start, lim, d, own, fits);
         // What was searched: from `from` when this search covers it,
-        // else (resumed past an earlier search) from that one's start.
-        let searched_from = if start == from { from } else { m.from };
-        *memo = match r {
-            Some(t) => Memo {
-                ver: self.ver[i],
-                known: true,
-                from: searched_from,
-                t,
-            },
-            None => Memo {
-                ver: self.ver[i],
-                known: false,
-                from: searched_from,
-                t: lim,
-            },
+        // else (resumed past an earlier search) from that one's start,
+        // for the lengths both hold for.
+        let (searched_from, lo) = if start == from {
+            (from, lo)
+        } else {
+            (m.from, lo.max(m.lo))
+        };
+        // A length-free node answers the same for every length; none is
+        // none for every longer one too.
+        let hi = if r.is_none() || line.length_free() {
+            i64::MAX
+        } else {
+            d
+        };
+        *memo = Memo {
+            ver: self.ver[i],
+            known: r.is_some(),
+            from: searched_from,
+            t: r.unwrap_or(lim),
+            lo,
+            hi,
         };
         r
     }
