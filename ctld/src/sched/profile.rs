@@ -158,28 +158,13 @@ impl Line {
 
     /// The earliest `t` in [from, until] (rounded up to `res` after `now`)
     /// at which `fits` holds for all of [t, t + d), and no foreign
-    /// reservation block is in the way.
+    /// reservation block is in the way; and the lengths that answer holds
+    /// for: every length in (lo, d] (none: every length over lo). Every
+    /// start tried before the answer failed within its first `lo` seconds
+    /// or less, so a length over `lo` fails there the same way (and skips
+    /// the same starts); a shorter one fits where a longer did.
     #[allow(clippy::too_many_arguments)]
     pub fn earliest(
-        &self,
-        now: i64,
-        res: i64,
-        from: i64,
-        until: i64,
-        d: i64,
-        own: Option<usize>,
-        fits: &dyn Fn(&Avail) -> bool,
-    ) -> Option<i64> {
-        self.earliest_span(now, res, from, until, d, own, fits).0
-    }
-
-    /// [`Line::earliest`], and the lengths it holds for: the same answer
-    /// for every length in (lo, d] (none: for every length over lo).
-    /// Every start tried before the answer failed within its first `lo`
-    /// seconds or less, so a length over `lo` fails there the same way
-    /// (and skips the same starts); a shorter one fits where a longer did.
-    #[allow(clippy::too_many_arguments)]
-    pub fn earliest_span(
         &self,
         now: i64,
         res: i64,
@@ -324,7 +309,10 @@ mod tests {
         l.take(100, 400, &hold(0), true);
         assert!(l.length_free());
         for d in [1, 50, 10_000] {
-            assert_eq!(l.earliest(100, 1, 100, 10_000, d, None, &fits8), Some(300));
+            assert_eq!(
+                l.earliest(100, 1, 100, 10_000, d, None, &fits8).0,
+                Some(300)
+            );
         }
         assert_eq!(l.breakpoints(150, 300).collect::<Vec<_>>(), vec![200, 300]);
         assert_eq!(l.breakpoints(201, 299).count(), 0);
@@ -333,11 +321,11 @@ mod tests {
         planned.take(500, 600, &hold(8), true);
         assert!(!planned.length_free());
         assert_eq!(
-            planned.earliest(100, 1, 100, 10_000, 100, None, &fits8),
+            planned.earliest(100, 1, 100, 10_000, 100, None, &fits8).0,
             Some(300)
         );
         assert_eq!(
-            planned.earliest(100, 1, 100, 10_000, 300, None, &fits8),
+            planned.earliest(100, 1, 100, 10_000, 300, None, &fits8).0,
             Some(600)
         );
 
@@ -350,7 +338,7 @@ mod tests {
         assert!(!blocked.length_free());
     }
 
-    /// The lengths [`Line::earliest_span`] says an answer holds for: on
+    /// The lengths [`Line::earliest`] says an answer holds for: on
     /// random profiles (ends, planned takes, lent resources, reservation
     /// blocks), every length in (lo, d] gets the same answer, and none
     /// holds for every length over lo.
@@ -382,11 +370,11 @@ mod tests {
             let from = 100 + rng.range(0, 3_000) as i64;
             let until = from + rng.range(0, 8_000) as i64;
             let d = rng.range(1, 4_000) as i64;
-            let (r, lo) = l.earliest_span(100, res, from, until, d, None, &fits);
+            let (r, lo) = l.earliest(100, res, from, until, d, None, &fits);
             assert!(lo < d);
             let top = if r.is_some() { d } else { d + 5_000 };
             for d2 in (lo + 1)..=top {
-                let r2 = l.earliest(100, res, from, until, d2, None, &fits);
+                let r2 = l.earliest(100, res, from, until, d2, None, &fits).0;
                 assert_eq!(r2, r, "length {d2} in ({lo}, {top}]: {l:?}");
             }
         }

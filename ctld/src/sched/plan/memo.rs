@@ -2,14 +2,14 @@
 //! kept while the node's profile is unchanged: by shape (request, time
 //! limit, partitions, reservation), and, for a multi-node plan's sweeps
 //! over nodes without a reservation block, by request alone, with the
-//! lengths the answer holds for ([`Line::earliest_span`]: every length
+//! lengths the answer holds for ([`Line::earliest`]: every length
 //! for a node whose answer does not depend on it,
 //! [`Line::length_free`]), so that jobs asking for the same resources for
 //! different times share it. (A one-node plan keeps to its shape's memo:
 //! which nodes it places on is read from that memo, see
 //! [`Memo::says_start_at`].)
 //!
-//! [`Line::earliest_span`]: crate::sched::profile::Line::earliest_span
+//! [`Line::earliest`]: crate::sched::profile::Line::earliest
 //! [`Line::length_free`]: crate::sched::profile::Line::length_free
 
 use super::sweep::{BreakSets, SortedSweeps};
@@ -167,7 +167,7 @@ impl Pass<'_> {
             from.max(m.t + 1)
         };
         let res = self.inp.params.bf_resolution.max(1);
-        let (r, lo) = line.earliest_span(self.inp.now, res, start, lim, d, own, fits);
+        let (r, lo) = line.earliest(self.inp.now, res, start, lim, d, own, fits);
         // What was searched: from `from` when this search covers it,
         // else (resumed past an earlier search) from that one's start,
         // for the lengths both hold for.

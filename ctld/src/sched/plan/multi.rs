@@ -2,7 +2,7 @@
 //! its earliest start on the profile, tried at a bounded number of times.
 
 use super::memo::{Learnt, Memos};
-use super::sweep::Sorted;
+use super::sweep::{Search, Sorted};
 use super::Pass;
 use crate::sched::place::{
     could_fit, node_tasks, place_bounded, tasks_by_cpus, want_tasks, Alloc, Avail,
@@ -97,6 +97,13 @@ impl Pass<'_> {
         let n = inp.nodes.len();
         let Learnt { shape, pass } = learnt;
         let fits1 = |i: usize, a: &Avail| fits_tasks(&inp.nodes[i], req, a, 1, self);
+        let search = |from: i64, fits| Search {
+            from,
+            until,
+            d,
+            own,
+            fits,
+        };
         let one = self.sweep(
             one_sweep,
             &mut Memos::sized(
@@ -104,11 +111,7 @@ impl Pass<'_> {
                 Some(pass.requests.entry((req, 1)).or_default()),
                 n,
             ),
-            from,
-            until,
-            d,
-            own,
-            &fits1,
+            &search(from, &fits1),
         );
         let lb = one.kth(min_nodes)?;
         // The even share: over the nodes that may hold a task at all (a
@@ -137,11 +140,7 @@ impl Pass<'_> {
                 Some(pass.requests.entry((req, share)).or_default()),
                 n,
             ),
-            lb,
-            until,
-            d,
-            own,
-            &fits_share,
+            &search(lb, &fits_share),
             need,
         );
         let hi = ub.unwrap_or(until);

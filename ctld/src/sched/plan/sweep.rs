@@ -55,6 +55,27 @@ pub(in crate::sched) struct Sorted {
     seen: usize,
 }
 
+/// One sweep's question: each candidate's earliest start in [from,
+/// until] for a job of length `d` (in reservation `own`) that `fits` a
+/// node's offer.
+pub(in crate::sched) struct Search<'f> {
+    pub from: i64,
+    pub until: i64,
+    pub d: i64,
+    pub own: Option<usize>,
+    pub fits: &'f dyn Fn(usize, &Avail) -> bool,
+}
+
+impl Search<'_> {
+    /// Node `i`'s answer, through the memos.
+    fn ask(&self, pass: &Pass, i: usize, memos: &mut Memos) -> Option<i64> {
+        let fits = self.fits;
+        pass.node_earliest(i, memos, self.from, self.until, self.d, self.own, &|a| {
+            fits(i, a)
+        })
+    }
+}
+
 /// A pass's sorted sweeps: by request, tasks per node, partition and
 /// reservation (which decide the candidates).
 pub(in crate::sched) type SortedSweeps<'j> =
@@ -135,7 +156,10 @@ impl Pass<'_> {
             }
             part[i] = Part::Sorted;
             let from = now.max(self.inp.nodes[i].ready);
-            match line.earliest(now, res, from, i64::MAX, 1, None, &|a| fits(i, a)) {
+            match line
+                .earliest(now, res, from, i64::MAX, 1, None, &|a| fits(i, a))
+                .0
+            {
                 Some(t) => {
                     lf.push((t, i));
                     bound[i] = t;
@@ -178,27 +202,21 @@ impl Pass<'_> {
         }
     }
 
-    /// The k-th smallest answer (k from 1) of a search from `from` up to
-    /// `until`, asking only the nodes whose bound could put them among
-    /// the first k.
-    #[allow(clippy::too_many_arguments)]
+    /// The k-th smallest answer (k from 1) of a search, asking only the
+    /// nodes whose bound could put them among the first k.
     pub(super) fn sweep_kth(
         &self,
         s: &mut Sorted,
         memos: &mut Memos,
-        from: i64,
-        until: i64,
-        d: i64,
-        own: Option<usize>,
-        fits: &dyn Fn(usize, &Avail) -> bool,
+        q: &Search,
         k: usize,
     ) -> Option<i64> {
         if k == 0 {
             return None;
         }
         self.catch_up(s);
-        let floor = self.floor(from);
-        let lim = until;
+        let floor = self.floor(q.from);
+        let lim = q.until;
         let mut sorted =
             s.lf.iter()
                 .take_while(|x| x.0 <= lim && floor <= lim)
@@ -224,7 +242,7 @@ impl Pass<'_> {
             }
             let t = if next_bound.is_some_and(|b| b <= next_sorted.unwrap_or(i64::MAX)) {
                 let Some(&(_, i)) = asked.next() else { break };
-                match self.node_earliest(i, memos, from, until, d, own, &|a| fits(i, a)) {
+                match q.ask(self, i, memos) {
                     Some(t) => t,
                     None => continue,
                 }
@@ -244,35 +262,27 @@ impl Pass<'_> {
         (best.len() == k).then(|| best.peek().copied()).flatten()
     }
 
-    /// A sweep's answers for a search from `from` up to `until`: the
-    /// nodes changed since it was built join those asked one by one.
-    #[allow(clippy::too_many_arguments)]
+    /// A sweep's answers to a search: the nodes changed since it was
+    /// built join those asked one by one.
     pub(super) fn sweep<'s>(
         &self,
         s: &'s mut Sorted,
         memos: &mut Memos,
-        from: i64,
-        until: i64,
-        d: i64,
-        own: Option<usize>,
-        fits: &dyn Fn(usize, &Avail) -> bool,
+        q: &Search,
     ) -> Answers<'s> {
         self.catch_up(s);
-        let floor = self.floor(from);
+        let floor = self.floor(q.from);
         let asked: Vec<(usize, i64)> = s
             .asked
             .iter()
-            .take_while(|x| x.0 == i64::MIN || (x.0 != i64::MAX && x.0.max(floor) <= until))
-            .filter_map(|&(_, i)| {
-                self.node_earliest(i, memos, from, until, d, own, &|a| fits(i, a))
-                    .map(|t| (i, t))
-            })
+            .take_while(|x| x.0 == i64::MIN || (x.0 != i64::MAX && x.0.max(floor) <= q.until))
+            .filter_map(|&(_, i)| q.ask(self, i, memos).map(|t| (i, t)))
             .collect();
         Answers {
             lf: &s.lf,
             part: &s.part,
             floor,
-            until,
+            until: q.until,
             asked,
         }
     }
@@ -390,14 +400,22 @@ mod tests {
                 };
                 let d = rng.range(1, 30_000) as i64;
                 let mut memos = Memos::sized(&mut shape, Some(&mut by_req), nodes.len());
-                let got = pass.sweep(&mut sorted, &mut memos, from, until, d, None, &fits);
+                let q = Search {
+                    from,
+                    until,
+                    d,
+                    own: None,
+                    fits: &fits,
+                };
+                let got = pass.sweep(&mut sorted, &mut memos, &q);
                 let mut truth: Vec<(usize, i64)> = cands
                     .iter()
                     .filter(|&&i| i != 5)
                     .filter_map(|&i| {
                         let start = from.max(nodes[i].ready);
-                        let t =
-                            pass.lines[i].earliest(now, 60, start, until, d, None, &|a| fits(i, a));
+                        let t = pass.lines[i]
+                            .earliest(now, 60, start, until, d, None, &|a| fits(i, a))
+                            .0;
                         t.map(|t| (i, t))
                     })
                     .collect();
@@ -423,11 +441,9 @@ mod tests {
                     let (mut shape, mut by_req) = (Vec::new(), Vec::new());
                     let mut memos = Memos::sized(&mut shape, Some(&mut by_req), nodes.len());
                     let want_k = truth.get(k - 1).map(|x| x.1);
-                    let got_k =
-                        pass.sweep_kth(&mut sorted, &mut memos, from, until, d, None, &fits, k);
+                    let got_k = pass.sweep_kth(&mut sorted, &mut memos, &q, k);
                     assert_eq!(got_k, want_k, "seed {seed} round {round} k {k}");
-                    let fresh =
-                        pass.sweep_kth(&mut lazy, &mut memos, from, until, d, None, &fits, k);
+                    let fresh = pass.sweep_kth(&mut lazy, &mut memos, &q, k);
                     assert_eq!(fresh, want_k);
                 }
                 let bp: Vec<i64> = pass.breakpoints_of(&mut breaks, from, until).collect();
