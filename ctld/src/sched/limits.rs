@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::sched::assoc::{AssocSet, Limits, Tres};
 
-use super::Request;
+use super::{NodeSnap, Request, RunAlloc};
 
 /// Who a job runs as, for limits, shares and preemption.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Hash)]
@@ -98,6 +98,30 @@ pub fn request_tres(r: &Request) -> Tres {
     for (ty, n) in gpus {
         if let Some(ty) = ty {
             *t.entry(format!("gres/gpu:{ty}")).or_default() += n;
+        }
+    }
+    t
+}
+
+/// TRES of a running job's allocation.
+pub fn run_tres(nodes: &[NodeSnap], allocs: &[RunAlloc]) -> Tres {
+    let mut t = Tres::new();
+    for a in allocs {
+        *t.entry("cpu".into()).or_default() += u64::from(a.cpus);
+        *t.entry("billing".into()).or_default() += u64::from(a.cpus);
+        *t.entry("node".into()).or_default() += 1;
+        if a.mem > 0 {
+            *t.entry("mem".into()).or_default() += a.mem;
+        }
+        for &g in &a.gres {
+            if let Some(d) = nodes.get(a.node).and_then(|n| n.gres.get(g)) {
+                if d.name == "gpu" {
+                    *t.entry("gres/gpu".into()).or_default() += 1;
+                    if !d.r#type.is_empty() {
+                        *t.entry(format!("gres/gpu:{}", d.r#type)).or_default() += 1;
+                    }
+                }
+            }
         }
     }
     t

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::index::Index;
-use super::limits::{request_tres, LimitState};
+use super::limits::{request_tres, run_tres, LimitState};
 use super::place::{
     could_fit, fits_single, place_with, single_node_tasks, tasks_by_cpus, Alloc, Avail,
 };
@@ -16,7 +16,7 @@ use super::work::Work;
 mod memo;
 mod multi;
 mod sweep;
-use super::{apply_share, Decision, Input, JobSnap, NodeSnap, PreemptKind, ResvSnap, RunAlloc};
+use super::{apply_share, Decision, Input, JobSnap, PreemptKind, ResvSnap, RunAlloc};
 use memo::{Learnt, Memos, PassMemos, ShapeMemos};
 use sweep::Change;
 
@@ -402,30 +402,6 @@ impl<'a> Pass<'a> {
     fn wait(&mut self, job: u32, reason: &'static str, start: Option<i64>) {
         self.out.push(Decision::Wait { job, reason, start });
     }
-}
-
-/// TRES of a running job's allocation.
-fn run_tres(nodes: &[NodeSnap], allocs: &[RunAlloc]) -> crate::sched::assoc::Tres {
-    let mut t = crate::sched::assoc::Tres::new();
-    for a in allocs {
-        *t.entry("cpu".into()).or_default() += u64::from(a.cpus);
-        *t.entry("billing".into()).or_default() += u64::from(a.cpus);
-        *t.entry("node".into()).or_default() += 1;
-        if a.mem > 0 {
-            *t.entry("mem".into()).or_default() += a.mem;
-        }
-        for &g in &a.gres {
-            if let Some(d) = nodes.get(a.node).and_then(|n| n.gres.get(g)) {
-                if d.name == "gpu" {
-                    *t.entry("gres/gpu".into()).or_default() += 1;
-                    if !d.r#type.is_empty() {
-                        *t.entry(format!("gres/gpu:{}", d.r#type)).or_default() += 1;
-                    }
-                }
-            }
-        }
-    }
-    t
 }
 
 /// Plan one scheduling pass. Deterministic: same input, same output.
