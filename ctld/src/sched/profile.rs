@@ -174,13 +174,7 @@ impl Line {
         own: Option<usize>,
         fits: &dyn Fn(&Avail) -> bool,
     ) -> (Option<i64>, i64) {
-        let round = |t: i64| {
-            if t <= now || res <= 1 {
-                t
-            } else {
-                now + (t - now + res - 1) / res * res
-            }
-        };
+        let round = |t: i64| on_grid(now, res, t);
         let mut t = round(from.max(now));
         // The segment containing `t`: found once, then walked forward
         // (`t` only grows).
@@ -195,7 +189,7 @@ impl Line {
                     .blocks
                     .iter()
                     .filter(|(bs, be, r)| Some(*r) != own && *bs < e && *be > t)
-                    .map(|(bs, _, _)| bs - t)
+                    .map(|(bs, _, _)| bs.saturating_sub(t))
                     .max()
                     .unwrap_or(0);
                 lo = lo.max(reach);
@@ -260,6 +254,16 @@ impl Line {
             .iter()
             .map(|s| s.t)
             .take_while(move |t| *t <= until)
+    }
+}
+
+/// `t` rounded up to the planning grid: every `res` seconds from `now`
+/// (`t` itself at or before `now`).
+pub fn on_grid(now: i64, res: i64, t: i64) -> i64 {
+    if t <= now || res <= 1 {
+        t
+    } else {
+        now + (t - now + res - 1) / res * res
     }
 }
 

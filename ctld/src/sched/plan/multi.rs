@@ -7,6 +7,7 @@ use super::Pass;
 use crate::sched::place::{
     could_fit, node_tasks, place_bounded, tasks_by_cpus, want_tasks, Alloc, Avail,
 };
+use crate::sched::profile::on_grid;
 use crate::sched::{JobSnap, NodeSnap, Request};
 
 /// Does what a node offers hold `want` tasks of `req`?
@@ -144,13 +145,7 @@ impl Pass<'_> {
             need,
         );
         let hi = ub.unwrap_or(until);
-        let round = |t: i64| {
-            if t <= inp.now {
-                t
-            } else {
-                inp.now + (t - inp.now + res - 1) / res * res
-            }
-        };
+        let round = |t: i64| on_grid(inp.now, res, t);
         // The first few distinct (rounded) breakpoints of the candidates'
         // profiles in [lb, hi], lb included.
         let breaks = pass

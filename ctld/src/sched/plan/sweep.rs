@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 use super::memo::Memos;
 use super::{FxMap, Pass};
 use crate::sched::place::Avail;
+use crate::sched::profile::on_grid;
 use crate::sched::Request;
 
 /// What a pass has changed in a node's profile: a take or a give over
@@ -46,10 +47,9 @@ pub(in crate::sched) struct Sorted {
     /// The other candidates, asked one by one: (bound, node), ascending.
     asked: Vec<(i64, usize)>,
     part: Vec<Part>,
-    /// Per node, no answer is earlier (MIN: nothing known; MAX: none
-    /// ever): a length-free node's answer when built stays a bound, as a
-    /// pass only takes resources (until a preemption, which empties the
-    /// pass's memos).
+    /// Per node, no answer is earlier (MIN: nothing known): a length-free
+    /// node's answer when built stays a bound, as a pass only takes
+    /// resources (until a preemption, which empties the pass's memos).
     bound: Vec<i64>,
     /// How much of the pass's change log is accounted for.
     seen: usize,
@@ -76,6 +76,27 @@ impl Search<'_> {
     }
 }
 
+impl Sorted {
+    /// The sorted nodes' answers from `floor` (a rounded `from`) no later
+    /// than `lim`, ascending: each the later of `floor` and its own.
+    fn sorted_answers(&self, floor: i64, lim: i64) -> impl Iterator<Item = (usize, i64)> + '_ {
+        self.lf
+            .iter()
+            .take_while(move |x| x.0.max(floor) <= lim)
+            .filter(|x| self.part[x.1] == Part::Sorted)
+            .map(move |&(r, i)| (i, r.max(floor)))
+    }
+
+    /// The nodes asked one by one that may answer by `lim`, by bound
+    /// (the others' answers would be later).
+    fn asked_by(&self, floor: i64, lim: i64) -> impl Iterator<Item = (i64, usize)> + '_ {
+        self.asked
+            .iter()
+            .copied()
+            .take_while(move |x| x.0.max(floor) <= lim)
+    }
+}
+
 /// A pass's sorted sweeps: by request, tasks per node, partition and
 /// reservation (which decide the candidates).
 pub(in crate::sched) type SortedSweeps<'j> =
@@ -84,8 +105,7 @@ pub(in crate::sched) type SortedSweeps<'j> =
 /// The answers of one sweep: each candidate's earliest start in
 /// [from, until], if any.
 pub(in crate::sched) struct Answers<'s> {
-    lf: &'s [(i64, usize)],
-    part: &'s [Part],
+    sorted: &'s Sorted,
     /// `from` rounded to the grid: no sorted node starts before it.
     floor: i64,
     until: i64,
@@ -96,12 +116,7 @@ pub(in crate::sched) struct Answers<'s> {
 impl Answers<'_> {
     /// The sorted nodes' answers no later than `t`, ascending.
     fn sorted_upto(&self, t: i64) -> impl Iterator<Item = (usize, i64)> + '_ {
-        let lim = t.min(self.until);
-        self.lf
-            .iter()
-            .take_while(move |x| x.0 <= lim && self.floor <= lim)
-            .filter(|x| self.part[x.1] == Part::Sorted)
-            .map(|&(r, i)| (i, r.max(self.floor)))
+        self.sorted.sorted_answers(self.floor, t.min(self.until))
     }
 
     /// The k-th smallest answer (k from 1).
@@ -154,17 +169,13 @@ impl Pass<'_> {
                 asked.push((i64::MIN, i));
                 continue;
             }
-            part[i] = Part::Sorted;
             let from = now.max(self.inp.nodes[i].ready);
-            match line
-                .earliest(now, res, from, i64::MAX, 1, None, &|a| fits(i, a))
-                .0
-            {
-                Some(t) => {
-                    lf.push((t, i));
-                    bound[i] = t;
-                }
-                None => bound[i] = i64::MAX,
+            let t = line.earliest(now, res, from, i64::MAX, 1, None, &|a| fits(i, a));
+            // A node that never holds the tasks never will this pass.
+            if let Some(t) = t.0 {
+                part[i] = Part::Sorted;
+                lf.push((t, i));
+                bound[i] = t;
             }
         }
         lf.sort_unstable();
@@ -193,13 +204,7 @@ impl Pass<'_> {
 
     /// `from` rounded up to the planning grid.
     fn floor(&self, from: i64) -> i64 {
-        let now = self.inp.now;
-        let res = self.inp.params.bf_resolution.max(1);
-        if from <= now {
-            from
-        } else {
-            now + (from - now + res - 1) / res * res
-        }
+        on_grid(self.inp.now, self.inp.params.bf_resolution.max(1), from)
     }
 
     /// The k-th smallest answer (k from 1) of a search, asking only the
@@ -217,17 +222,8 @@ impl Pass<'_> {
         self.catch_up(s);
         let floor = self.floor(q.from);
         let lim = q.until;
-        let mut sorted =
-            s.lf.iter()
-                .take_while(|x| x.0 <= lim && floor <= lim)
-                .filter(|x| s.part[x.1] == Part::Sorted)
-                .map(|x| x.0.max(floor))
-                .peekable();
-        let mut asked = s
-            .asked
-            .iter()
-            .take_while(|x| x.0 == i64::MIN || (x.0 != i64::MAX && x.0.max(floor) <= lim))
-            .peekable();
+        let mut sorted = s.sorted_answers(floor, lim).map(|x| x.1).peekable();
+        let mut asked = s.asked_by(floor, lim).peekable();
         // The k smallest answers so far, as a max-heap.
         let mut best: std::collections::BinaryHeap<i64> = std::collections::BinaryHeap::new();
         loop {
@@ -241,7 +237,7 @@ impl Pass<'_> {
                 break;
             }
             let t = if next_bound.is_some_and(|b| b <= next_sorted.unwrap_or(i64::MAX)) {
-                let Some(&(_, i)) = asked.next() else { break };
+                let Some((_, i)) = asked.next() else { break };
                 match q.ask(self, i, memos) {
                     Some(t) => t,
                     None => continue,
@@ -273,14 +269,11 @@ impl Pass<'_> {
         self.catch_up(s);
         let floor = self.floor(q.from);
         let asked: Vec<(usize, i64)> = s
-            .asked
-            .iter()
-            .take_while(|x| x.0 == i64::MIN || (x.0 != i64::MAX && x.0.max(floor) <= q.until))
-            .filter_map(|&(_, i)| q.ask(self, i, memos).map(|t| (i, t)))
+            .asked_by(floor, q.until)
+            .filter_map(|(_, i)| q.ask(self, i, memos).map(|t| (i, t)))
             .collect();
         Answers {
-            lf: &s.lf,
-            part: &s.part,
+            sorted: s,
             floor,
             until: q.until,
             asked,
