@@ -4,13 +4,12 @@
 //! pass starts jobs, so that placing a one-node job now costs a seek and a
 //! short walk instead of a sort of every node.
 
-use std::collections::BTreeSet;
-
 use super::place::Avail;
 use super::{NodeSnap, PartSnap, Request};
 
 pub struct Index {
-    sets: Vec<BTreeSet<u128>>,
+    /// Per partition, its usable nodes' keys, ascending.
+    sets: Vec<Vec<u128>>,
     keys: Vec<Option<u128>>,
     node_parts: Vec<usize>,
     node_parts_at: Vec<u32>,
@@ -106,15 +105,17 @@ impl Index {
         for (i, n) in nodes.iter().enumerate() {
             ix.keys[i] = ix.key(i, n);
         }
-        // Each partition's set built at once from its keys (a bulk load,
-        // not one insertion per node).
+        // Each partition's keys sorted at once.
         ix.sets = parts
             .iter()
             .map(|part| {
-                part.nodes
+                let mut set: Vec<u128> = part
+                    .nodes
                     .iter()
                     .filter_map(|&i| ix.keys.get(i).copied().flatten())
-                    .collect()
+                    .collect();
+                set.sort_unstable();
+                set
             })
             .collect();
         ix
@@ -144,14 +145,20 @@ impl Index {
         );
         if let Some(old) = self.keys[i].take() {
             for &p in &self.node_parts[a..b] {
-                self.sets[p].remove(&old);
+                let set = &mut self.sets[p];
+                if let Ok(k) = set.binary_search(&old) {
+                    set.remove(k);
+                }
             }
         }
         let Some(k) = self.key(i, n) else {
             return;
         };
         for &p in &self.node_parts[a..b] {
-            self.sets[p].insert(k);
+            let set = &mut self.sets[p];
+            if let Err(at) = set.binary_search(&k) {
+                set.insert(at, k);
+            }
         }
         self.keys[i] = Some(k);
     }
@@ -182,7 +189,7 @@ impl Index {
     ) -> Option<T> {
         let set = self.sets.get(p)?;
         let mut cursor: u128 = 0;
-        while let Some(&k) = set.range(cursor..).next() {
+        while let Some(&k) = set.get(set.partition_point(|&k| k < cursor)) {
             let class = ((k >> CLASS_SHIFT) & 0xFFFF) as u16;
             if !self.class_ok(class, req) {
                 cursor = ((k >> CLASS_SHIFT) + 1) << CLASS_SHIFT;

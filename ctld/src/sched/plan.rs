@@ -15,9 +15,10 @@ use super::work::Work;
 
 mod memo;
 mod multi;
+mod one;
 mod sweep;
 use super::{apply_share, Decision, Input, JobSnap, PreemptKind, ResvSnap, RunAlloc};
-use memo::{Learnt, Memos, PassMemos, ShapeMemos};
+use memo::{Learnt, PassMemos, ShapeMemos};
 use sweep::Change;
 
 pub(super) fn mask(gres: &[usize]) -> u128 {
@@ -298,55 +299,10 @@ impl<'a> Pass<'a> {
         cands: &[usize],
         learnt: &mut Learnt<'_, 'j>,
     ) -> Option<(i64, Vec<Alloc>)> {
-        let inp = self.inp;
-        let d = job.time_limit.max(1);
-        let own = job.reservation;
-        let opts = inp.params.place;
-        let key = |i: usize| self.now_avail[i];
-        if let Some(want) = single_node_tasks(&job.req) {
-            let mut memos = Memos::sized(&mut learnt.shape.one, None, inp.nodes.len());
-            let mut best: Option<i64> = None;
-            // A cheap first test: CPUs alone.
-            let need = (want * job.req.cpus_per_task.max(1)).max(job.req.min_cpus_per_node);
-            for &i in cands {
-                let n = &inp.nodes[i];
-                if job.req.excluded.contains(&i)
-                    || (!job.req.required.is_empty() && !job.req.required.contains(&i))
-                {
-                    continue;
-                }
-                let lim = best.map_or(until, |b| b - 1);
-                if lim < from {
-                    break;
-                }
-                let fits = |a: &Avail| a.cpus >= need && fits_single(&job.req, n, a, &opts, want);
-                if let Some(t) = self.node_earliest(i, &mut memos, from, lim, d, own, &fits) {
-                    best = Some(t);
-                }
-            }
-            let t = best?;
-            // Only nodes that may start it then are worth placing on (those
-            // not looked at up to `t`: if what they offer at `t` alone would
-            // do, which bounds what they offer for the whole limit).
-            let at: Vec<usize> = cands
-                .iter()
-                .copied()
-                .filter(|&i| {
-                    memos.shape[i]
-                        .says_start_at(self.ver[i], t)
-                        .unwrap_or_else(|| {
-                            let a = self.lines[i].at_time(t);
-                            a.cpus >= need && fits_single(&job.req, &self.work[i], &a, &opts, want)
-                        })
-                })
-                .collect();
-            return place_with(&job.req, &at, &self.work, &opts, false, &key, &|i| {
-                self.window(i, t, t.saturating_add(d), own)
-            })
-            .ok()
-            .map(|a| (t, a));
+        match single_node_tasks(&job.req) {
+            Some(want) => self.earliest_one_node(job, want, part, from, until, cands, learnt),
+            None => self.earliest_multi_node(job, part, from, until, cands, learnt),
         }
-        self.earliest_multi_node(job, part, from, until, cands, learnt)
     }
 
     fn start(&mut self, job: &JobSnap, part: usize, allocs: Vec<Alloc>) {

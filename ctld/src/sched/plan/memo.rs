@@ -1,13 +1,10 @@
 //! What planning learnt about each node's earliest start for a request,
 //! kept while the node's profile is unchanged: by shape (request, time
-//! limit, partitions, reservation), and, for a multi-node plan's sweeps
-//! over nodes without a reservation block, by request alone, with the
-//! lengths the answer holds for ([`Line::earliest`]: every length
-//! for a node whose answer does not depend on it,
-//! [`Line::length_free`]), so that jobs asking for the same resources for
-//! different times share it. (A one-node plan keeps to its shape's memo:
-//! which nodes it places on is read from that memo, see
-//! [`Memo::says_start_at`].)
+//! limit, partitions, reservation), and, for sweeps over nodes without a
+//! reservation block, by request alone, with the lengths the answer holds
+//! for ([`Line::earliest`]: every length for a node whose answer does not
+//! depend on it, [`Line::length_free`]), so that jobs asking for the same
+//! resources for different times share it.
 //!
 //! [`Line::earliest`]: crate::sched::profile::Line::earliest
 //! [`Line::length_free`]: crate::sched::profile::Line::length_free
@@ -40,22 +37,6 @@ const UNKNOWN: Memo = Memo {
     hi: i64::MIN,
 };
 
-impl Memo {
-    /// What it says about a start at exactly `t` for profile version
-    /// `ver`: Some(true) it is the earliest, Some(false) it is not, None
-    /// not known (nothing learnt, or no start up to an earlier time).
-    pub fn says_start_at(&self, ver: u32, t: i64) -> Option<bool> {
-        if self.ver != ver {
-            return Some(false);
-        }
-        match self.known {
-            true => Some(self.t == t),
-            false if self.t < t => None,
-            false => Some(false),
-        }
-    }
-}
-
 /// The memos a look at one node uses.
 pub(in crate::sched) struct Memos<'m> {
     /// The shape's own.
@@ -66,16 +47,18 @@ pub(in crate::sched) struct Memos<'m> {
 }
 
 impl<'m> Memos<'m> {
-    /// Both sized for `n` nodes (unknown everywhere when new).
+    /// Sized for `n` nodes (unknown everywhere when new): the request's
+    /// when given (the shape's then on first use, for a node with a
+    /// reservation block), else the shape's.
     pub fn sized(
         shape: &'m mut Vec<Memo>,
         request: Option<&'m mut Vec<Memo>>,
         n: usize,
     ) -> Memos<'m> {
         let mut m = Memos { shape, request };
-        size(m.shape, n);
-        if let Some(r) = m.request.as_deref_mut() {
-            size(r, n);
+        match m.request.as_deref_mut() {
+            Some(r) => size(r, n),
+            None => size(m.shape, n),
         }
         m
     }
@@ -151,7 +134,13 @@ impl Pass<'_> {
         let line = &self.lines[i];
         let memo = match memos.request.as_deref_mut() {
             Some(r) if line.blocks.is_empty() => &mut r[i],
-            _ => &mut memos.shape[i],
+            Some(r) => {
+                // The shape's own memos, made on first use (most passes
+                // have no reservation).
+                size(memos.shape, r.len());
+                &mut memos.shape[i]
+            }
+            None => &mut memos.shape[i],
         };
         let m = *memo;
         let start = if m.ver != self.ver[i] || from < m.from || d <= m.lo || d > m.hi {

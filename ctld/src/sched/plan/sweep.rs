@@ -258,6 +258,31 @@ impl Pass<'_> {
         (best.len() == k).then(|| best.peek().copied()).flatten()
     }
 
+    /// The nodes whose answer to a search is `t` (the earliest of all: a
+    /// node asked one by one answers no sooner than its bound).
+    pub(super) fn starting_at(
+        &self,
+        s: &mut Sorted,
+        memos: &mut Memos,
+        q: &Search,
+        t: i64,
+    ) -> Vec<usize> {
+        self.catch_up(s);
+        let floor = self.floor(q.from);
+        let mut at: Vec<usize> = s
+            .sorted_answers(floor, t)
+            .filter(|x| x.1 == t)
+            .map(|x| x.0)
+            .collect();
+        let asked: Vec<usize> = s.asked_by(floor, t).map(|x| x.1).collect();
+        at.extend(
+            asked
+                .into_iter()
+                .filter(|&i| q.ask(self, i, memos) == Some(t)),
+        );
+        at
+    }
+
     /// A sweep's answers to a search: the nodes changed since it was
     /// built join those asked one by one.
     pub(super) fn sweep<'s>(
