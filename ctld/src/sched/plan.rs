@@ -7,18 +7,20 @@ use std::collections::HashMap;
 use super::index::Index;
 use super::limits::{request_tres, run_tres, LimitState};
 use super::place::{
-    could_fit, fits_single, place_with, single_node_tasks, tasks_by_cpus, Alloc, Avail,
+    could_fit, fits_single, place_bounded, place_with, single_node_tasks, tasks_by_cpus, Alloc, Avail,
 };
 use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};
 use super::work::Work;
 
+mod kinds;
 mod memo;
 mod multi;
 mod one;
 mod sweep;
 use super::{apply_share, Decision, Input, JobSnap, PreemptKind, ResvSnap, RunAlloc};
-use memo::{Learnt, PassMemos, ShapeMemos};
+use kinds::Kinds;
+use memo::{Learnt, PassMemos};
 use sweep::Change;
 
 pub(super) fn mask(gres: &[usize]) -> u128 {
@@ -46,48 +48,6 @@ pub(super) fn hold_of_run(a: &RunAlloc) -> Hold {
 /// FxHash (rustc's hasher): fast, and deterministic (a pass never iterates
 /// its maps, so order does not matter anyway).
 type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
-
-/// Jobs asking for the same thing the same way: what is learnt about one
-/// holds for all of them within a pass, since a pass only ever takes
-/// resources (until a preemption gives some back).
-#[derive(Clone, Copy)]
-struct Shape<'a>(&'a JobSnap);
-
-impl std::hash::Hash for Shape<'_> {
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        self.0.partitions.hash(h);
-        self.0.req.hash(h);
-        self.0.time_limit.hash(h);
-        self.0.reservation.hash(h);
-    }
-}
-
-impl PartialEq for Shape<'_> {
-    fn eq(&self, o: &Self) -> bool {
-        let (a, b) = (self.0, o.0);
-        a.partitions == b.partitions
-            && a.time_limit == b.time_limit
-            && a.reservation == b.reservation
-            && a.req == b.req
-    }
-}
-
-impl Eq for Shape<'_> {}
-
-#[derive(Default)]
-struct ShapeInfo {
-    /// Per node: last earliest-start answers.
-    memos: ShapeMemos,
-    /// Could not start now (this generation).
-    now_fails: bool,
-    /// No planned start before this (this generation).
-    earliest_lb: i64,
-    generation: u32,
-    /// Could it ever run on the usable nodes (static).
-    ever: Option<bool>,
-    /// Per partition: nodes that could hold it if empty (static).
-    nodes: HashMap<usize, Vec<usize>>,
-}
 
 /// The working state of a pass.
 pub(super) struct Pass<'a> {
@@ -290,14 +250,14 @@ impl<'a> Pass<'a> {
 
     /// Earliest planned start of `job` in partition `part` (not before
     /// `from`, not after `until`), with its planned allocation.
-    fn earliest<'j>(
+    fn earliest(
         &self,
-        job: &'j JobSnap,
+        job: &JobSnap,
         part: usize,
         from: i64,
         until: i64,
         cands: &[usize],
-        learnt: &mut Learnt<'_, 'j>,
+        learnt: &mut Learnt<'_>,
     ) -> Option<(i64, Vec<Alloc>)> {
         match single_node_tasks(&job.req) {
             Some(want) => self.earliest_one_node(job, want, part, from, until, cands, learnt),
@@ -385,9 +345,8 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
     let mut tested = 0usize;
     let mut per_user: HashMap<&str, usize> = HashMap::new();
     let window_end = now.saturating_add(params.bf_window.max(60));
-    // Each shape looked up once per job; what is learnt about it by index.
-    let mut shape_ids: FxMap<Shape, usize> = FxMap::default();
-    let mut shapes: Vec<ShapeInfo> = Vec::new();
+    // Each job's kind looked up once; what is learnt about it by number.
+    let mut kinds = Kinds::default();
     let mut generation = 0u32;
     let mut pass_memos = PassMemos::default();
 
@@ -447,11 +406,8 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         // Start now, as many instances as may.
         let mut started = 0;
         let resv_open = resv.is_none_or(|r| r.start <= now);
-        let sid = *shape_ids.entry(Shape(job)).or_insert_with(|| {
-            shapes.push(ShapeInfo::default());
-            shapes.len() - 1
-        });
-        let info = &mut shapes[sid];
+        let (aid, sid) = kinds.of(job);
+        let info = &mut kinds.shape[sid];
         if info.generation != generation {
             info.generation = generation;
             info.now_fails = false;
@@ -477,8 +433,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                 if share > 1 {
                     // May share CPUs: what each node offers counts its
                     // shareable CPUs (not in the best-fit index).
-                    let info = &mut shapes[sid];
-                    let cands = info
+                    let cands = kinds.ask[aid]
                         .nodes
                         .entry(p)
                         .or_insert_with(|| static_nodes(&pass, job, p));
@@ -532,8 +487,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                     }
                     continue;
                 }
-                let info = &mut shapes[sid];
-                let cands = info
+                let cands = kinds.ask[aid]
                     .nodes
                     .entry(p)
                     .or_insert_with(|| static_nodes(&pass, job, p));
@@ -547,14 +501,16 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                 if !could_fit(req, caps) {
                     continue;
                 }
-                let res = place_with(
-                    &job.req,
+                // What is free now bounds what the window offers.
+                let res = place_bounded(
+                    req,
                     cands,
                     &pass.work,
                     &params.place,
                     true,
                     &|i| pass.now_avail[i],
                     &|i| pass.window_now(i, end_now, job.reservation),
+                    Some(&|i| tasks_by_cpus(req, pass.now_avail[i].cpus)),
                 );
                 if let Ok(allocs) = res {
                     pass.start(job, p, allocs);
@@ -567,7 +523,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         if started > 0 {
             continue;
         }
-        let info = &mut shapes[sid];
+        let info = &mut kinds.shape[sid];
         info.now_fails |= !untested;
 
         // It waits. Plan its start (backfill; a quick pass is Slurm's main
@@ -590,20 +546,22 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                 tested += 1;
                 *per_user.entry(job.owner.user.as_str()).or_default() += 1;
             }
-            let info = &mut shapes[sid];
+            let Kinds { ask, shape, .. } = &mut kinds;
+            let (ask, info) = (&mut ask[aid], &mut shape[sid]);
             let from = from.max(info.earliest_lb);
             for &p in &up {
                 let lim = plan.as_ref().map_or(until, |(t, _, _)| t - 1);
                 if lim < from {
                     break;
                 }
-                let cands = info
+                let cands = ask
                     .nodes
                     .entry(p)
                     .or_insert_with(|| static_nodes(&pass, job, p));
                 let mut learnt = Learnt {
                     shape: &mut info.memos,
                     pass: &mut pass_memos,
+                    rid: ask.rid,
                 };
                 if let Some((t, a)) = pass.earliest(job, p, from, lim, cands, &mut learnt) {
                     plan = Some((t, p, a));
@@ -662,7 +620,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         }
         let reason = if resv.is_some_and(|r| r.start > now) {
             "Reservation"
-        } else if !*shapes[sid]
+        } else if !*kinds.ask[aid]
             .ever
             .get_or_insert_with(|| could_ever_run(&pass, job, &up))
         {

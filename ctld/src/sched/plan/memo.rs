@@ -12,7 +12,6 @@
 use super::sweep::{BreakSets, SortedSweeps};
 use super::{FxMap, Pass};
 use crate::sched::place::Avail;
-use crate::sched::Request;
 
 /// One node's answer for a request: its earliest start searching from
 /// `from`, or none up to `t`; valid while the node's profile version is
@@ -86,25 +85,26 @@ impl ShapeMemos {
 }
 
 /// What a plan of one job reads and adds to: its shape's memos and the
-/// pass's (`'j`: the pass's jobs, whose requests are the keys).
-pub(in crate::sched) struct Learnt<'m, 'j> {
+/// pass's, where its request is number `rid` ([`super::kinds`]).
+pub(in crate::sched) struct Learnt<'m> {
     pub shape: &'m mut ShapeMemos,
-    pub pass: &'m mut PassMemos<'j>,
+    pub pass: &'m mut PassMemos,
+    pub rid: u32,
 }
 
-/// A pass's memos by request and tasks per node.
-pub(in crate::sched) type ByRequest<'j> = FxMap<(&'j Request, u32), Vec<Memo>>;
+/// A pass's memos by request number and tasks per node.
+pub(in crate::sched) type ByRequest = FxMap<(u32, u32), Vec<Memo>>;
 
 /// What a pass learns for all its jobs; emptied when resources come back
 /// (a preemption).
 #[derive(Default)]
-pub(in crate::sched) struct PassMemos<'j> {
-    pub requests: ByRequest<'j>,
-    pub sorted: SortedSweeps<'j>,
+pub(in crate::sched) struct PassMemos {
+    pub requests: ByRequest,
+    pub sorted: SortedSweeps,
     pub breaks: BreakSets,
 }
 
-impl PassMemos<'_> {
+impl PassMemos {
     pub fn clear(&mut self) {
         self.requests.clear();
         self.sorted.clear();

@@ -40,18 +40,18 @@ impl Pass<'_> {
     /// enough nodes hold a share. Try the profile's breakpoints between the
     /// two, then the second (a bounded number of tries); when none places
     /// it, go on from the next breakpoint (a bounded number of rounds).
-    pub(super) fn earliest_multi_node<'j>(
+    pub(super) fn earliest_multi_node(
         &self,
-        job: &'j JobSnap,
+        job: &JobSnap,
         part: usize,
         from: i64,
         until: i64,
         cands: &[usize],
-        learnt: &mut Learnt<'_, 'j>,
+        learnt: &mut Learnt<'_>,
     ) -> Option<(i64, Vec<Alloc>)> {
         // The one-task sweep's nodes, taken out of the pass's memos while
         // the round reads them beside the others.
-        let key = (&job.req, 1, part, job.reservation);
+        let key = (learnt.rid, 1, part, job.reservation);
         let fits = |i: usize, a: &Avail| fits_tasks(&self.inp.nodes[i], &job.req, a, 1, self);
         let mut one = match learnt.pass.sorted.remove(&key) {
             Some(s) => s,
@@ -76,15 +76,15 @@ impl Pass<'_> {
     /// One round of [`Pass::earliest_multi_node`]. None: no start up to
     /// `until`.
     #[allow(clippy::too_many_arguments)]
-    fn multi_round<'j>(
+    fn multi_round(
         &self,
-        job: &'j JobSnap,
+        job: &JobSnap,
         part: usize,
         from: i64,
         until: i64,
         cands: &[usize],
         one_sweep: &mut Sorted,
-        learnt: &mut Learnt<'_, 'j>,
+        learnt: &mut Learnt<'_>,
     ) -> Option<Round> {
         let inp = self.inp;
         let d = job.time_limit.max(1);
@@ -96,7 +96,7 @@ impl Pass<'_> {
         let min_nodes = req.min_nodes.max(1) as usize;
         let max_nodes = req.max_nodes.max(req.min_nodes).max(1) as usize;
         let n = inp.nodes.len();
-        let Learnt { shape, pass } = learnt;
+        let Learnt { shape, pass, rid } = learnt;
         let fits1 = |i: usize, a: &Avail| fits_tasks(&inp.nodes[i], req, a, 1, self);
         let search = |from: i64, fits| Search {
             from,
@@ -109,7 +109,7 @@ impl Pass<'_> {
             one_sweep,
             &mut Memos::sized(
                 &mut shape.one,
-                Some(pass.requests.entry((req, 1)).or_default()),
+                Some(pass.requests.entry((*rid, 1)).or_default()),
                 n,
             ),
             &search(from, &fits1),
@@ -132,13 +132,13 @@ impl Pass<'_> {
         let fits_share = |i: usize, a: &Avail| fits_tasks(&inp.nodes[i], req, a, share, self);
         let share_sweep = pass
             .sorted
-            .entry((req, share, part, own))
+            .entry((*rid, share, part, own))
             .or_insert_with(|| self.sorted_sweep(req, cands, &fits_share));
         let ub = self.sweep_kth(
             share_sweep,
             &mut Memos::sized(
                 &mut shape.share.1,
-                Some(pass.requests.entry((req, share)).or_default()),
+                Some(pass.requests.entry((*rid, share)).or_default()),
                 n,
             ),
             &search(lb, &fits_share),

@@ -13,15 +13,15 @@ use crate::sched::JobSnap;
 impl Pass<'_> {
     /// [`Pass::earliest`] for a job of `want` tasks on one node.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn earliest_one_node<'j>(
+    pub(super) fn earliest_one_node(
         &self,
-        job: &'j JobSnap,
+        job: &JobSnap,
         want: u32,
         part: usize,
         from: i64,
         until: i64,
         cands: &[usize],
-        learnt: &mut Learnt<'_, 'j>,
+        learnt: &mut Learnt<'_>,
     ) -> Option<(i64, Vec<Alloc>)> {
         let inp = self.inp;
         let req = &job.req;
@@ -35,14 +35,14 @@ impl Pass<'_> {
                 && (req.required.is_empty() || req.required.contains(&i))
                 && fits_single(req, &inp.nodes[i], a, &opts, want)
         };
-        let Learnt { shape, pass } = learnt;
+        let Learnt { shape, pass, rid } = learnt;
         let sorted = pass
             .sorted
-            .entry((req, want, part, own))
+            .entry((*rid, want, part, own))
             .or_insert_with(|| self.sorted_sweep(req, cands, &fits));
         let mut memos = Memos::sized(
             &mut shape.one,
-            Some(pass.requests.entry((req, want)).or_default()),
+            Some(pass.requests.entry((*rid, want)).or_default()),
             inp.nodes.len(),
         );
         let q = Search {

@@ -97,10 +97,9 @@ impl Sorted {
     }
 }
 
-/// A pass's sorted sweeps: by request, tasks per node, partition and
-/// reservation (which decide the candidates).
-pub(in crate::sched) type SortedSweeps<'j> =
-    FxMap<(&'j Request, u32, usize, Option<usize>), Sorted>;
+/// A pass's sorted sweeps: by request number, tasks per node, partition
+/// and reservation (which decide the candidates).
+pub(in crate::sched) type SortedSweeps = FxMap<(u32, u32, usize, Option<usize>), Sorted>;
 
 /// The answers of one sweep: each candidate's earliest start in
 /// [from, until], if any.
