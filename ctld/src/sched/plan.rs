@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use super::index::Index;
 use super::limits::{request_tres, run_tres, LimitState};
 use super::place::{
-    could_fit, fits_single, place_bounded, place_with, single_node_tasks, tasks_by_cpus, Alloc, Avail,
+    could_fit, fits_single, place_bounded, place_with, single_node_tasks, tasks_by_cpus, Alloc,
+    Avail,
 };
 use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};

@@ -23,6 +23,28 @@ pub struct Hold {
     pub gres: u128,
 }
 
+/// [`Line::earliest`]'s answer: the start `t`, and the lengths it holds
+/// for: every length in (lo, hi] (with no start: every length over lo).
+/// Every start tried before `t` failed within its first `lo` seconds or
+/// less, so a length over `lo` fails there the same way (and skips the
+/// same starts); what fits from `t` on lasts `hi` seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answer {
+    pub t: Option<i64>,
+    pub lo: i64,
+    pub hi: i64,
+}
+
+impl Answer {
+    fn none(lo: i64) -> Answer {
+        Answer {
+            t: None,
+            lo,
+            hi: i64::MAX,
+        }
+    }
+}
+
 /// One node's profile.
 #[derive(Debug, Clone)]
 pub struct Line {
@@ -159,10 +181,7 @@ impl Line {
     /// The earliest `t` in [from, until] (rounded up to `res` after `now`)
     /// at which `fits` holds for all of [t, t + d), and no foreign
     /// reservation block is in the way; and the lengths that answer holds
-    /// for: every length in (lo, d] (none: every length over lo). Every
-    /// start tried before the answer failed within its first `lo` seconds
-    /// or less, so a length over `lo` fails there the same way (and skips
-    /// the same starts); a shorter one fits where a longer did.
+    /// for (see [`Answer`]).
     #[allow(clippy::too_many_arguments)]
     pub fn earliest(
         &self,
@@ -173,7 +192,7 @@ impl Line {
         d: i64,
         own: Option<usize>,
         fits: &dyn Fn(&Avail) -> bool,
-    ) -> (Option<i64>, i64) {
+    ) -> Answer {
         let round = |t: i64| on_grid(now, res, t);
         let mut t = round(from.max(now));
         // The segment containing `t`: found once, then walked forward
@@ -211,7 +230,14 @@ impl Line {
                 }
             }
             if ok {
-                return (Some(t), lo);
+                // Without blocks, a longer job starts there too while what
+                // is free still fits it.
+                let hi = if self.blocks.is_empty() {
+                    self.fits_from(j, acc, fits).map_or(i64::MAX, |f| f - t)
+                } else {
+                    d
+                };
+                return Answer { t: Some(t), lo, hi };
             }
             // What fits lasted until segment j's start.
             if j > i {
@@ -224,12 +250,27 @@ impl Line {
                 i + 1
             };
             let Some(s) = self.segs.get(next) else {
-                return (None, lo);
+                return Answer::none(lo);
             };
             t = round(s.t.max(t + 1));
             i = self.seek(next, t);
         }
-        (None, lo)
+        Answer::none(lo)
+    }
+
+    /// Where what is free, met from segment `j` on (`acc` up to it), first
+    /// stops fitting (None: never).
+    fn fits_from(&self, j: usize, mut acc: Avail, fits: &dyn Fn(&Avail) -> bool) -> Option<i64> {
+        for s in &self.segs[j + 1..] {
+            let next = meet(acc, s.a);
+            if next != acc {
+                acc = next;
+                if !fits(&acc) {
+                    return Some(s.t);
+                }
+            }
+        }
+        None
     }
 
     /// The segment containing `t`, from segment `i` (at or before it) on.
@@ -314,7 +355,7 @@ mod tests {
         assert!(l.length_free());
         for d in [1, 50, 10_000] {
             assert_eq!(
-                l.earliest(100, 1, 100, 10_000, d, None, &fits8).0,
+                l.earliest(100, 1, 100, 10_000, d, None, &fits8).t,
                 Some(300)
             );
         }
@@ -325,11 +366,11 @@ mod tests {
         planned.take(500, 600, &hold(8), true);
         assert!(!planned.length_free());
         assert_eq!(
-            planned.earliest(100, 1, 100, 10_000, 100, None, &fits8).0,
+            planned.earliest(100, 1, 100, 10_000, 100, None, &fits8).t,
             Some(300)
         );
         assert_eq!(
-            planned.earliest(100, 1, 100, 10_000, 300, None, &fits8).0,
+            planned.earliest(100, 1, 100, 10_000, 300, None, &fits8).t,
             Some(600)
         );
 
@@ -374,12 +415,18 @@ mod tests {
             let from = 100 + rng.range(0, 3_000) as i64;
             let until = from + rng.range(0, 8_000) as i64;
             let d = rng.range(1, 4_000) as i64;
-            let (r, lo) = l.earliest(100, res, from, until, d, None, &fits);
-            assert!(lo < d);
-            let top = if r.is_some() { d } else { d + 5_000 };
+            let Answer { t: r, lo, hi } = l.earliest(100, res, from, until, d, None, &fits);
+            assert!(lo < d && d <= hi);
+            let top = hi.min(d + 8_000);
             for d2 in (lo + 1)..=top {
-                let r2 = l.earliest(100, res, from, until, d2, None, &fits).0;
-                assert_eq!(r2, r, "length {d2} in ({lo}, {top}]: {l:?}");
+                let r2 = l.earliest(100, res, from, until, d2, None, &fits).t;
+                assert_eq!(r2, r, "length {d2} in ({lo}, {hi}]: {l:?}");
+            }
+            // Past hi, the answer is another one (with blocks, hi is
+            // only the length asked for).
+            if r.is_some() && hi < d + 8_000 && l.blocks.is_empty() {
+                let past = l.earliest(100, res, from, until, hi + 1, None, &fits).t;
+                assert_ne!(past, r, "length {} past {hi}: {l:?}", hi + 1);
             }
         }
     }

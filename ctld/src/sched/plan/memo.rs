@@ -2,12 +2,10 @@
 //! kept while the node's profile is unchanged: by shape (request, time
 //! limit, partitions, reservation), and, for sweeps over nodes without a
 //! reservation block, by request alone, with the lengths the answer holds
-//! for ([`Line::earliest`]: every length for a node whose answer does not
-//! depend on it, [`Line::length_free`]), so that jobs asking for the same
-//! resources for different times share it.
+//! for ([`Answer`]), so that jobs asking for the same resources for
+//! different times share it.
 //!
-//! [`Line::earliest`]: crate::sched::profile::Line::earliest
-//! [`Line::length_free`]: crate::sched::profile::Line::length_free
+//! [`Answer`]: crate::sched::profile::Answer
 
 use super::sweep::{BreakSets, SortedSweeps};
 use super::{FxMap, Pass};
@@ -156,22 +154,16 @@ impl Pass<'_> {
             from.max(m.t + 1)
         };
         let res = self.inp.params.bf_resolution.max(1);
-        let (r, lo) = line.earliest(self.inp.now, res, start, lim, d, own, fits);
+        let a = line.earliest(self.inp.now, res, start, lim, d, own, fits);
         // What was searched: from `from` when this search covers it,
         // else (resumed past an earlier search) from that one's start,
         // for the lengths both hold for.
-        let (searched_from, lo) = if start == from {
-            (from, lo)
+        let (searched_from, lo, hi) = if start == from {
+            (from, a.lo, a.hi)
         } else {
-            (m.from, lo.max(m.lo))
+            (m.from, a.lo.max(m.lo), a.hi.min(m.hi))
         };
-        // A length-free node answers the same for every length; none is
-        // none for every longer one too.
-        let hi = if r.is_none() || line.length_free() {
-            i64::MAX
-        } else {
-            d
-        };
+        let r = a.t;
         *memo = Memo {
             ver: self.ver[i],
             known: r.is_some(),

@@ -171,7 +171,7 @@ impl Pass<'_> {
             let from = now.max(self.inp.nodes[i].ready);
             let t = line.earliest(now, res, from, i64::MAX, 1, None, &|a| fits(i, a));
             // A node that never holds the tasks never will this pass.
-            if let Some(t) = t.0 {
+            if let Some(t) = t.t {
                 part[i] = Part::Sorted;
                 lf.push((t, i));
                 bound[i] = t;
@@ -432,7 +432,7 @@ mod tests {
                         let start = from.max(nodes[i].ready);
                         let t = pass.lines[i]
                             .earliest(now, 60, start, until, d, None, &|a| fits(i, a))
-                            .0;
+                            .t;
                         t.map(|t| (i, t))
                     })
                     .collect();
