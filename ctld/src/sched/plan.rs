@@ -6,10 +6,7 @@ use std::collections::HashMap;
 
 use super::index::Index;
 use super::limits::{request_tres, run_tres, LimitState};
-use super::place::{
-    could_fit, fits_single, place_bounded, place_with, single_node_tasks, tasks_by_cpus, Alloc,
-    Avail,
-};
+use super::place::{fits_single, place_with, single_node_tasks, Alloc, Avail};
 use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};
 use super::work::Work;
@@ -17,6 +14,7 @@ use super::work::Work;
 mod kinds;
 mod memo;
 mod multi;
+mod now;
 mod one;
 mod sweep;
 use super::{apply_share, Decision, Input, JobSnap, PreemptKind, ResvSnap, RunAlloc};
@@ -430,90 +428,8 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                 if !params.backfill && blocked[p] {
                     continue;
                 }
-                let share = parts[p].share.limit(&job.req);
-                if share > 1 {
-                    // May share CPUs: what each node offers counts its
-                    // shareable CPUs (not in the best-fit index).
-                    let cands = kinds.ask[aid]
-                        .nodes
-                        .entry(p)
-                        .or_insert_with(|| static_nodes(&pass, job, p));
-                    let opts = super::PlaceOpts {
-                        share,
-                        ..params.place
-                    };
-                    let key = |i: usize| {
-                        let mut a = pass.now_avail[i];
-                        a.cpus += pass.work[i].shareable(share);
-                        a
-                    };
-                    let res = place_with(&job.req, cands, &pass.work, &opts, true, &key, &|i| {
-                        pass.window_now_share(i, end_now, job.reservation, share)
-                    });
-                    if let Ok(allocs) = res {
-                        pass.start(job, p, allocs);
-                        started += 1;
-                        continue 'inst;
-                    }
-                    continue;
-                }
-                if let (Some(want), true, None) = (
-                    single_node_tasks(&job.req),
-                    job.req.required.is_empty(),
-                    job.reservation,
-                ) {
-                    // One node: walk the best-fit index.
-                    let req = &job.req;
-                    let opts = &params.place;
-                    let need = (want * req.cpus_per_task.max(1)).max(req.min_cpus_per_node);
-                    let index = pass.take_index();
-                    let res = index.scan(p, req, need, |i| {
-                        let n = &pass.work[i];
-                        if req.excluded.contains(&i)
-                            || !fits_single(req, n, &pass.now_avail[i], opts, want)
-                        {
-                            return None;
-                        }
-                        let now_of = |i: usize| pass.now_avail[i];
-                        place_with(req, &[i], &pass.work, opts, true, &now_of, &|i| {
-                            pass.window_now(i, end_now, None)
-                        })
-                        .ok()
-                    });
-                    pass.index = Some(index);
-                    if let Some(allocs) = res {
-                        pass.start(job, p, allocs);
-                        started += 1;
-                        continue 'inst;
-                    }
-                    continue;
-                }
-                let cands = kinds.ask[aid]
-                    .nodes
-                    .entry(p)
-                    .or_insert_with(|| static_nodes(&pass, job, p));
-                // When even the nodes' free CPUs could not hold the tasks,
-                // placing must fail: refused before the placement's walk
-                // (most tries of a whole-node multi-node job end here).
-                let req = &job.req;
-                let caps = cands
-                    .iter()
-                    .map(|&i| tasks_by_cpus(req, pass.now_avail[i].cpus));
-                if !could_fit(req, caps) {
-                    continue;
-                }
-                // What is free now bounds what the window offers.
-                let res = place_bounded(
-                    req,
-                    cands,
-                    &pass.work,
-                    &params.place,
-                    true,
-                    &|i| pass.now_avail[i],
-                    &|i| pass.window_now(i, end_now, job.reservation),
-                    Some(&|i| tasks_by_cpus(req, pass.now_avail[i].cpus)),
-                );
-                if let Ok(allocs) = res {
+                let cands = &mut kinds.ask[aid].nodes;
+                if let Some(allocs) = pass.place_now(job, p, cands, end_now) {
                     pass.start(job, p, allocs);
                     started += 1;
                     continue 'inst;
