@@ -312,19 +312,53 @@ pub(super) fn tasks_by_cpus(req: &Request, cpus: u32) -> u32 {
 /// Whether nodes hosting no more than `caps` tasks each could hold the
 /// request together: enough nodes host a task, and the roomiest
 /// `max_nodes` host all tasks (necessary for [`place_with`] to succeed).
+/// Answers yes as soon as the nodes seen so far suffice; keeps the
+/// roomiest in a small buffer (no allocation) for up to
+/// [`FEW_NODES`] nodes a job.
 pub(super) fn could_fit(req: &Request, caps: impl Iterator<Item = u32>) -> bool {
     let min_nodes = req.min_nodes.max(1) as usize;
     let max_nodes = (req.max_nodes.max(req.min_nodes).max(1) as usize).max(min_nodes);
-    let mut caps: Vec<u32> = caps.filter(|&t| t > 0).collect();
-    if caps.len() < min_nodes {
-        return false;
+    let want = u64::from(want_tasks(req));
+    let caps = caps.filter(|&t| t > 0);
+    if max_nodes > FEW_NODES {
+        let mut caps: Vec<u32> = caps.collect();
+        if caps.len() < min_nodes {
+            return false;
+        }
+        if caps.len() > max_nodes {
+            caps.select_nth_unstable_by(max_nodes - 1, |a, b| b.cmp(a));
+            caps.truncate(max_nodes);
+        }
+        return caps.iter().map(|&t| u64::from(t)).sum::<u64>() >= want;
     }
-    if caps.len() > max_nodes {
-        caps.select_nth_unstable_by(max_nodes - 1, |a, b| b.cmp(a));
-        caps.truncate(max_nodes);
+    // The roomiest `max_nodes` so far, their sum, and where the least is.
+    let mut top = [0u32; FEW_NODES];
+    let (mut len, mut sum, mut least, mut hosts) = (0usize, 0u64, 0usize, 0usize);
+    for t in caps {
+        hosts += 1;
+        if len < max_nodes {
+            top[len] = t;
+            len += 1;
+        } else if t > top[least] {
+            sum -= u64::from(top[least]);
+            top[least] = t;
+        } else {
+            continue;
+        }
+        sum += u64::from(t);
+        if hosts >= min_nodes && sum >= want {
+            return true;
+        }
+        if len == max_nodes {
+            least = (0..len).min_by_key(|&k| top[k]).unwrap_or(0);
+        }
     }
-    caps.iter().map(|&t| u64::from(t)).sum::<u64>() >= u64::from(want_tasks(req))
+    false
 }
+
+/// Jobs on up to this many nodes are checked by [`could_fit`] without
+/// allocating.
+const FEW_NODES: usize = 16;
 
 /// Tasks a request puts on its nodes in all.
 pub(super) fn want_tasks(req: &Request) -> u32 {

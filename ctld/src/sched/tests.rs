@@ -126,6 +126,32 @@ fn free_cpus_alone_refuse_a_multi_node_job_that_cannot_fit() {
     assert_eq!(starts(&d).len(), 1, "{d:?}");
 }
 
+/// `could_fit` against its definition (sort, take the roomiest
+/// `max_nodes`, sum), on random capacities and node counts on both sides
+/// of its small buffer.
+#[test]
+fn could_fit_answers_as_its_definition() {
+    use super::place::could_fit;
+    use super::synth::Rng;
+    let mut rng = Rng::new(7);
+    for _ in 0..20_000 {
+        let mut r = req(1, 1);
+        r.min_nodes = rng.range(1, 20) as u32;
+        r.max_nodes = r.min_nodes + rng.range(0, 8) as u32;
+        r.ntasks = rng.range(1, 200) as u32;
+        let caps: Vec<u32> = (0..rng.range(0, 40))
+            .map(|_| rng.range(0, 3).min(1) as u32 * rng.range(0, 24) as u32)
+            .collect();
+        let mut pos: Vec<u32> = caps.iter().copied().filter(|&c| c > 0).collect();
+        pos.sort_unstable_by(|a, b| b.cmp(a));
+        let max = r.max_nodes as usize;
+        let want = u64::from(r.ntasks.max(r.min_nodes));
+        let truth = pos.len() >= r.min_nodes as usize
+            && pos.iter().take(max).map(|&c| u64::from(c)).sum::<u64>() >= want;
+        assert_eq!(could_fit(&r, caps.iter().copied()), truth, "{r:?} {caps:?}");
+    }
+}
+
 #[test]
 fn multi_node_is_all_or_nothing_and_spreads_tasks() {
     let nodes = vec![node(4, 4000, 0), node(4, 4000, 0), node(4, 4000, 0)];
