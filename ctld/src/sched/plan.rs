@@ -76,7 +76,7 @@ impl<'a> Pass<'a> {
     fn new(inp: &'a Input<'a>) -> Self {
         let now = inp.now;
         let opts = inp.params.place;
-        let mut lines: Vec<Line> = inp.nodes.iter().map(|n| Line::new(now, n, &opts)).collect();
+        let mut lines = Line::for_nodes(now, inp.nodes, &opts);
         let mut limits = LimitState::new(inp.assoc);
         for r in inp.running {
             let end = if r.ending { now } else { r.end.max(now + 1) };
@@ -557,6 +557,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         }
         pass.wait(job.id, reason, None);
     }
+    Line::recycle(pass.lines);
     pass.out
 }
 

@@ -46,7 +46,7 @@ impl Answer {
 }
 
 /// One node's profile.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {
     segs: Vec<Seg>,
     /// Reservation blocks on this node: (start, end, reservation index).
@@ -58,20 +58,52 @@ pub struct Line {
     monotone: bool,
 }
 
+thread_local! {
+    /// The last pass's profiles on this thread, kept for their memory: a
+    /// pass makes one per node, and most passes change few of them.
+    static SPARE: std::cell::RefCell<Vec<Line>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl Line {
     pub fn new(now: i64, n: &NodeSnap, opts: &PlaceOpts) -> Line {
+        // Room for a few running jobs' ends without growing.
+        let mut l = Line {
+            segs: Vec::with_capacity(8),
+            blocks: Vec::new(),
+            monotone: true,
+        };
+        l.reset(now, n, opts);
+        l
+    }
+
+    /// The profile of node `n` with nothing planned: what is free now.
+    fn reset(&mut self, now: i64, n: &NodeSnap, opts: &PlaceOpts) {
         let mut a = Avail::of(n);
         if !opts.track_memory {
             a.mem = n.real_memory;
         }
-        // Room for a few running jobs' ends without growing.
-        let mut segs = Vec::with_capacity(8);
-        segs.push(Seg { t: now, a });
-        Line {
-            segs,
-            blocks: Vec::new(),
-            monotone: true,
+        self.segs.clear();
+        self.segs.push(Seg { t: now, a });
+        self.blocks.clear();
+        self.monotone = true;
+    }
+
+    /// A profile for every node ([`Line::new`]), in the memory of the
+    /// profiles the last pass on this thread gave back ([`Line::recycle`]).
+    pub fn for_nodes(now: i64, nodes: &[NodeSnap], opts: &PlaceOpts) -> Vec<Line> {
+        let mut lines = SPARE.with_borrow_mut(std::mem::take);
+        lines.truncate(nodes.len());
+        for (l, n) in lines.iter_mut().zip(nodes) {
+            l.reset(now, n, opts);
         }
+        let have = lines.len();
+        lines.extend(nodes[have..].iter().map(|n| Line::new(now, n, opts)));
+        lines
+    }
+
+    /// Profiles done with, kept for the next [`Line::for_nodes`].
+    pub fn recycle(lines: Vec<Line>) {
+        SPARE.with_borrow_mut(|spare| *spare = lines);
     }
 
     fn split(&mut self, t: i64) -> usize {
@@ -339,6 +371,31 @@ mod tests {
             cpus,
             mem: 0,
             gres: 0,
+        }
+    }
+
+    /// Profiles made from the last pass's memory are those made afresh,
+    /// whatever that pass planned on them and however many nodes it had.
+    #[test]
+    fn recycled_profiles_are_new_ones() {
+        use crate::sched::tests::node;
+        let opts = PlaceOpts::default();
+        let first: Vec<_> = (1..=5).map(|c| node(c * 4, 1000, 2)).collect();
+        let mut lines = Line::for_nodes(100, &first, &opts);
+        for l in &mut lines {
+            l.take(150, 400, &hold(2), true);
+            l.give(300, i64::MAX, &hold(1), true);
+            l.blocks.push((200, 500, 0));
+        }
+        Line::recycle(lines);
+        for count in [3, 7] {
+            let nodes: Vec<_> = (1..=count)
+                .map(|c| node(c * 8, 500 * c as u64, 0))
+                .collect();
+            let got = Line::for_nodes(700, &nodes, &opts);
+            let fresh: Vec<_> = nodes.iter().map(|n| Line::new(700, n, &opts)).collect();
+            assert_eq!(got, fresh);
+            Line::recycle(got);
         }
     }
 
