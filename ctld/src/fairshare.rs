@@ -36,6 +36,25 @@ impl Usage {
             .entry((account.to_string(), user.to_string()))
             .or_default() += amount;
     }
+
+    /// [`Usage::charge`] for many (account, user, amount) at once: the
+    /// amounts of each (account, user) added in the order given, so the
+    /// sums are those of charging one by one; each key made once.
+    pub fn charge_all(&mut self, charges: Vec<(&str, &str, f64)>) {
+        let mut by_key: rustc_hash::FxHashMap<(&str, &str), Vec<f64>> = Default::default();
+        for (account, user, amount) in charges {
+            by_key.entry((account, user)).or_default().push(amount);
+        }
+        for ((account, user), amounts) in by_key {
+            let sum = self
+                .map
+                .entry((account.to_string(), user.to_string()))
+                .or_default();
+            for a in amounts {
+                *sum += a;
+            }
+        }
+    }
 }
 
 /// Billing of an allocation under `TRESBillingWeights` (default: CPUs).
@@ -316,6 +335,33 @@ mod tests {
         Assoc {
             shares,
             ..Assoc::new(account, user, parent)
+        }
+    }
+
+    /// Charging many at once leaves every sum bit for bit as charging one
+    /// by one in the same order (floating-point sums depend on it).
+    #[test]
+    fn charging_in_bulk_sums_as_one_by_one() {
+        let mut rng = crate::sched::synth::Rng::new(3);
+        let names = ["a", "b", "root", "phys"];
+        let (mut one, mut bulk) = (Usage::default(), Usage::default());
+        one.charge("a", "x", 0.1);
+        bulk.charge("a", "x", 0.1);
+        for _ in 0..50 {
+            let charges: Vec<(&str, &str, f64)> = (0..rng.range(0, 30))
+                .map(|_| {
+                    let v = rng.next_u64() as f64 / 7.0e15;
+                    (rng.pick(&names), rng.pick(&["x", "y", "z"]), v)
+                })
+                .collect();
+            for &(acc, user, v) in &charges {
+                one.charge(acc, user, v);
+            }
+            bulk.charge_all(charges);
+            assert_eq!(one.map.len(), bulk.map.len());
+            for (k, v) in &one.map {
+                assert_eq!(v.to_bits(), bulk.map[k].to_bits(), "{k:?}");
+            }
         }
     }
 

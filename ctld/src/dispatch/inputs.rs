@@ -108,14 +108,25 @@ impl Ctld {
         }
     }
 
-    pub(super) fn running_snaps(&self, nodes: &[sched::NodeSnap]) -> Vec<sched::RunSnap> {
+    /// The jobs holding resources as the planner sees them. Their owners
+    /// are read only for association/QOS limits and preemption: without
+    /// either (`owners` false) they are left empty.
+    pub(super) fn running_snaps(
+        &self,
+        nodes: &[sched::NodeSnap],
+        owners: bool,
+    ) -> Vec<sched::RunSnap> {
         let mut out = Vec::new();
         let mut part_modes: Vec<(&str, crate::assoc::PreemptMode)> = Vec::new();
         for job in self.holding_jobs() {
             let st = job.state();
             let rt = job.rt();
             let part = self.cluster.part_idx(&rt.partition).unwrap_or(usize::MAX);
-            let owner = self.owner(job);
+            let owner = if owners {
+                self.owner(job)
+            } else {
+                sched::Owner::default()
+            };
             let qos_mode = if self.cfg.preempt_type == "preempt/qos" {
                 let q = if owner.qos.is_empty() {
                     "normal"

@@ -156,8 +156,9 @@ impl Ctld {
         params.quick = !full;
         // A quick pass plans nothing: the running jobs matter to it only
         // for preemption and for association/QOS limits.
-        let running = if full || params.preempt != PreemptKind::Off || self.assoc.has_limits() {
-            self.running_snaps(&nodes)
+        let owners = params.preempt != PreemptKind::Off || self.assoc.has_limits();
+        let running = if full || owners {
+            self.running_snaps(&nodes, owners)
         } else {
             Vec::new()
         };

@@ -63,9 +63,14 @@ impl Ctld {
         if dt <= 0 {
             return;
         }
-        self.sched.usage.decay_to(t, pc.half_life);
+        let mut usage = std::mem::take(&mut self.sched.usage);
+        usage.decay_to(t, pc.half_life);
         let mut charges = Vec::new();
-        for job in self.jobs.values() {
+        // Running jobs by id, as the job table orders them.
+        for id in self.index.ids_in(&[JobState::Running]) {
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
             if job.state() != JobState::Running {
                 continue;
             }
@@ -86,17 +91,14 @@ impl Ctld {
                 .map(crate::priority::parse_weights)
                 .unwrap_or_default();
             let b = crate::fairshare::billing(cpus, mem, gpus, &weights);
-            let o = self.owner(job);
-            let account = if o.account.is_empty() {
-                "root".to_string()
-            } else {
-                o.account
+            let account = match self.account_of(job) {
+                "" => "root",
+                a => a,
             };
-            charges.push((account, o.user, b * dt as f64));
+            charges.push((account, job.rec.user_name.as_str(), b * dt as f64));
         }
-        for (a, u, v) in charges {
-            self.sched.usage.charge(&a, &u, v);
-        }
+        usage.charge_all(charges);
+        self.sched.usage = usage;
         if t - self.sched.usage_logged >= USAGE_LOG_EVERY {
             self.sched.usage_logged = t;
             let rec = self.usage_record();

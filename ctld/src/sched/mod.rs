@@ -91,6 +91,8 @@ pub struct RunSnap {
     /// Expected end (start + time limit); `i64::MAX` for no limit.
     pub end: i64,
     pub priority: u32,
+    /// Read only for association/QOS limits and preemption (the
+    /// controller leaves it empty when neither is on).
     pub owner: Owner,
     /// What preempting it does (`Off`: it cannot be preempted).
     pub preempt_mode: PreemptMode,
