@@ -66,7 +66,8 @@ impl Ctld {
         let mut usage = std::mem::take(&mut self.sched.usage);
         usage.decay_to(t, pc.half_life);
         let mut charges = Vec::new();
-        // Running jobs by id, as the job table orders them.
+        // Running jobs in id order (the job table's): each (account,
+        // user)'s amounts add up in the order they always did.
         for id in self.index.ids_in(&[JobState::Running]) {
             let Some(job) = self.jobs.get(&id) else {
                 continue;
