@@ -59,6 +59,7 @@ fn pass(jobs: usize, nodes: usize, max_test: Option<usize>) {
         jobs: &queue,
         resvs: &[],
         assoc: &assoc,
+        index: None,
     };
     let runs = if jobs * nodes > 100_000_000 { 1 } else { 3 };
     let mut times = Vec::new();

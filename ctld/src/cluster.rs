@@ -309,6 +309,9 @@ pub struct Cluster {
     /// since (`stale`) are built again.
     snaps: Vec<NodeSnap>,
     stale: Vec<bool>,
+    /// The best-fit index of the kept snapshot, kept current with it
+    /// ([`Cluster::take_index`]).
+    index: Option<crate::sched::Index>,
 }
 
 impl Cluster {
@@ -328,6 +331,7 @@ impl Cluster {
             fits: Default::default(),
             snaps: Vec::new(),
             stale: Vec::new(),
+            index: None,
         };
         c.set_partitions(&cfg.partitions);
         c
@@ -338,6 +342,7 @@ impl Cluster {
     /// node's partition list follow.
     pub fn set_partitions(&mut self, confs: &[drover_conf::PartitionConf]) {
         self.fits.get_mut().clear();
+        self.index = None;
         self.parts = confs
             .iter()
             .map(|p| Partition {
@@ -404,12 +409,19 @@ impl Cluster {
         let mut snaps = std::mem::take(&mut self.snaps);
         if snaps.len() != self.nodes.len() || self.stale.len() != self.nodes.len() {
             snaps = self.nodes.iter().map(Node::snap).collect();
+            self.index = None;
         } else {
             for (i, n) in self.nodes.iter().enumerate() {
+                let usable = n.usable();
                 if self.stale[i] {
                     snaps[i] = n.snap();
+                } else if snaps[i].usable != usable {
+                    snaps[i].usable = usable;
                 } else {
-                    snaps[i].usable = n.usable();
+                    continue;
+                }
+                if let Some(ix) = self.index.as_mut() {
+                    ix.update(i, &snaps[i]);
                 }
             }
         }
@@ -420,6 +432,24 @@ impl Cluster {
             debug_assert_eq!(snaps[i], n.snap(), "kept snapshot of node {}", n.name());
         }
         snaps
+    }
+
+    /// The best-fit index of the snapshot [`Cluster::take_snaps`] gave
+    /// (built on first use, then kept current with it), for a pass that
+    /// reads that snapshot unchanged. Give it back with
+    /// [`Cluster::put_index`].
+    pub fn take_index(&mut self, snaps: &[NodeSnap]) -> crate::sched::Index {
+        let ix = match self.index.take() {
+            Some(ix) => ix,
+            None => crate::sched::Index::new(snaps, &self.part_snaps()),
+        };
+        debug_assert_eq!(ix, crate::sched::Index::new(snaps, &self.part_snaps()));
+        ix
+    }
+
+    /// The index [`Cluster::take_index`] gave, unchanged, to be kept.
+    pub fn put_index(&mut self, ix: crate::sched::Index) {
+        self.index = Some(ix);
     }
 
     /// The snapshot [`Cluster::take_snaps`] gave, unchanged, to be kept
@@ -475,6 +505,7 @@ impl Cluster {
         self.pristine.take();
         self.fits.get_mut().clear();
         self.snaps.clear();
+        self.index = None;
     }
 
     /// How many jobs may share each CPU of a job with this spec running in

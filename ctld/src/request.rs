@@ -95,14 +95,10 @@ pub fn gres_requests(s: &str) -> Result<Vec<GresReq>, &'static str> {
 /// The fewest nodes of `part` (the cluster's, without one) whose CPUs hold
 /// `ntasks` tasks of `cpus_per_task` (at most `per_node` a node when set);
 /// all of them when even that is too few (placement then refuses it).
-fn fewest_nodes(
-    cfg: &Config,
-    part: Option<&PartitionConf>,
-    ntasks: u32,
-    cpus_per_task: u32,
-    per_node: u32,
-) -> u32 {
-    let nodes: Vec<&drover_conf::slurmconf::NodeConf> = match part {
+/// The CPUs of each node of the partition (every node without one), as
+/// slurm.conf names them.
+fn config_node_cpus(cfg: &Config, part: Option<&PartitionConf>) -> Vec<u32> {
+    match part {
         Some(p) => {
             // A set: a name-by-name match is nodes × partition nodes.
             let names: std::collections::HashSet<&str> =
@@ -110,30 +106,47 @@ fn fewest_nodes(
             cfg.nodes
                 .iter()
                 .filter(|n| names.contains(n.name.as_str()))
+                .map(|n| n.cpus)
                 .collect()
         }
-        None => cfg.nodes.iter().collect(),
+        None => cfg.nodes.iter().map(|n| n.cpus).collect(),
+    }
+}
+
+/// The fewest of these nodes (their CPU counts) that hold `ntasks` tasks,
+/// the roomiest first.
+fn fewest_nodes(node_cpus: &[u32], ntasks: u32, cpus_per_task: u32, per_node: u32) -> u32 {
+    let cap = |c: u32| {
+        let t = c / cpus_per_task.max(1);
+        if per_node > 0 {
+            t.min(per_node)
+        } else {
+            t
+        }
     };
-    let mut caps: Vec<u32> = nodes
-        .iter()
-        .map(|n| {
-            let c = n.cpus / cpus_per_task.max(1);
-            if per_node > 0 {
-                c.min(per_node)
-            } else {
-                c
-            }
-        })
-        .collect();
-    caps.sort_unstable_by(|a, b| b.cmp(a));
-    let mut held = 0u32;
-    for (i, c) in caps.iter().enumerate() {
-        held = held.saturating_add(*c);
-        if held >= ntasks {
-            return i as u32 + 1;
+    // Nodes by how many tasks each holds: a cluster has few node types.
+    let mut by_cap: Vec<(u32, u32)> = Vec::new();
+    for &c in node_cpus {
+        let t = cap(c);
+        match by_cap.iter_mut().find(|x| x.0 == t) {
+            Some(x) => x.1 += 1,
+            None => by_cap.push((t, 1)),
         }
     }
-    (caps.len() as u32).max(1)
+    by_cap.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    let (mut held, mut nodes) = (0u32, 0u32);
+    for (t, n) in by_cap {
+        if t > 0 {
+            let left = ntasks.saturating_sub(held);
+            let need = left.div_ceil(t);
+            if need <= n {
+                return nodes + need.max(1);
+            }
+            held = held.saturating_add(t.saturating_mul(n));
+        }
+        nodes += n;
+    }
+    nodes.max(1)
 }
 
 fn expand_nodes(s: &str) -> Result<Vec<String>, &'static str> {
@@ -149,6 +162,18 @@ pub fn resolve(
     spec: &JobSpec,
     part: Option<&PartitionConf>,
     cfg: &Config,
+) -> Result<ResolvedRequest, &'static str> {
+    resolve_with(spec, part, cfg, &|| config_node_cpus(cfg, part))
+}
+
+/// [`resolve`], with the CPUs of each node the request may span (the
+/// partition's, else every node's) from `node_cpus`, asked only for a task
+/// count without a node count.
+pub fn resolve_with(
+    spec: &JobSpec,
+    part: Option<&PartitionConf>,
+    cfg: &Config,
+    node_cpus: &dyn Fn() -> Vec<u32>,
 ) -> Result<ResolvedRequest, &'static str> {
     let required_nodes = expand_nodes(&spec.nodelist)?;
     let excluded_nodes = expand_nodes(&spec.exclude)?;
@@ -194,7 +219,7 @@ pub fn resolve(
     // Without -N (or -w), a task count spans the fewest nodes of the
     // partition that hold its tasks, as Slurm allocates it.
     if spec.min_nodes == 0 && spec.max_nodes == 0 && spec.ntasks > 1 && required_nodes.is_empty() {
-        let n = fewest_nodes(cfg, part, ntasks, cpus_per_task, spec.ntasks_per_node);
+        let n = fewest_nodes(&node_cpus(), ntasks, cpus_per_task, spec.ntasks_per_node);
         if part.and_then(|p| p.max_nodes).is_some_and(|max| n > max) {
             return Err(refusal::NODE_CONFIG);
         }
@@ -564,5 +589,45 @@ mod tests {
             (t["cpu"], t["mem"], t["node"], t["gres/gpu"]),
             (8, 800, 2, 2)
         );
+    }
+
+    /// The fewest nodes, counted by node type, as one by one over the
+    /// nodes sorted roomiest first.
+    #[test]
+    fn fewest_nodes_counts_the_roomiest_first() {
+        let by_sort = |cpus: &[u32], ntasks: u32, cpt: u32, per_node: u32| {
+            let mut caps: Vec<u32> = cpus
+                .iter()
+                .map(|c| {
+                    let t = c / cpt;
+                    if per_node > 0 {
+                        t.min(per_node)
+                    } else {
+                        t
+                    }
+                })
+                .collect();
+            caps.sort_unstable_by(|a, b| b.cmp(a));
+            let mut held = 0u32;
+            for (i, c) in caps.iter().enumerate() {
+                held += c;
+                if held >= ntasks {
+                    return i as u32 + 1;
+                }
+            }
+            (caps.len() as u32).max(1)
+        };
+        let clusters: [&[u32]; 4] = [&[64; 10], &[32, 64, 32, 128, 64, 1], &[2, 0, 0, 3], &[]];
+        for cpus in clusters {
+            for ntasks in [2, 3, 63, 64, 65, 130, 500, 10_000] {
+                for (cpt, per_node) in [(1, 0), (2, 0), (1, 16), (3, 5)] {
+                    assert_eq!(
+                        fewest_nodes(cpus, ntasks, cpt, per_node),
+                        by_sort(cpus, ntasks, cpt, per_node),
+                        "{cpus:?} {ntasks} {cpt} {per_node}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -188,10 +188,13 @@ impl Ctld {
         spec: &JobSpec,
         part: Option<usize>,
     ) -> Result<ResolvedRequest, &'static str> {
-        let conf = part
-            .and_then(|p| self.cluster.parts.get(p))
-            .map(|p| &p.conf);
-        crate::request::resolve(spec, conf, &self.cfg)
+        let part = part.and_then(|p| self.cluster.parts.get(p));
+        let nodes = &self.cluster.nodes;
+        let node_cpus = || match part {
+            Some(p) => p.nodes.iter().map(|&i| nodes[i].conf.cpus).collect(),
+            None => nodes.iter().map(|n| n.conf.cpus).collect(),
+        };
+        crate::request::resolve_with(spec, part.map(|p| &p.conf), &self.cfg, &node_cpus)
     }
 
     /// A resolved request in the scheduler's form for the current nodes.

@@ -225,6 +225,9 @@ impl Ctld {
         if !self.lenders.is_empty() {
             self.hide_lent(nodes.to_mut(), &snaps);
         }
+        // The kept best-fit index, where the pass reads the kept snapshot
+        // unchanged.
+        let index = matches!(nodes, Cow::Borrowed(_)).then(|| self.cluster.take_index(&base));
         // Small passes run here; big ones on a worker thread over the
         // snapshot, so that squeue and submissions are served meanwhile.
         let work = snaps.len().saturating_mul(nodes.len());
@@ -238,7 +241,11 @@ impl Ctld {
                 jobs: &snaps,
                 resvs: &resvs,
                 assoc: &self.assoc,
+                index: index.as_ref(),
             });
+            if let Some(ix) = index {
+                self.cluster.put_index(ix);
+            }
             self.apply_plan(decisions, &nodes, full);
             drop(nodes);
             self.cluster.put_snaps(base);
@@ -247,6 +254,10 @@ impl Ctld {
         }
         let nodes = nodes.into_owned();
         self.cluster.put_snaps(base);
+        let kept = index.clone();
+        if let Some(ix) = index {
+            self.cluster.put_index(ix);
+        }
         self.sched.in_flight = true;
         let assoc = self.assoc.clone();
         let depth = snaps.len();
@@ -260,6 +271,7 @@ impl Ctld {
                 jobs: &snaps,
                 resvs: &resvs,
                 assoc: &assoc,
+                index: kept.as_ref(),
             });
             Box::new(move |c: &mut Ctld| {
                 c.sched.in_flight = false;

@@ -16,6 +16,7 @@
 pub mod assoc;
 mod constraint;
 mod index;
+pub use index::Index;
 mod limits;
 mod place;
 mod plan;
@@ -142,6 +143,9 @@ pub struct Input<'a> {
     pub jobs: &'a [JobSnap],
     pub resvs: &'a [ResvSnap],
     pub assoc: &'a crate::sched::assoc::AssocSet,
+    /// The best-fit index of `nodes` and `parts` ([`Index::new`]), where
+    /// the caller keeps one; the pass builds it otherwise.
+    pub index: Option<&'a Index>,
 }
 
 /// Nodes by index: a snapshot's slice, or a pass's working copy of one
@@ -368,6 +372,7 @@ pub fn schedule(nodes: &[NodeSnap], parts: &[PartSnap], jobs: &[JobSnap]) -> Vec
         jobs,
         resvs: &[],
         assoc: &assoc,
+        index: None,
     })
 }
 

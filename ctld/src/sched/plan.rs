@@ -144,11 +144,15 @@ impl<'a> Pass<'a> {
     }
 
     /// The best-fit index, taken out to be read beside the pass (put back
-    /// before the next start); built on first use from the snapshot, each
-    /// node changed since re-filed (as [`Pass::start`] would have).
+    /// before the next start); on first use the caller's copy of the
+    /// snapshot's (else one built from it), each node changed since
+    /// re-filed (as [`Pass::start`] would have).
     fn take_index(&mut self) -> Index {
         self.index.take().unwrap_or_else(|| {
-            let mut ix = Index::new(self.inp.nodes, self.inp.parts);
+            let mut ix = match self.inp.index {
+                Some(ix) => ix.clone(),
+                None => Index::new(self.inp.nodes, self.inp.parts),
+            };
             for i in self.work.changed() {
                 ix.update(i, &self.work[i]);
             }

@@ -94,6 +94,7 @@ pub fn replay(
             jobs: &jobs,
             resvs: &[],
             assoc: &assoc,
+            index: None,
         });
         st.passes += 1;
         for x in d {

@@ -133,6 +133,7 @@ impl Sim {
             jobs: &self.jobs,
             resvs: &self.resvs,
             assoc: &self.assoc,
+            index: None,
         })
     }
 }

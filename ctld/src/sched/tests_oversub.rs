@@ -82,6 +82,7 @@ fn run_plan(
         jobs,
         resvs: &[],
         assoc: &assoc,
+        index: None,
     })
 }
 

@@ -144,6 +144,25 @@ impl Pass<'_> {
             &search(lb, &fits_share),
             need,
         );
+        // When every node hosts no more than a share (by its CPUs) and the
+        // job needs its most nodes at a share each, a start needs that many
+        // nodes holding a share for the whole limit: none comes before
+        // `ub`, and none at all without it. Only `ub` is worth a try.
+        let most_cpus = *pass.most_cpus.entry(part).or_insert_with(|| {
+            inp.parts[part]
+                .nodes
+                .iter()
+                .map(|&i| inp.nodes[i].cpus)
+                .max()
+                .unwrap_or(0)
+        });
+        let forced = req.required.is_empty()
+            && need == max_nodes
+            && u64::from(share) * max_nodes as u64 == u64::from(wanted)
+            && tasks_by_cpus(req, most_cpus) <= share;
+        if forced && ub.is_none() {
+            return None;
+        }
         let hi = ub.unwrap_or(until);
         let round = |t: i64| on_grid(inp.now, res, t);
         // The first few distinct (rounded) breakpoints of the candidates'
@@ -152,8 +171,12 @@ impl Pass<'_> {
             .breaks
             .entry((part, own))
             .or_insert_with(|| self.breaks(cands));
-        let mut times: Vec<i64> = vec![lb];
-        for t in self.breakpoints_of(breaks, lb, hi).map(round) {
+        let mut times: Vec<i64> = if forced { Vec::new() } else { vec![lb] };
+        for t in self
+            .breakpoints_of(breaks, lb, hi)
+            .map(round)
+            .take_while(|_| !forced)
+        {
             if t > hi || times.len() >= MULTI_NODE_TRIES {
                 break;
             }

@@ -388,6 +388,7 @@ mod tests {
                 jobs: &[],
                 resvs: &[],
                 assoc: &assoc,
+                index: None,
             };
             let mut pass = Pass::new(&inp);
             pass.lines[7].blocks.push((now + 1000, now + 9000, 0));
