@@ -6,7 +6,9 @@ use std::collections::HashMap;
 
 use super::index::Index;
 use super::limits::{request_tres, run_tres, LimitState};
-use super::place::{fits_single, place_with, single_node_tasks, Alloc, Avail};
+use super::place::{
+    fits_single, place_with, single_node_tasks, tasks_by_cpus, want_tasks, Alloc, Avail,
+};
 use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};
 use super::work::Work;
@@ -17,7 +19,7 @@ mod multi;
 mod now;
 mod one;
 mod sweep;
-use super::{apply_share, Decision, Input, JobSnap, PreemptKind, ResvSnap, RunAlloc};
+use super::{apply_share, Decision, Input, JobSnap, PreemptKind, Request, ResvSnap, RunAlloc};
 use kinds::Kinds;
 use memo::{Learnt, PassMemos};
 use sweep::Change;
@@ -69,6 +71,8 @@ pub(super) struct Pass<'a> {
     /// Built the first time a one-node job is placed (many passes place
     /// none): from the snapshot, and the nodes changed until then.
     index: Option<Index>,
+    /// The most CPUs of a node, by partition (on first use).
+    most_cpus: std::cell::OnceCell<Vec<u32>>,
     pub out: Vec<Decision>,
 }
 
@@ -139,8 +143,34 @@ impl<'a> Pass<'a> {
             changes: Vec::new(),
             withheld: vec![false; inp.nodes.len()],
             index: None,
+            most_cpus: std::cell::OnceCell::new(),
             out: Vec::new(),
         }
+    }
+
+    /// The tasks every node of a placement of `req` in partition `part`
+    /// must host, when forced: a multi-node job on a fixed number of nodes
+    /// whose tasks fill that many nodes' largest share (by the most CPUs
+    /// of any node of the partition) exactly.
+    pub(super) fn forced_share(&self, req: &Request, part: usize) -> Option<u32> {
+        let nodes = req.min_nodes.max(1);
+        let wanted = want_tasks(req);
+        if !req.required.is_empty() || req.max_nodes.max(nodes) != nodes || wanted % nodes != 0 {
+            return None;
+        }
+        let share = wanted / nodes;
+        if req.ntasks_per_node != 0 && req.ntasks_per_node != share {
+            return None;
+        }
+        let most = self.most_cpus.get_or_init(|| {
+            let inp = self.inp;
+            inp.parts
+                .iter()
+                .map(|p| p.nodes.iter().map(|&i| inp.nodes[i].cpus).max().unwrap_or(0))
+                .collect()
+        });
+        let most = most.get(part).copied().unwrap_or(u32::MAX);
+        (tasks_by_cpus(req, most) <= share).then_some(share)
     }
 
     /// The best-fit index, taken out to be read beside the pass (put back

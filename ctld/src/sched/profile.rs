@@ -313,6 +313,22 @@ impl Line {
         i
     }
 
+    /// [`Line::earliest`]'s start for a [`Line::length_free`] profile (any
+    /// length, no reservation): what is free only grows, so the first
+    /// segment that fits holds from its start on.
+    pub fn earliest_free(
+        &self,
+        now: i64,
+        res: i64,
+        from: i64,
+        fits: &dyn Fn(&Avail) -> bool,
+    ) -> Option<i64> {
+        debug_assert!(self.length_free());
+        let t0 = on_grid(now, res, from.max(now));
+        let s = self.segs.iter().find(|s| fits(&s.a))?;
+        Some(on_grid(now, res, s.t).max(t0))
+    }
+
     /// Does [`Line::earliest`] answer the same whatever the job's length
     /// and reservation: nothing free shrinks over time and no reservation
     /// block is in the way.

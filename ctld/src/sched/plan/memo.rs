@@ -100,8 +100,6 @@ pub(in crate::sched) struct PassMemos {
     pub requests: ByRequest,
     pub sorted: SortedSweeps,
     pub breaks: BreakSets,
-    /// The most CPUs of a node, by partition.
-    pub most_cpus: FxMap<usize, u32>,
 }
 
 impl PassMemos {
@@ -109,7 +107,6 @@ impl PassMemos {
         self.requests.clear();
         self.sorted.clear();
         self.breaks.clear();
-        self.most_cpus.clear();
     }
 }
 

@@ -148,18 +148,7 @@ impl Pass<'_> {
         // job needs its most nodes at a share each, a start needs that many
         // nodes holding a share for the whole limit: none comes before
         // `ub`, and none at all without it. Only `ub` is worth a try.
-        let most_cpus = *pass.most_cpus.entry(part).or_insert_with(|| {
-            inp.parts[part]
-                .nodes
-                .iter()
-                .map(|&i| inp.nodes[i].cpus)
-                .max()
-                .unwrap_or(0)
-        });
-        let forced = req.required.is_empty()
-            && need == max_nodes
-            && u64::from(share) * max_nodes as u64 == u64::from(wanted)
-            && tasks_by_cpus(req, most_cpus) <= share;
+        let forced = need == max_nodes && self.forced_share(req, part) == Some(share);
         if forced && ub.is_none() {
             return None;
         }

@@ -62,10 +62,20 @@ impl Pass<'_> {
             return res;
         }
         let cands = cands.entry(p).or_insert_with(|| static_nodes(self, job, p));
+        let by_cpus = |i: usize| tasks_by_cpus(req, self.now_avail[i].cpus);
+        // Every node must host a share: only those with the CPUs free for
+        // one now can take part (the placement would pass the others over).
+        let roomy: Vec<usize>;
+        let cands: &[usize] = match self.forced_share(req, p) {
+            Some(share) => {
+                roomy = cands.iter().copied().filter(|&i| by_cpus(i) >= share).collect();
+                &roomy
+            }
+            None => cands,
+        };
         // When even the nodes' free CPUs could not hold the tasks, placing
         // must fail: refused before the placement's walk (most tries of a
         // whole-node multi-node job end here).
-        let by_cpus = |i: usize| tasks_by_cpus(req, self.now_avail[i].cpus);
         if !could_fit(req, cands.iter().map(|&i| by_cpus(i))) {
             return None;
         }

@@ -169,9 +169,13 @@ impl Pass<'_> {
                 continue;
             }
             let from = now.max(self.inp.nodes[i].ready);
-            let t = line.earliest(now, res, from, i64::MAX, 1, None, &|a| fits(i, a));
+            let t = line.earliest_free(now, res, from, &|a| fits(i, a));
+            debug_assert_eq!(
+                t,
+                line.earliest(now, res, from, i64::MAX, 1, None, &|a| fits(i, a)).t
+            );
             // A node that never holds the tasks never will this pass.
-            if let Some(t) = t.t {
+            if let Some(t) = t {
                 part[i] = Part::Sorted;
                 lf.push((t, i));
                 bound[i] = t;
