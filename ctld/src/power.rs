@@ -91,6 +91,12 @@ impl Ctld {
     /// Periodic power work (from `tick`).
     pub fn power_tick(&mut self, t: i64) {
         self.power_rates.roll(t);
+        // Without power saving, only nodes already asked to power down or
+        // not fully on have anything to do.
+        let quiet = |n: &crate::cluster::Node| n.power == Power::On && !n.power_down_asap;
+        if self.cluster.nodes.iter().all(quiet) && !self.power_save_on() {
+            return;
+        }
         let mut off = Vec::new();
         let mut failed = Vec::new();
         for i in 0..self.cluster.nodes.len() {

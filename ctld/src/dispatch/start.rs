@@ -106,7 +106,7 @@ impl Ctld {
                 }
             })
             .collect();
-        let part_conf = self.cluster.parts[part].conf.clone();
+        let part_name = self.cluster.parts[part].conf.name.clone();
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
@@ -122,7 +122,7 @@ impl Ctld {
         if rt.eligible_time == 0 {
             rt.eligible_time = t;
         }
-        rt.partition = part_conf.name.clone();
+        rt.partition = part_name;
         rt.time_limit = limit;
         rt.batch_host = node_allocs
             .first()
