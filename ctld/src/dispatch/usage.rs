@@ -114,8 +114,9 @@ impl Ctld {
         let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
         if self.assoc.is_empty() {
             // Borrowed first: one copy per (account, user), not per job;
-            // inserted one by one (collecting would sort every job's pair).
-            let mut owners: BTreeSet<(&str, &str)> = BTreeSet::new();
+            // hashed (a cluster has far fewer owners than jobs), then put in
+            // order once each.
+            let mut owners: rustc_hash::FxHashSet<(&str, &str)> = Default::default();
             for j in self.jobs.values().filter(|j| !j.state().is_final()) {
                 owners.insert((self.account_of(j), j.rec.user_name.as_str()));
             }

@@ -105,27 +105,42 @@ impl Pass<'_> {
             own,
             fits,
         };
-        let one = self.sweep(
-            one_sweep,
-            &mut Memos::sized(
-                &mut shape.one,
-                Some(pass.requests.entry((*rid, 1)).or_default()),
-                n,
-            ),
-            &search(from, &fits1),
+        let mut one_memos = Memos::sized(
+            &mut shape.one,
+            Some(pass.requests.entry((*rid, 1)).or_default()),
+            n,
         );
-        let lb = one.kth(min_nodes)?;
-        // The even share: over the nodes that may hold a task at all (a
-        // range `-N1-4` on fewer nodes than 4 puts more on each), and the
-        // nodes it then takes.
-        let wanted = want_tasks(req);
-        let share = if req.ntasks_per_node > 0 {
-            req.ntasks_per_node
-        } else {
-            let spread = one.count(max_nodes).max(1) as u32;
-            wanted.div_ceil(spread).max(1)
+        // When every node hosts no more than a share (by its CPUs) and the
+        // job needs its most nodes at a share each, a start needs that many
+        // nodes holding a share for the whole limit: none comes before the
+        // share sweep's `ub`, and none at all without it. Only `ub` is worth
+        // a try, and only nodes holding a share then can take part (the
+        // placement would pass the others over): the one-task answers
+        // matter only for where the share sweep starts.
+        let forced = self.forced_share(req, part);
+        let (lb, share, one) = match forced {
+            Some(share) => {
+                let q = search(from, &fits1);
+                let lb = self.sweep_kth(one_sweep, &mut one_memos, &q, min_nodes)?;
+                // (`min_nodes` nodes hold a task: the share is even.)
+                (lb, share, None)
+            }
+            None => {
+                let one = self.sweep(one_sweep, &mut one_memos, &search(from, &fits1));
+                let lb = one.kth(min_nodes)?;
+                // The even share: over the nodes that may hold a task at
+                // all (a range `-N1-4` on fewer nodes than 4 puts more on
+                // each), and the nodes it then takes.
+                let share = if req.ntasks_per_node > 0 {
+                    req.ntasks_per_node
+                } else {
+                    let spread = one.count(max_nodes).max(1) as u32;
+                    want_tasks(req).div_ceil(spread).max(1)
+                };
+                (lb, share, Some(one))
+            }
         };
-        let need = (wanted.div_ceil(share) as usize).max(min_nodes);
+        let need = (want_tasks(req).div_ceil(share) as usize).max(min_nodes);
         if shape.share.0 != share {
             shape.share = (share, Vec::new());
         }
@@ -134,21 +149,14 @@ impl Pass<'_> {
             .sorted
             .entry((*rid, share, part, own))
             .or_insert_with(|| self.sorted_sweep(req, cands, &fits_share));
-        let ub = self.sweep_kth(
-            share_sweep,
-            &mut Memos::sized(
-                &mut shape.share.1,
-                Some(pass.requests.entry((*rid, share)).or_default()),
-                n,
-            ),
-            &search(lb, &fits_share),
-            need,
+        let mut share_memos = Memos::sized(
+            &mut shape.share.1,
+            Some(pass.requests.entry((*rid, share)).or_default()),
+            n,
         );
-        // When every node hosts no more than a share (by its CPUs) and the
-        // job needs its most nodes at a share each, a start needs that many
-        // nodes holding a share for the whole limit: none comes before
-        // `ub`, and none at all without it. Only `ub` is worth a try.
-        let forced = need == max_nodes && self.forced_share(req, part) == Some(share);
+        let share_q = search(lb, &fits_share);
+        let ub = self.sweep_kth(share_sweep, &mut share_memos, &share_q, need);
+        let forced = forced.is_some();
         if forced && ub.is_none() {
             return None;
         }
@@ -183,7 +191,10 @@ impl Pass<'_> {
         // could host: per node and try, in one walk of each node's profile.
         // Only nodes that can hold a task by the last try take part in any.
         let last = times.last().copied().unwrap_or(lb);
-        let near: Vec<(usize, i64)> = one.by(last);
+        let near: Vec<(usize, i64)> = match &one {
+            Some(one) => one.by(last),
+            None => self.answered_by(share_sweep, &mut share_memos, &share_q, last),
+        };
         let cpu_bound = |a: &Avail| tasks_by_cpus(req, a.cpus);
         let nt = times.len();
         let mut caps: Vec<u32> = Vec::new();

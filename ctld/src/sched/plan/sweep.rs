@@ -286,6 +286,28 @@ impl Pass<'_> {
         at
     }
 
+    /// The nodes whose answer to a search is no later than `t`, with their
+    /// answers (in no set order).
+    pub(super) fn answered_by(
+        &self,
+        s: &mut Sorted,
+        memos: &mut Memos,
+        q: &Search,
+        t: i64,
+    ) -> Vec<(usize, i64)> {
+        self.catch_up(s);
+        let floor = self.floor(q.from);
+        let lim = t.min(q.until);
+        let mut by: Vec<(usize, i64)> = s.sorted_answers(floor, lim).collect();
+        let asked: Vec<usize> = s.asked_by(floor, lim).map(|x| x.1).collect();
+        by.extend(asked.into_iter().filter_map(|i| {
+            q.ask(self, i, memos)
+                .filter(|&a| a <= lim)
+                .map(|a| (i, a))
+        }));
+        by
+    }
+
     /// A sweep's answers to a search: the nodes changed since it was
     /// built join those asked one by one.
     pub(super) fn sweep<'s>(
