@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use super::index::Index;
 use super::limits::{request_tres, run_tres, LimitState};
 use super::place::{
-    fits_single, place_with, single_node_tasks, tasks_by_cpus, want_tasks, Alloc, Avail,
+    fits_single, node_tasks, place_with, single_node_tasks, tasks_by_cpus, want_tasks, Alloc,
+    Avail,
 };
 use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};
@@ -609,6 +610,17 @@ fn could_ever_run(pass: &Pass, job: &JobSnap, up: &[usize]) -> bool {
                 NOTHING
             }
         };
+        let req = &job.req;
+        if let (Some(share), None) = (pass.forced_share(req, p), &req.gpus_total) {
+            // Every node must host a share: enough nodes that do when empty.
+            let opts = &pass.inp.params.place;
+            let holds = |&&i: &&usize| {
+                !req.excluded.contains(&i)
+                    && node_tasks(req, &pass.inp.nodes[i], &cap(i), opts) >= share
+            };
+            let nodes = req.min_nodes.max(1) as usize;
+            return cands.iter().filter(holds).take(nodes).count() == nodes;
+        }
         place_with(
             &job.req,
             &cands,
