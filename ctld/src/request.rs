@@ -133,7 +133,7 @@ fn fewest_nodes(node_cpus: &[u32], ntasks: u32, cpus_per_task: u32, per_node: u3
             None => by_cap.push((t, 1)),
         }
     }
-    by_cap.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    by_cap.sort_unstable_by_key(|x| std::cmp::Reverse(x.0));
     let (mut held, mut nodes) = (0u32, 0u32);
     for (t, n) in by_cap {
         if t > 0 {

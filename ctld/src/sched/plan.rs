@@ -7,8 +7,7 @@ use std::collections::HashMap;
 use super::index::Index;
 use super::limits::{request_tres, run_tres, LimitState};
 use super::place::{
-    fits_single, node_tasks, place_with, single_node_tasks, tasks_by_cpus, want_tasks, Alloc,
-    Avail,
+    fits_single, node_tasks, place_with, single_node_tasks, tasks_by_cpus, want_tasks, Alloc, Avail,
 };
 use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};
@@ -156,7 +155,10 @@ impl<'a> Pass<'a> {
     pub(super) fn forced_share(&self, req: &Request, part: usize) -> Option<u32> {
         let nodes = req.min_nodes.max(1);
         let wanted = want_tasks(req);
-        if !req.required.is_empty() || req.max_nodes.max(nodes) != nodes || wanted % nodes != 0 {
+        if !req.required.is_empty()
+            || req.max_nodes.max(nodes) != nodes
+            || !wanted.is_multiple_of(nodes)
+        {
             return None;
         }
         let share = wanted / nodes;
@@ -167,7 +169,13 @@ impl<'a> Pass<'a> {
             let inp = self.inp;
             inp.parts
                 .iter()
-                .map(|p| p.nodes.iter().map(|&i| inp.nodes[i].cpus).max().unwrap_or(0))
+                .map(|p| {
+                    p.nodes
+                        .iter()
+                        .map(|&i| inp.nodes[i].cpus)
+                        .max()
+                        .unwrap_or(0)
+                })
                 .collect()
         });
         let most = most.get(part).copied().unwrap_or(u32::MAX);

@@ -68,7 +68,11 @@ impl Pass<'_> {
         let roomy: Vec<usize>;
         let cands: &[usize] = match self.forced_share(req, p) {
             Some(share) => {
-                roomy = cands.iter().copied().filter(|&i| by_cpus(i) >= share).collect();
+                roomy = cands
+                    .iter()
+                    .copied()
+                    .filter(|&i| by_cpus(i) >= share)
+                    .collect();
                 &roomy
             }
             None => cands,

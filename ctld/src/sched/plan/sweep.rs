@@ -172,7 +172,8 @@ impl Pass<'_> {
             let t = line.earliest_free(now, res, from, &|a| fits(i, a));
             debug_assert_eq!(
                 t,
-                line.earliest(now, res, from, i64::MAX, 1, None, &|a| fits(i, a)).t
+                line.earliest(now, res, from, i64::MAX, 1, None, &|a| fits(i, a))
+                    .t
             );
             // A node that never holds the tasks never will this pass.
             if let Some(t) = t {
@@ -300,11 +301,11 @@ impl Pass<'_> {
         let lim = t.min(q.until);
         let mut by: Vec<(usize, i64)> = s.sorted_answers(floor, lim).collect();
         let asked: Vec<usize> = s.asked_by(floor, lim).map(|x| x.1).collect();
-        by.extend(asked.into_iter().filter_map(|i| {
-            q.ask(self, i, memos)
-                .filter(|&a| a <= lim)
-                .map(|a| (i, a))
-        }));
+        by.extend(
+            asked
+                .into_iter()
+                .filter_map(|i| q.ask(self, i, memos).filter(|&a| a <= lim).map(|a| (i, a))),
+        );
         by
     }
 
