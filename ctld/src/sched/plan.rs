@@ -153,6 +153,10 @@ impl<'a> Pass<'a> {
     /// whose tasks fill that many nodes' largest share (by the most CPUs
     /// of any node of the partition) exactly.
     pub(super) fn forced_share(&self, req: &Request, part: usize) -> Option<u32> {
+        #[cfg(test)]
+        if UNFORCED.get() {
+            return None;
+        }
         let nodes = req.min_nodes.max(1);
         let wanted = want_tasks(req);
         if !req.required.is_empty()
@@ -360,6 +364,12 @@ impl<'a> Pass<'a> {
     fn wait(&mut self, job: u32, reason: &'static str, start: Option<i64>) {
         self.out.push(Decision::Wait { job, reason, start });
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Plan every job the general way (tests compare the two).
+    pub(super) static UNFORCED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Plan one scheduling pass. Deterministic: same input, same output.

@@ -413,3 +413,69 @@ proptest! {
         }
     }
 }
+
+/// A forced multi-node job (whole 64-CPU nodes, `-N n -n 64n`) is planned
+/// and started as the general way would (every tried start, one-task
+/// answers for every node, a whole placement for "could it ever run"):
+/// the same decisions on random clusters and queues.
+#[test]
+fn forced_multi_node_jobs_plan_as_the_general_way() {
+    use super::synth::{fill, job as synth_job, Rng};
+    let now = 1_000_000;
+    for seed in 1..=40u64 {
+        let mut rng = Rng::new(seed);
+        let n = 24;
+        let mut nodes: Vec<NodeSnap> = (0..n).map(|_| node(64, 256_000, 0)).collect();
+        let running = fill(
+            &mut nodes,
+            now,
+            0.4 + 0.5 * (seed % 3) as f64 / 2.0,
+            &mut rng,
+        );
+        let parts = vec![PartSnap {
+            nodes: (0..n).collect(),
+            up: true,
+            priority_tier: 1,
+            name: "batch".into(),
+            share: Share::No,
+        }];
+        let jobs: Vec<JobSnap> = (1..=40u32)
+            .map(|id| {
+                let mut j = synth_job(id, &mut rng, 4);
+                j.req.gres.clear();
+                if rng.range(0, 2) == 0 {
+                    let k = rng.pick(&[2u32, 3, 4, 8]);
+                    j.req.min_nodes = k;
+                    j.req.max_nodes = k;
+                    j.req.ntasks = k * 64;
+                    j.req.mem_per_cpu = 1000;
+                }
+                j
+            })
+            .collect();
+        let params = Params::default();
+        let assoc = assoc::AssocSet::default();
+        let inp = Input {
+            now,
+            params: &params,
+            nodes: &nodes,
+            parts: &parts,
+            running: &running,
+            jobs: &jobs,
+            resvs: &[],
+            assoc: &assoc,
+            index: None,
+        };
+        let forced = plan(&inp);
+        plan::UNFORCED.set(true);
+        let general = plan(&inp);
+        plan::UNFORCED.set(false);
+        assert_eq!(forced, general, "seed {seed}");
+        assert!(
+            forced
+                .iter()
+                .any(|d| matches!(d, Decision::Wait { start: Some(_), .. })),
+            "seed {seed}: nothing planned"
+        );
+    }
+}
