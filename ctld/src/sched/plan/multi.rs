@@ -155,11 +155,18 @@ impl Pass<'_> {
             n,
         );
         let share_q = search(lb, &fits_share);
-        let ub = self.sweep_kth(share_sweep, &mut share_memos, &share_q, need);
+        // (A forced job is placed over the nodes holding a share by then.)
+        let (ub, by_ub) = match forced {
+            Some(_) => {
+                let (ub, by) = self.sweep_kth_by(share_sweep, &mut share_memos, &share_q, need)?;
+                (Some(ub), by)
+            }
+            None => (
+                self.sweep_kth(share_sweep, &mut share_memos, &share_q, need),
+                Vec::new(),
+            ),
+        };
         let forced = forced.is_some();
-        if forced && ub.is_none() {
-            return None;
-        }
         let hi = ub.unwrap_or(until);
         let round = |t: i64| on_grid(inp.now, res, t);
         // The first few distinct (rounded) breakpoints of the candidates'
@@ -193,7 +200,7 @@ impl Pass<'_> {
         let last = times.last().copied().unwrap_or(lb);
         let near: Vec<(usize, i64)> = match &one {
             Some(one) => one.by(last),
-            None => self.answered_by(share_sweep, &mut share_memos, &share_q, last),
+            None => by_ub,
         };
         let cpu_bound = |a: &Avail| tasks_by_cpus(req, a.cpus);
         let nt = times.len();

@@ -220,18 +220,46 @@ impl Pass<'_> {
         q: &Search,
         k: usize,
     ) -> Option<i64> {
+        self.kth_answer(s, memos, q, k, None)
+    }
+
+    /// [`Pass::sweep_kth`], and the nodes whose answer is no later than
+    /// it, with their answers (in no set order): those the sweep saw on
+    /// its way, and the few it had not reached.
+    pub(super) fn sweep_kth_by(
+        &self,
+        s: &mut Sorted,
+        memos: &mut Memos,
+        q: &Search,
+        k: usize,
+    ) -> Option<(i64, Vec<(usize, i64)>)> {
+        let mut by = Vec::new();
+        let t = self.kth_answer(s, memos, q, k, Some(&mut by))?;
+        Some((t, by))
+    }
+
+    /// [`Pass::sweep_kth`]; with `by`, also what [`Pass::sweep_kth_by`]
+    /// gives.
+    fn kth_answer(
+        &self,
+        s: &mut Sorted,
+        memos: &mut Memos,
+        q: &Search,
+        k: usize,
+        mut by: Option<&mut Vec<(usize, i64)>>,
+    ) -> Option<i64> {
         if k == 0 {
             return None;
         }
         self.catch_up(s);
         let floor = self.floor(q.from);
         let lim = q.until;
-        let mut sorted = s.sorted_answers(floor, lim).map(|x| x.1).peekable();
+        let mut sorted = s.sorted_answers(floor, lim).peekable();
         let mut asked = s.asked_by(floor, lim).peekable();
         // The k smallest answers so far, as a max-heap.
         let mut best: std::collections::BinaryHeap<i64> = std::collections::BinaryHeap::new();
         loop {
-            let next_sorted = sorted.peek().copied();
+            let next_sorted = sorted.peek().map(|x| x.1);
             let next_bound = asked.peek().map(|x| x.0.max(floor));
             let next = match (next_sorted, next_bound) {
                 (None, None) => break,
@@ -240,18 +268,21 @@ impl Pass<'_> {
             if best.len() == k && best.peek().is_some_and(|&m| m <= next) {
                 break;
             }
-            let t = if next_bound.is_some_and(|b| b <= next_sorted.unwrap_or(i64::MAX)) {
+            let (i, t) = if next_bound.is_some_and(|b| b <= next_sorted.unwrap_or(i64::MAX)) {
                 let Some((_, i)) = asked.next() else { break };
                 match q.ask(self, i, memos) {
-                    Some(t) => t,
+                    Some(t) => (i, t),
                     None => continue,
                 }
             } else {
                 match sorted.next() {
-                    Some(t) => t,
+                    Some(x) => x,
                     None => break,
                 }
             };
+            if let Some(by) = by.as_deref_mut() {
+                by.push((i, t));
+            }
             if best.len() < k {
                 best.push(t);
             } else if best.peek().is_some_and(|&m| t < m) {
@@ -259,7 +290,18 @@ impl Pass<'_> {
                 best.push(t);
             }
         }
-        (best.len() == k).then(|| best.peek().copied()).flatten()
+        let kth = (best.len() == k).then(|| best.peek().copied()).flatten()?;
+        if let Some(by) = by {
+            // The nodes not reached that may still answer by then.
+            by.extend(sorted.take_while(|x| x.1 <= kth));
+            for (_, i) in asked.take_while(|x| x.0.max(floor) <= kth) {
+                if let Some(t) = q.ask(self, i, memos) {
+                    by.push((i, t));
+                }
+            }
+            by.retain(|x| x.1 <= kth);
+        }
+        Some(kth)
     }
 
     /// The nodes whose answer to a search is `t` (the earliest of all: a
@@ -285,28 +327,6 @@ impl Pass<'_> {
                 .filter(|&i| q.ask(self, i, memos) == Some(t)),
         );
         at
-    }
-
-    /// The nodes whose answer to a search is no later than `t`, with their
-    /// answers (in no set order).
-    pub(super) fn answered_by(
-        &self,
-        s: &mut Sorted,
-        memos: &mut Memos,
-        q: &Search,
-        t: i64,
-    ) -> Vec<(usize, i64)> {
-        self.catch_up(s);
-        let floor = self.floor(q.from);
-        let lim = t.min(q.until);
-        let mut by: Vec<(usize, i64)> = s.sorted_answers(floor, lim).collect();
-        let asked: Vec<usize> = s.asked_by(floor, lim).map(|x| x.1).collect();
-        by.extend(
-            asked
-                .into_iter()
-                .filter_map(|i| q.ask(self, i, memos).filter(|&a| a <= lim).map(|a| (i, a))),
-        );
-        by
     }
 
     /// A sweep's answers to a search: the nodes changed since it was
@@ -488,6 +508,16 @@ mod tests {
                     let want_k = truth.get(k - 1).map(|x| x.1);
                     let got_k = pass.sweep_kth(&mut sorted, &mut memos, &q, k);
                     assert_eq!(got_k, want_k, "seed {seed} round {round} k {k}");
+                    // With the nodes answering by then.
+                    let by = pass.sweep_kth_by(&mut sorted, &mut memos, &q, k);
+                    assert_eq!(by.as_ref().map(|x| x.0), want_k);
+                    if let Some((t, mut by)) = by {
+                        by.sort_unstable();
+                        let mut want: Vec<(usize, i64)> =
+                            truth.iter().filter(|x| x.1 <= t).copied().collect();
+                        want.sort_unstable();
+                        assert_eq!(by, want, "seed {seed} round {round} k {k}");
+                    }
                     let fresh = pass.sweep_kth(&mut lazy, &mut memos, &q, k);
                     assert_eq!(fresh, want_k);
                 }
