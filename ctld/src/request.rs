@@ -92,9 +92,6 @@ pub fn gres_requests(s: &str) -> Result<Vec<GresReq>, &'static str> {
         .collect())
 }
 
-/// The fewest nodes of `part` (the cluster's, without one) whose CPUs hold
-/// `ntasks` tasks of `cpus_per_task` (at most `per_node` a node when set);
-/// all of them when even that is too few (placement then refuses it).
 /// The CPUs of each node of the partition (every node without one), as
 /// slurm.conf names them.
 fn config_node_cpus(cfg: &Config, part: Option<&PartitionConf>) -> Vec<u32> {
@@ -113,8 +110,10 @@ fn config_node_cpus(cfg: &Config, part: Option<&PartitionConf>) -> Vec<u32> {
     }
 }
 
-/// The fewest of these nodes (their CPU counts) that hold `ntasks` tasks,
-/// the roomiest first.
+/// The fewest of these nodes (their CPU counts) whose CPUs hold `ntasks`
+/// tasks of `cpus_per_task` (at most `per_node` a node when set), the
+/// roomiest first; all of them when even that is too few (placement then
+/// refuses it).
 fn fewest_nodes(node_cpus: &[u32], ntasks: u32, cpus_per_task: u32, per_node: u32) -> u32 {
     let cap = |c: u32| {
         let t = c / cpus_per_task.max(1);

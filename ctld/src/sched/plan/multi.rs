@@ -175,17 +175,16 @@ impl Pass<'_> {
             .breaks
             .entry((part, own))
             .or_insert_with(|| self.breaks(cands));
-        let mut times: Vec<i64> = if forced { Vec::new() } else { vec![lb] };
-        for t in self
-            .breakpoints_of(breaks, lb, hi)
-            .map(round)
-            .take_while(|_| !forced)
-        {
-            if t > hi || times.len() >= MULTI_NODE_TRIES {
-                break;
-            }
-            if times.last() < Some(&t) {
-                times.push(t);
+        let mut times: Vec<i64> = Vec::new();
+        if !forced {
+            times.push(lb);
+            for t in self.breakpoints_of(breaks, lb, hi).map(round) {
+                if t > hi || times.len() >= MULTI_NODE_TRIES {
+                    break;
+                }
+                if times.last() < Some(&t) {
+                    times.push(t);
+                }
             }
         }
         if let Some(u) = ub {
