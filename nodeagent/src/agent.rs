@@ -62,7 +62,9 @@ pub struct Shared {
     pub exe: PathBuf,
     pub ctl: Controller,
     pub jobs: Mutex<Jobs>,
-    /// True once the first registration was answered.
+    /// True while this agent is registered: false from the start of each
+    /// registration until its answer (no new batch launch meanwhile; job
+    /// ends wait for the first one).
     pub registered: watch::Sender<bool>,
     pub start_time: i64,
     pub boot_time: i64,

@@ -54,6 +54,15 @@ pub async fn launch(shared: &Arc<Shared>, mut req: LaunchRequest) -> Result<(), 
         {
             let mut jobs = shared.jobs();
             match jobs.check_launch(job_id, run) {
+                LaunchCheck::New if !*shared.registered.borrow() => {
+                    // Under the job table's lock, as the registration reads
+                    // it: a job the registration in flight does not list
+                    // would be taken for lost. The controller launches it
+                    // again once this agent has registered.
+                    return Err(Status::unavailable(
+                        "this agent is registering with the controller",
+                    ));
+                }
                 LaunchCheck::New => {
                     jobs.insert(job_id, run, node.clone(), dir.clone(), Phase::Starting);
                     break;

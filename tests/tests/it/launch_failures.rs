@@ -142,3 +142,64 @@ fn a_step_whose_srun_dies_before_its_launch_is_ended() {
         "a task of the step runs"
     );
 }
+
+/// An agent refuses a batch launch until the controller has answered its
+/// registration (UNAVAILABLE: the controller tries again): the job list it
+/// registers with cannot miss a job launched meanwhile, which the
+/// controller would take for lost (NODE_FAIL). Once registered, jobs run.
+#[test]
+fn an_agent_refuses_launches_until_it_has_registered() {
+    use drover_proto::auth::{Binding, ClusterKey};
+    use drover_proto::node_agent_client::NodeAgentClient;
+    use drover_proto::{JobSpec, LaunchRequest};
+
+    let mut c = Cluster::start(Spec::default());
+    c.stop_ctld();
+    c.kill_agent();
+    c.start_agent().unwrap();
+    let key = ClusterKey::load(&c.path().join("drover.key")).unwrap();
+    let req = LaunchRequest {
+        job_id: 9_999,
+        node: "node1".into(),
+        spec: Some(JobSpec::default()),
+        ..Default::default()
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let answer = rt.block_on(async {
+        // Until the agent listens, each try fails to connect.
+        let mut last = None;
+        for _ in 0..1200 {
+            let bind = Binding::new("/drover.NodeAgent/Launch", &crate::replay::body(&req));
+            let tok = key.issue_daemon("ctl", &bind);
+            let ch = crate::replay::with_token(format!("127.0.0.1:{}", c.agent_port), tok);
+            match NodeAgentClient::new(ch).launch(req.clone()).await {
+                Err(e)
+                    if e.code() == tonic::Code::Unavailable
+                        && !e.message().contains("registering") =>
+                {
+                    last = Some(e);
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+                r => return r.map(|_| ()),
+            }
+        }
+        Err(last.expect("tried"))
+    });
+    let e = answer.expect_err("an unregistered agent must refuse the launch");
+    assert_eq!(e.code(), tonic::Code::Unavailable, "{e:?}");
+    assert!(
+        e.message()
+            .contains("this agent is registering with the controller"),
+        "{e:?}"
+    );
+    assert!(
+        !c.log_text("droverd").contains("job 9999: started"),
+        "the refused job ran"
+    );
+    c.start_ctld().unwrap();
+    let id = c.sbatch(&["-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    c.expect_end(id, "COMPLETED");
+}

@@ -17,10 +17,11 @@ use drover_tests::{Cluster, Spec};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
-type Stamp = Box<dyn FnMut(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Send>;
+pub(crate) type Stamp =
+    Box<dyn FnMut(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Send>;
 
 /// The request body as gRPC sends it: uncompressed flag, length, message.
-fn body(msg: &impl prost::Message) -> Vec<u8> {
+pub(crate) fn body(msg: &impl prost::Message) -> Vec<u8> {
     let m = msg.encode_to_vec();
     let mut b = vec![0u8];
     b.extend_from_slice(&(m.len() as u32).to_be_bytes());
@@ -29,7 +30,7 @@ fn body(msg: &impl prost::Message) -> Vec<u8> {
 }
 
 /// A channel that attaches exactly `token` (what a wire capture would send).
-fn with_token(addr: String, token: String) -> InterceptedService<Channel, Stamp> {
+pub(crate) fn with_token(addr: String, token: String) -> InterceptedService<Channel, Stamp> {
     let ch = drover_proto::client::channel(&addr, Duration::from_secs(5)).unwrap();
     let stamp: Stamp = Box::new(move |mut r: tonic::Request<()>| {
         r.metadata_mut()
