@@ -49,6 +49,8 @@ impl Ctld {
         let mut kill = Vec::new();
         let mut relaunch = Vec::new();
         let mut lost = Vec::new();
+        // Terminated before any launch of theirs was acknowledged.
+        let mut unlaunched_ended = Vec::new();
         // Nodes whose durable state (drain, down) changed here.
         let mut changed = Vec::new();
         // Nodes registered here (a powered-down one is up now).
@@ -171,6 +173,8 @@ impl Ctld {
                 }
                 if j.rt().launched {
                     lost.push((id, reg.name.clone()));
+                } else if j.state() == JobState::Completing && j.rt().terminating {
+                    unlaunched_ended.push(id);
                 } else if j.state() != JobState::Configuring {
                     relaunch.push(id);
                 }
@@ -200,6 +204,9 @@ impl Ctld {
         }
         for id in relaunch {
             self.send_launch(id);
+        }
+        for id in unlaunched_ended {
+            self.end_unlaunched(id);
         }
         for i in powered {
             self.power_registered(i);

@@ -63,8 +63,8 @@ pub struct Shared {
     pub ctl: Controller,
     pub jobs: Mutex<Jobs>,
     /// True while this agent is registered: false from the start of each
-    /// registration until its answer (no new batch launch meanwhile; job
-    /// ends wait for the first one).
+    /// registration until its answer (new batch launches wait meanwhile;
+    /// job ends wait for the first one).
     pub registered: watch::Sender<bool>,
     pub start_time: i64,
     pub boot_time: i64,

@@ -20,6 +20,24 @@ use crate::jobs::{LaunchCheck, Phase};
 use crate::status::JobStatus;
 use crate::supervisors::{finish_job, watch_job, LineSource, Start};
 
+/// What keeps a launch from being recorded for a while.
+enum Wait {
+    /// This agent's registration is not answered yet.
+    Registration,
+    /// The job's previous run is still being wound up.
+    PreviousRun,
+}
+
+impl Wait {
+    /// How long a launch waits for it.
+    fn limit(&self) -> Duration {
+        match self {
+            Wait::Registration => Duration::from_secs(5),
+            Wait::PreviousRun => Duration::from_secs(10),
+        }
+    }
+}
+
 /// The Launch call: check the request, record the job as starting (or
 /// recognise a repeated launch), then start it and wait until the script has
 /// started or failed to.
@@ -50,19 +68,16 @@ pub async fn launch(shared: &Arc<Shared>, mut req: LaunchRequest) -> Result<(), 
     let node = req.node.clone();
     let dir = jobdir::job_dir(&shared.settings.spool_dir, job_id);
     let since = Instant::now();
+    let mut registered = shared.registered.subscribe();
     loop {
-        {
+        let wait = {
             let mut jobs = shared.jobs();
             match jobs.check_launch(job_id, run) {
-                LaunchCheck::New if !*shared.registered.borrow() => {
-                    // Under the job table's lock, as the registration reads
-                    // it: a job the registration in flight does not list
-                    // would be taken for lost. The controller launches it
-                    // again once this agent has registered.
-                    return Err(Status::unavailable(
-                        "this agent is registering with the controller",
-                    ));
-                }
+                // Checked under the job table's lock, as the registration
+                // reads it: a job its list does not name would be taken
+                // for lost. The controller, not having this launch's
+                // answer yet, launches it again at registration (a repeat).
+                LaunchCheck::New if !*registered.borrow_and_update() => Wait::Registration,
                 LaunchCheck::New => {
                     jobs.insert(job_id, run, node.clone(), dir.clone(), Phase::Starting);
                     break;
@@ -71,17 +86,25 @@ pub async fn launch(shared: &Arc<Shared>, mut req: LaunchRequest) -> Result<(), 
                     debug!("job {job_id}: repeated launch ignored");
                     return Ok(());
                 }
-                LaunchCheck::Busy => {}
+                // A requeued job whose previous run is still being wound up
+                // (JobEnded just acknowledged, directory being retired).
+                LaunchCheck::Busy => Wait::PreviousRun,
             }
+        };
+        let Some(left) = wait.limit().checked_sub(since.elapsed()) else {
+            return Err(Status::unavailable(match wait {
+                Wait::Registration => "this agent is registering with the controller".to_string(),
+                Wait::PreviousRun => {
+                    format!("job {job_id}: the previous run is still active on this node")
+                }
+            }));
+        };
+        match wait {
+            Wait::Registration => {
+                let _ = tokio::time::timeout(left, registered.wait_for(|r| *r)).await;
+            }
+            Wait::PreviousRun => tokio::time::sleep(Duration::from_millis(10)).await,
         }
-        // A requeued job whose previous run is still being wound up
-        // (JobEnded just acknowledged, directory being retired).
-        if since.elapsed() > Duration::from_secs(10) {
-            return Err(Status::unavailable(format!(
-                "job {job_id}: the previous run is still active on this node"
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // The launch runs in its own task: a cancelled RPC must not leave a
     // half-started job behind. The answer waits for the script to start.

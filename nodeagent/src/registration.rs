@@ -99,8 +99,8 @@ pub async fn control_loop(shared: Arc<Shared>) {
                 warn!("before registering again: {e}");
             }
         }
-        // No new launch until this registration is answered: it lists the
-        // jobs here, and one launched after the list was made would be
+        // New launches wait until this registration is answered: it lists
+        // the jobs here, and one launched after the list was made would be
         // taken for lost (`batch_launch::launch` reads this).
         shared.registered.send_replace(false);
         let interval = loop {

@@ -206,14 +206,60 @@ impl Ctld {
         }
     }
 
+    /// The answer to the launch of a job terminated (cancelled, timed out,
+    /// requeued) before its agent had acknowledged that launch. The
+    /// terminate may have reached the agent before the job did: once the
+    /// agent has it, it is terminated again. Refused or unanswered, there
+    /// is no run to wait for and the job ends here (were a run started
+    /// after all, the agent's next heartbeat names it and it is killed as a
+    /// stray).
+    fn launch_done_terminating(&mut self, id: u32, res: Result<(), Refusal>) {
+        let rt = self.jobs.get_mut(&id).expect("job present").rt_mut();
+        let (node, timed_out) = (rt.batch_host.clone(), rt.timed_out);
+        match res {
+            Ok(()) => {
+                rt.launched = true;
+                self.log_runtime(id);
+                self.signal_node(id, &node, 0, false, timed_out);
+            }
+            Err(e) => {
+                tracing::debug!(
+                    "job {id} ended before its launch was acknowledged ({})",
+                    e.words()
+                );
+                self.end_unlaunched(id);
+            }
+        }
+    }
+
+    /// A job terminated while no agent runs it (its launch was never
+    /// acknowledged): it ends now, killed, on every node.
+    pub(crate) fn end_unlaunched(&mut self, id: u32) {
+        let timeout = self.jobs.get(&id).is_some_and(|j| j.rt().timed_out);
+        self.job_ended(
+            id,
+            "",
+            crate::end::EndReport {
+                timeout,
+                exit_signal: libc::SIGKILL,
+                ..Default::default()
+            },
+        );
+    }
+
     /// The agent's answer to a launch of the job started at `start`.
     pub fn launch_done(&mut self, id: u32, start: i64, res: Result<(), Refusal>) {
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
-        if !matches!(job.state(), JobState::Running | JobState::Suspended)
-            || job.rt().start_time != start
-        {
+        if job.rt().start_time != start {
+            return;
+        }
+        if job.state() == JobState::Completing && job.rt().terminating && !job.rt().launched {
+            self.launch_done_terminating(id, res);
+            return;
+        }
+        if !matches!(job.state(), JobState::Running | JobState::Suspended) {
             return;
         }
         match res {

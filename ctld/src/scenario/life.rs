@@ -286,6 +286,98 @@ fn refused_launch_with_a_retryable_error_is_retried_later() {
     );
 }
 
+/// scancel while the launch is unanswered, then the agent refuses it for
+/// now (it is registering): nothing runs, so the job ends CANCELLED at once
+/// and its node is free; it is not launched again.
+#[test]
+fn job_cancelled_before_its_launch_is_acknowledged_ends_when_the_launch_fails() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let id = env.sbatch(job(10));
+    env.advance(T0 + 1);
+    let start = env.core.jobs[&id].rt().start_time;
+    env.cancel(id);
+    assert_eq!(env.state(id), JobState::Completing);
+    env.clear();
+    env.core.launch_done(
+        id,
+        start,
+        Err(crate::refusal::Refusal::unavailable(
+            "this agent is registering with the controller",
+        )),
+    );
+    env.collect();
+    assert_eq!(env.state(id), JobState::Cancelled);
+    assert!(env.launched().is_empty(), "not launched again");
+    let i = env.core.cluster.node_idx(&env.node_of(id)).unwrap();
+    assert!(env.core.cluster.nodes[i].jobs.is_empty(), "node released");
+    // Its agent registers without it: nothing more happens to the job.
+    let node = env.node_of(id);
+    env.core.register(drover_proto::RegisterRequest {
+        nodes: vec![drover_proto::NodeRegistration {
+            name: node,
+            cpus: 2,
+            real_memory: 1000,
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    env.collect();
+    assert!(env.launched().is_empty());
+    assert_eq!(env.state(id), JobState::Cancelled);
+}
+
+/// The same, but the launch goes through after the terminate was sent (it
+/// may have reached the agent first, when the job was not there yet): the
+/// job is terminated again there, and ends when the agent reports it.
+#[test]
+fn job_cancelled_before_its_launch_is_acknowledged_is_terminated_again_once_launched() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let id = env.sbatch(job(10));
+    env.advance(T0 + 1);
+    let start = env.core.jobs[&id].rt().start_time;
+    let node = env.node_of(id);
+    env.cancel(id);
+    env.clear();
+    env.core.launch_done(id, start, Ok(()));
+    env.collect();
+    assert_eq!(env.signals(), vec![(id, node.clone(), 0)]);
+    assert_eq!(env.state(id), JobState::Completing);
+    env.core.job_ended(
+        id,
+        &node,
+        crate::end::EndReport {
+            exit_signal: libc::SIGTERM,
+            ..Default::default()
+        },
+    );
+    assert_eq!(env.state(id), JobState::Cancelled);
+}
+
+/// A job cancelled while its node's agent was away, before the launch was
+/// acknowledged: when the agent registers without it, the job ends (it is
+/// not launched only to be killed).
+#[test]
+fn unlaunched_cancelled_job_ends_when_its_agent_registers_without_it() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let id = env.sbatch(job(10));
+    env.advance(T0 + 1);
+    let node = env.node_of(id);
+    env.cancel(id);
+    env.clear();
+    env.core.register(drover_proto::RegisterRequest {
+        nodes: vec![drover_proto::NodeRegistration {
+            name: node,
+            cpus: 2,
+            real_memory: 1000,
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    env.collect();
+    assert!(env.launched().is_empty(), "not launched only to be killed");
+    assert_eq!(env.state(id), JobState::Cancelled);
+}
+
 #[test]
 fn launch_refused_as_aborted_drains_the_node_and_requeues_the_job() {
     let mut env = TestEnv::new(TWO_NODES);

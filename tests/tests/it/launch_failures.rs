@@ -143,12 +143,13 @@ fn a_step_whose_srun_dies_before_its_launch_is_ended() {
     );
 }
 
-/// An agent refuses a batch launch until the controller has answered its
-/// registration (UNAVAILABLE: the controller tries again): the job list it
-/// registers with cannot miss a job launched meanwhile, which the
-/// controller would take for lost (NODE_FAIL). Once registered, jobs run.
+/// An agent holds a batch launch until the controller has answered its
+/// registration, and refuses it UNAVAILABLE after 5 s (the controller tries
+/// again): the job list it registers with cannot miss a job launched
+/// meanwhile, which the controller would take for lost (NODE_FAIL). Once
+/// registered, jobs run.
 #[test]
-fn an_agent_refuses_launches_until_it_has_registered() {
+fn an_agent_holds_launches_until_it_has_registered() {
     use drover_proto::auth::{Binding, ClusterKey};
     use drover_proto::node_agent_client::NodeAgentClient;
     use drover_proto::{JobSpec, LaunchRequest};
