@@ -111,6 +111,31 @@ impl PassMemos {
 }
 
 impl Pass<'_> {
+    /// No earlier than this is node `i`'s answer to a search from `from`
+    /// for a job of length `d` (MIN: nothing known), by the last answer
+    /// its memo holds: an answer searched from no later than `from`, for
+    /// lengths from no longer than `d` up, is no later, and a pass only
+    /// takes resources (a preemption empties its memos), so an answer made
+    /// before a change bounds the answers after it.
+    pub(super) fn node_bound(&self, i: usize, memos: &Memos, from: i64, d: i64) -> i64 {
+        let from = from.max(self.inp.nodes[i].ready);
+        let memo = match memos.request.as_deref() {
+            Some(r) if self.lines[i].blocks.is_empty() => r.get(i),
+            Some(_) => memos.shape.get(i),
+            None => memos.shape.get(i),
+        };
+        match memo {
+            Some(m) if from >= m.from && d > m.lo => {
+                if m.known {
+                    m.t
+                } else {
+                    m.t.saturating_add(1)
+                }
+            }
+            _ => i64::MIN,
+        }
+    }
+
     /// Node `i`'s earliest start in [from, lim] for a shape, remembered
     /// while the node's profile is unchanged.
     #[allow(clippy::too_many_arguments)]

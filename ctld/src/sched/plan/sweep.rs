@@ -270,6 +270,16 @@ impl Pass<'_> {
             }
             let (i, t) = if next_bound.is_some_and(|b| b <= next_sorted.unwrap_or(i64::MAX)) {
                 let Some((_, i)) = asked.next() else { break };
+                // A node whose answer cannot come before the k-th so far
+                // changes nothing (nor, answering later than it, what `by`
+                // keeps): not asked.
+                if best.len() == k {
+                    let m = best.peek().copied().unwrap_or(i64::MAX);
+                    let b = self.node_bound(i, memos, q.from, q.d);
+                    if b > m || (by.is_none() && b == m) {
+                        continue;
+                    }
+                }
                 match q.ask(self, i, memos) {
                     Some(t) => (i, t),
                     None => continue,
@@ -295,6 +305,9 @@ impl Pass<'_> {
             // The nodes not reached that may still answer by then.
             by.extend(sorted.take_while(|x| x.1 <= kth));
             for (_, i) in asked.take_while(|x| x.0.max(floor) <= kth) {
+                if self.node_bound(i, memos, q.from, q.d) > kth {
+                    continue;
+                }
                 if let Some(t) = q.ask(self, i, memos) {
                     by.push((i, t));
                 }
@@ -419,7 +432,7 @@ mod tests {
     #[test]
     fn sorted_sweeps_answer_as_asking_every_node() {
         let now = 1_000_000;
-        for seed in 1..=30u64 {
+        for seed in 1..=200u64 {
             let mut rng = Rng::new(seed);
             let (mut nodes, parts) = cluster(40, &mut rng);
             let running = fill(&mut nodes, now, 0.6, &mut rng);
@@ -456,6 +469,9 @@ mod tests {
             let mut sorted = pass.sorted_sweep(&req, &cands, &fits);
             let mut breaks = pass.breaks(&cands);
             let (mut shape, mut by_req) = (Vec::new(), Vec::new());
+            // Memos kept over the rounds' searches and changes, as a pass
+            // keeps them: what they learnt bounds the later answers.
+            let (mut kept_shape, mut kept_req) = (Vec::new(), Vec::new());
             for round in 0..6 {
                 let from = now + rng.range(0, 20_000) as i64;
                 let until = if round % 3 == 2 {
@@ -520,6 +536,18 @@ mod tests {
                     }
                     let fresh = pass.sweep_kth(&mut lazy, &mut memos, &q, k);
                     assert_eq!(fresh, want_k);
+                    let mut kept = Memos::sized(&mut kept_shape, Some(&mut kept_req), nodes.len());
+                    let got_k = pass.sweep_kth(&mut sorted, &mut kept, &q, k);
+                    assert_eq!(got_k, want_k, "seed {seed} round {round} k {k}, kept memos");
+                    let by = pass.sweep_kth_by(&mut sorted, &mut kept, &q, k);
+                    assert_eq!(by.as_ref().map(|x| x.0), want_k);
+                    if let Some((t, mut by)) = by {
+                        by.sort_unstable();
+                        let mut want: Vec<(usize, i64)> =
+                            truth.iter().filter(|x| x.1 <= t).copied().collect();
+                        want.sort_unstable();
+                        assert_eq!(by, want, "seed {seed} round {round} k {k}, kept memos");
+                    }
                 }
                 let bp: Vec<i64> = pass.breakpoints_of(&mut breaks, from, until).collect();
                 let mut bp_truth: Vec<i64> = cands
