@@ -117,11 +117,15 @@ impl Pass<'_> {
     /// lengths from no longer than `d` up, is no later, and a pass only
     /// takes resources (a preemption empties its memos), so an answer made
     /// before a change bounds the answers after it.
-    pub(super) fn node_bound(&self, i: usize, memos: &Memos, from: i64, d: i64) -> i64 {
-        let from = from.max(self.inp.nodes[i].ready);
+    ///
+    /// Only the memo a look at the node would read is read: the request's
+    /// where there is one (a node with a reservation block, whose looks
+    /// use the shape's, never has one there: no bound), else the shape's;
+    /// and `from` as asked, not raised to when the node is up (the memo's
+    /// own is).
+    pub(super) fn node_bound(memos: &Memos, i: usize, from: i64, d: i64) -> i64 {
         let memo = match memos.request.as_deref() {
-            Some(r) if self.lines[i].blocks.is_empty() => r.get(i),
-            Some(_) => memos.shape.get(i),
+            Some(r) => r.get(i),
             None => memos.shape.get(i),
         };
         match memo {
@@ -166,13 +170,22 @@ impl Pass<'_> {
             None => &mut memos.shape[i],
         };
         let m = *memo;
-        let start = if m.ver != self.ver[i] || from < m.from || d <= m.lo || d > m.hi {
+        // What the memo says holds for this search (see `node_bound`):
+        // every start before its `t` fails (takes since then only make
+        // less free), and with the profile unchanged its `t` is the answer
+        // for the lengths it holds for.
+        let covered = from >= m.from && d > m.lo;
+        let start = if !covered {
             from
         } else if m.known {
-            if m.t >= from {
-                return (m.t <= lim).then_some(m.t);
+            if m.ver == self.ver[i] && d <= m.hi {
+                if m.t >= from {
+                    return (m.t <= lim).then_some(m.t);
+                }
+                from
+            } else {
+                from.max(m.t)
             }
-            from
         } else if lim <= m.t {
             return None;
         } else {
@@ -181,12 +194,13 @@ impl Pass<'_> {
         let res = self.inp.params.bf_resolution.max(1);
         let a = line.earliest(self.inp.now, res, start, lim, d, own, fits);
         // What was searched: from `from` when this search covers it,
-        // else (resumed past an earlier search) from that one's start,
-        // for the lengths both hold for.
+        // else (resumed past an earlier search) from that one's start, for
+        // the lengths over both `lo`s (every start before this search's
+        // failed within the earlier one's) up to what fits at the answer.
         let (searched_from, lo, hi) = if start == from {
             (from, a.lo, a.hi)
         } else {
-            (m.from, a.lo.max(m.lo), a.hi.min(m.hi))
+            (m.from, a.lo.max(m.lo), a.hi)
         };
         let r = a.t;
         *memo = Memo {

@@ -275,7 +275,7 @@ impl Pass<'_> {
                 // keeps): not asked.
                 if best.len() == k {
                     let m = best.peek().copied().unwrap_or(i64::MAX);
-                    let b = self.node_bound(i, memos, q.from, q.d);
+                    let b = Pass::node_bound(memos, i, q.from, q.d);
                     if b > m || (by.is_none() && b == m) {
                         continue;
                     }
@@ -305,7 +305,7 @@ impl Pass<'_> {
             // The nodes not reached that may still answer by then.
             by.extend(sorted.take_while(|x| x.1 <= kth));
             for (_, i) in asked.take_while(|x| x.0.max(floor) <= kth) {
-                if self.node_bound(i, memos, q.from, q.d) > kth {
+                if Pass::node_bound(memos, i, q.from, q.d) > kth {
                     continue;
                 }
                 if let Some(t) = q.ask(self, i, memos) {
