@@ -277,6 +277,23 @@ impl TestEnv {
         self.collect();
     }
 
+    /// The agent of `node` registers it as configured, running no job.
+    pub fn register_without_jobs(&mut self, node: &str) {
+        let i = self.core.cluster.node_idx(node).expect("node");
+        let conf = &self.core.cluster.nodes[i].conf;
+        let (cpus, real_memory) = (conf.cpus, conf.real_memory);
+        self.core.register(drover_proto::RegisterRequest {
+            nodes: vec![drover_proto::NodeRegistration {
+                name: node.into(),
+                cpus,
+                real_memory,
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        self.collect();
+    }
+
     pub fn state(&self, id: u32) -> JobState {
         self.core.jobs[&id].state()
     }

@@ -312,16 +312,7 @@ fn job_cancelled_before_its_launch_is_acknowledged_ends_when_the_launch_fails() 
     assert!(env.core.cluster.nodes[i].jobs.is_empty(), "node released");
     // Its agent registers without it: nothing more happens to the job.
     let node = env.node_of(id);
-    env.core.register(drover_proto::RegisterRequest {
-        nodes: vec![drover_proto::NodeRegistration {
-            name: node,
-            cpus: 2,
-            real_memory: 1000,
-            ..Default::default()
-        }],
-        ..Default::default()
-    });
-    env.collect();
+    env.register_without_jobs(&node);
     assert!(env.launched().is_empty());
     assert_eq!(env.state(id), JobState::Cancelled);
 }
@@ -364,16 +355,7 @@ fn unlaunched_cancelled_job_ends_when_its_agent_registers_without_it() {
     let node = env.node_of(id);
     env.cancel(id);
     env.clear();
-    env.core.register(drover_proto::RegisterRequest {
-        nodes: vec![drover_proto::NodeRegistration {
-            name: node,
-            cpus: 2,
-            real_memory: 1000,
-            ..Default::default()
-        }],
-        ..Default::default()
-    });
-    env.collect();
+    env.register_without_jobs(&node);
     assert!(env.launched().is_empty(), "not launched only to be killed");
     assert_eq!(env.state(id), JobState::Cancelled);
 }

@@ -163,14 +163,16 @@ fn failover_under_load_loses_no_acknowledged_job() {
     let unique: BTreeSet<u32> = acked.iter().map(|(id, _, _)| *id).collect();
     assert_eq!(unique.len(), acked.len(), "an id was given twice");
     // The running job kept running across the failover.
+    let state = c.run_on(
+        "ctl2",
+        "squeue",
+        &["-h", "-j", &running.to_string(), "-o", "%T"],
+    );
     assert_eq!(
-        c.run_on(
-            "ctl2",
-            "squeue",
-            &["-h", "-j", &running.to_string(), "-o", "%T"]
-        )
-        .stdout,
-        b"RUNNING\n"
+        String::from_utf8_lossy(&state.stdout),
+        "RUNNING\n",
+        "squeue -j {running} on ctl2 (the logs follow): {}",
+        text(&state)
     );
     let deadline = Instant::now() + Duration::from_secs(30);
     while lines(&beat) <= before + 5 {

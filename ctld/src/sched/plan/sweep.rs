@@ -426,6 +426,29 @@ mod tests {
     use crate::sched::synth::{cluster, fill, Rng};
     use crate::sched::{Input, Params};
 
+    /// The k-th answer of a search, and the nodes answering by it, as
+    /// `truth` (every node's answer, by answer) has them.
+    fn check_kth(
+        pass: &Pass<'_>,
+        s: &mut Sorted,
+        memos: &mut Memos,
+        q: &Search,
+        k: usize,
+        truth: &[(usize, i64)],
+        what: &str,
+    ) {
+        let want_k = truth.get(k - 1).map(|x| x.1);
+        assert_eq!(pass.sweep_kth(s, memos, q, k), want_k, "{what}");
+        let by = pass.sweep_kth_by(s, memos, q, k);
+        assert_eq!(by.as_ref().map(|x| x.0), want_k, "{what}");
+        if let Some((t, mut by)) = by {
+            by.sort_unstable();
+            let mut want: Vec<(usize, i64)> = truth.iter().filter(|x| x.1 <= t).copied().collect();
+            want.sort_unstable();
+            assert_eq!(by, want, "{what}");
+        }
+    }
+
     /// On random profiles (running jobs' ends, planned takes, a reservation
     /// block, a node still powering up), the sorted sweep and the sorted
     /// breakpoints answer exactly as asking every node.
@@ -521,33 +544,13 @@ mod tests {
                 for k in [1, 2, 4, 40] {
                     let (mut shape, mut by_req) = (Vec::new(), Vec::new());
                     let mut memos = Memos::sized(&mut shape, Some(&mut by_req), nodes.len());
-                    let want_k = truth.get(k - 1).map(|x| x.1);
-                    let got_k = pass.sweep_kth(&mut sorted, &mut memos, &q, k);
-                    assert_eq!(got_k, want_k, "seed {seed} round {round} k {k}");
-                    // With the nodes answering by then.
-                    let by = pass.sweep_kth_by(&mut sorted, &mut memos, &q, k);
-                    assert_eq!(by.as_ref().map(|x| x.0), want_k);
-                    if let Some((t, mut by)) = by {
-                        by.sort_unstable();
-                        let mut want: Vec<(usize, i64)> =
-                            truth.iter().filter(|x| x.1 <= t).copied().collect();
-                        want.sort_unstable();
-                        assert_eq!(by, want, "seed {seed} round {round} k {k}");
-                    }
+                    let what = format!("seed {seed} round {round} k {k}");
+                    check_kth(&pass, &mut sorted, &mut memos, &q, k, &truth, &what);
                     let fresh = pass.sweep_kth(&mut lazy, &mut memos, &q, k);
-                    assert_eq!(fresh, want_k);
+                    assert_eq!(fresh, truth.get(k - 1).map(|x| x.1));
                     let mut kept = Memos::sized(&mut kept_shape, Some(&mut kept_req), nodes.len());
-                    let got_k = pass.sweep_kth(&mut sorted, &mut kept, &q, k);
-                    assert_eq!(got_k, want_k, "seed {seed} round {round} k {k}, kept memos");
-                    let by = pass.sweep_kth_by(&mut sorted, &mut kept, &q, k);
-                    assert_eq!(by.as_ref().map(|x| x.0), want_k);
-                    if let Some((t, mut by)) = by {
-                        by.sort_unstable();
-                        let mut want: Vec<(usize, i64)> =
-                            truth.iter().filter(|x| x.1 <= t).copied().collect();
-                        want.sort_unstable();
-                        assert_eq!(by, want, "seed {seed} round {round} k {k}, kept memos");
-                    }
+                    let what = format!("{what}, kept memos");
+                    check_kth(&pass, &mut sorted, &mut kept, &q, k, &truth, &what);
                 }
                 let bp: Vec<i64> = pass.breakpoints_of(&mut breaks, from, until).collect();
                 let mut bp_truth: Vec<i64> = cands
