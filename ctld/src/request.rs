@@ -110,19 +110,23 @@ fn config_node_cpus(cfg: &Config, part: Option<&PartitionConf>) -> Vec<u32> {
     }
 }
 
+/// The tasks of `cpus_per_task` a node of `cpus` CPUs holds, at most
+/// `per_node` when set.
+fn node_task_cap(cpus: u32, cpus_per_task: u32, per_node: u32) -> u32 {
+    let t = cpus / cpus_per_task.max(1);
+    if per_node > 0 {
+        t.min(per_node)
+    } else {
+        t
+    }
+}
+
 /// The fewest of these nodes (their CPU counts) whose CPUs hold `ntasks`
 /// tasks of `cpus_per_task` (at most `per_node` a node when set), the
 /// roomiest first; all of them when even that is too few (placement then
 /// refuses it).
 fn fewest_nodes(node_cpus: &[u32], ntasks: u32, cpus_per_task: u32, per_node: u32) -> u32 {
-    let cap = |c: u32| {
-        let t = c / cpus_per_task.max(1);
-        if per_node > 0 {
-            t.min(per_node)
-        } else {
-            t
-        }
-    };
+    let cap = |c: u32| node_task_cap(c, cpus_per_task, per_node);
     // Nodes by how many tasks each holds: a cluster has few node types.
     let mut by_cap: Vec<(u32, u32)> = Vec::new();
     for &c in node_cpus {
@@ -597,14 +601,7 @@ mod tests {
         let by_sort = |cpus: &[u32], ntasks: u32, cpt: u32, per_node: u32| {
             let mut caps: Vec<u32> = cpus
                 .iter()
-                .map(|c| {
-                    let t = c / cpt;
-                    if per_node > 0 {
-                        t.min(per_node)
-                    } else {
-                        t
-                    }
-                })
+                .map(|&c| node_task_cap(c, cpt, per_node))
                 .collect();
             caps.sort_unstable_by(|a, b| b.cmp(a));
             let mut held = 0u32;

@@ -256,6 +256,13 @@ impl Pass<'_> {
         let lim = q.until;
         let mut sorted = s.sorted_answers(floor, lim).peekable();
         let mut asked = s.asked_by(floor, lim).peekable();
+        // A node whose answer cannot come before `past` (nor at it, with
+        // `at_too`) is not asked: answering later than the k-th so far, it
+        // changes nothing, nor what `by` keeps.
+        let beyond = |memos: &Memos, i: usize, past: i64, at_too: bool| {
+            let b = Pass::node_bound(memos, i, q.from, q.d);
+            b > past || (at_too && b == past)
+        };
         // The k smallest answers so far, as a max-heap.
         let mut best: std::collections::BinaryHeap<i64> = std::collections::BinaryHeap::new();
         loop {
@@ -270,15 +277,9 @@ impl Pass<'_> {
             }
             let (i, t) = if next_bound.is_some_and(|b| b <= next_sorted.unwrap_or(i64::MAX)) {
                 let Some((_, i)) = asked.next() else { break };
-                // A node whose answer cannot come before the k-th so far
-                // changes nothing (nor, answering later than it, what `by`
-                // keeps): not asked.
-                if best.len() == k {
-                    let m = best.peek().copied().unwrap_or(i64::MAX);
-                    let b = Pass::node_bound(memos, i, q.from, q.d);
-                    if b > m || (by.is_none() && b == m) {
-                        continue;
-                    }
+                let kth_so_far = best.peek().copied().filter(|_| best.len() == k);
+                if kth_so_far.is_some_and(|m| beyond(memos, i, m, by.is_none())) {
+                    continue;
                 }
                 match q.ask(self, i, memos) {
                     Some(t) => (i, t),
@@ -305,7 +306,7 @@ impl Pass<'_> {
             // The nodes not reached that may still answer by then.
             by.extend(sorted.take_while(|x| x.1 <= kth));
             for (_, i) in asked.take_while(|x| x.0.max(floor) <= kth) {
-                if Pass::node_bound(memos, i, q.from, q.d) > kth {
+                if beyond(memos, i, kth, false) {
                     continue;
                 }
                 if let Some(t) = q.ask(self, i, memos) {
