@@ -74,11 +74,14 @@ pub struct Ctld {
     /// Pending jobs by (effective priority desc, id): the scheduler's queue.
     /// Kept in step by [`Ctld::sync_queue`], which every logged change calls.
     pub queue: BTreeSet<(Reverse<u32>, u32)>,
-    queue_key: HashMap<u32, u32>,
+    queue_key: rustc_hash::FxHashMap<u32, u32>,
     /// Held jobs (the queue's tail, key 0) a pass must still gate: those
     /// whose reason it has not set since their last change, and those with
     /// a dependency to settle. The rest of the tail costs a pass nothing.
     pub held_to_gate: BTreeSet<u32>,
+    /// Pending array records with an aftercorr dependency, whose tasks a
+    /// pass splits out to judge one by one; kept by [`Ctld::sync_queue`].
+    pub corr_metas: BTreeSet<u32>,
     /// Job ids by state, user and partition for queries (`jobindex.rs`),
     /// kept in step by [`Ctld::sync_queue`] like the queue.
     pub index: crate::jobindex::JobIndex,
@@ -153,8 +156,9 @@ impl Ctld {
             acct: None,
             served_files: None,
             queue: BTreeSet::new(),
-            queue_key: HashMap::new(),
+            queue_key: Default::default(),
             held_to_gate: BTreeSet::new(),
+            corr_metas: BTreeSet::new(),
             index: Default::default(),
             shared: Default::default(),
             sched: Default::default(),
@@ -196,8 +200,21 @@ impl Ctld {
         };
         self.index.update(id, self.jobs.get(&id).map(|j| &**j));
         let Some(job) = self.jobs.get(&id) else {
+            self.corr_metas.remove(&id);
             return;
         };
+        let corr = job.is_meta()
+            && job.state() == JobState::Pending
+            && job.dep.as_ref().is_some_and(|d| {
+                d.conds
+                    .iter()
+                    .any(|c| c.kind == crate::deps::Kind::AfterCorr)
+            });
+        if corr {
+            self.corr_metas.insert(id);
+        } else {
+            self.corr_metas.remove(&id);
+        }
         if job.state() == JobState::Pending {
             let prio = if job.rt().hold != 0 {
                 0

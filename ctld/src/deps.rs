@@ -172,24 +172,33 @@ pub fn decided(state: &[u8], i: usize) -> Option<Verdict> {
 }
 
 /// The state to keep after this evaluation: `old` with every newly decided
-/// verdict recorded (`keep[i]` false: condition `i` is not recorded, e.g.
+/// verdict recorded (`keep(i)` false: condition `i` is not recorded, e.g.
 /// singleton). None when nothing new was decided.
-pub fn settle(old: &[u8], verdicts: &[Verdict], keep: &[bool]) -> Option<Vec<u8>> {
-    let mut out = old.to_vec();
-    out.resize(verdicts.len().max(old.len()), 0);
-    let mut changed = false;
-    for (i, v) in verdicts.iter().enumerate() {
-        let b = match v {
+pub fn settle(old: &[u8], verdicts: &[Verdict], keep: &dyn Fn(usize) -> bool) -> Option<Vec<u8>> {
+    let new = |i: usize, v: Verdict| {
+        let code = match v {
             Verdict::Satisfied => SATISFIED,
             Verdict::Never => NEVER,
-            Verdict::Wait => continue,
+            Verdict::Wait => return None,
         };
-        if keep.get(i).copied().unwrap_or(false) && out[i] == 0 {
-            out[i] = b;
-            changed = true;
+        (keep(i) && old.get(i).copied().unwrap_or(0) == 0).then_some(code)
+    };
+    // Most evaluations decide nothing new: no copy for them.
+    if !verdicts
+        .iter()
+        .enumerate()
+        .any(|(i, &v)| new(i, v).is_some())
+    {
+        return None;
+    }
+    let mut out = old.to_vec();
+    out.resize(verdicts.len().max(old.len()), 0);
+    for (i, &v) in verdicts.iter().enumerate() {
+        if let Some(code) = new(i, v) {
+            out[i] = code;
         }
     }
-    changed.then_some(out)
+    Some(out)
 }
 
 /// Combine per-condition verdicts with the dependency's `,`/`?` rule.
@@ -295,14 +304,14 @@ mod tests {
     fn decided_outcomes_are_kept() {
         use Verdict::*;
         assert_eq!(decided(&[], 0), None);
-        let s = settle(&[], &[Never, Wait, Satisfied], &[true, true, true]).unwrap();
+        let s = settle(&[], &[Never, Wait, Satisfied], &|_| true).unwrap();
         assert_eq!(decided(&s, 0), Some(Never));
         assert_eq!(decided(&s, 1), None);
         assert_eq!(decided(&s, 2), Some(Satisfied));
         // Nothing new: nothing to log; a decided one is never overwritten.
-        assert_eq!(settle(&s, &[Never, Wait, Satisfied], &[true; 3]), None);
-        assert_eq!(settle(&s, &[Satisfied, Wait, Never], &[true; 3]), None);
+        assert_eq!(settle(&s, &[Never, Wait, Satisfied], &|_| true), None);
+        assert_eq!(settle(&s, &[Satisfied, Wait, Never], &|_| true), None);
         // Not kept (singleton): not recorded.
-        assert_eq!(settle(&[], &[Satisfied], &[false]), None);
+        assert_eq!(settle(&[], &[Satisfied], &|_| false), None);
     }
 }

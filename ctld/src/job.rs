@@ -30,6 +30,11 @@ pub struct Job {
     /// In memory: the controller's change number at the job's last change
     /// (`Ctld::change_seq`, set with `last_changed`; 0: none since start).
     pub seq: u64,
+    /// In memory: the change number at which a pass last found that the
+    /// job's dependency can never be satisfied. Those outcomes are kept
+    /// (`JobRuntime.dep_state`), so while `seq` is still this, the job's
+    /// gate is the same and the pass does not work it out again.
+    pub never_at: Option<u64>,
 }
 
 impl Job {
@@ -114,6 +119,7 @@ impl Job {
             pending_tasks,
             sched_req: None,
             seq: 0,
+            never_at: None,
         }
     }
 }

@@ -112,11 +112,8 @@ impl Ctld {
                     }),
                 })
                 .collect();
-        let keep: Vec<bool> = dep
-            .conds
-            .iter()
-            .map(|c| c.kind != deps::Kind::Singleton)
-            .collect();
+        // Every outcome is kept but a singleton's (which may change back).
+        let keep = |i: usize| dep.conds[i].kind != deps::Kind::Singleton;
         let state = deps::settle(&rt.dep_state, &verdicts, &keep);
         (deps::combine(dep, &verdicts), state)
     }

@@ -61,15 +61,14 @@ impl Ctld {
         }
         // Arrays with an aftercorr dependency: tasks split out to be
         // judged one by one (they join this pass's candidates).
-        let metas: Vec<u32> = pending
-            .iter()
-            .copied()
-            .filter(|id| {
-                self.jobs
-                    .get(id)
-                    .is_some_and(|j| j.is_meta() && j.dep.is_some())
-            })
-            .collect();
+        let metas: Vec<u32> = match self.corr_metas.is_empty() {
+            true => Vec::new(),
+            false => pending
+                .iter()
+                .copied()
+                .filter(|id| self.corr_metas.contains(id))
+                .collect(),
+        };
         let mut split = false;
         for id in metas {
             split |= self.split_for_aftercorr(id);
@@ -86,6 +85,11 @@ impl Ctld {
             let Some(job) = self.jobs.get(&id) else {
                 continue;
             };
+            if job.never_at.is_some_and(|s| s == job.seq) {
+                // Never to be satisfied, and unchanged since that was found:
+                // its reason is set, its mail sent, nothing else to do.
+                continue;
+            }
             let Gated { gate, dep_state } = self.gate(job, t);
             let job = self.jobs.get_mut(&id).expect("job present");
             if let Some(s) = dep_state {
@@ -114,6 +118,9 @@ impl Ctld {
                 }
                 Gate::Never => {
                     set_reason(job, "DependencyNeverSatisfied", t, &mut self.change_seq);
+                    // (Whatever this pass still does to the job, logging a
+                    // decided outcome, a mail, changes its number.)
+                    job.never_at = Some(job.seq);
                     if !job.spec().mail_type.is_empty() {
                         invalid.push(id);
                     }

@@ -1,8 +1,6 @@
 //! The scheduler's part of the controller state: reservations, fair-share
 //! usage, the last pass's planned starts and priority factors.
 
-use std::collections::HashMap;
-
 use drover_conf::slurmconf::Config;
 use drover_proto::ReservationInfo;
 
@@ -14,9 +12,9 @@ use crate::sched::{Params, PlaceOpts, PreemptKind};
 #[derive(Default)]
 pub struct SchedState {
     /// Pending job -> expected start planned by the last pass that saw it.
-    pub expected: HashMap<u32, i64>,
+    pub expected: rustc_hash::FxHashMap<u32, i64>,
     /// Pending job -> multifactor priority factors (when multifactor).
-    pub factors: HashMap<u32, Factors>,
+    pub factors: rustc_hash::FxHashMap<u32, Factors>,
     pub usage: Usage,
     /// When usage was last written to the log.
     pub usage_logged: i64,

@@ -1,7 +1,9 @@
 //! Fair-share usage and priorities between passes: charging running jobs'
 //! usage, logging and replaying it, the share tree, priority factors.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap;
 
 use drover_proto::state::wal_record::Kind;
 use drover_proto::state::{FairShareUsage, ResolvedRequest, UsageEntry, WalRecord};
@@ -152,14 +154,14 @@ impl Ctld {
         }
         let rows = self.share_rows(pc);
         let no_assoc = self.assoc.is_empty();
-        let mut fs: HashMap<&str, HashMap<&str, f64>> = HashMap::new();
+        let mut fs: FxHashMap<(&str, &str), f64> = FxHashMap::default();
         for r in rows.iter().filter(|r| !r.user.is_empty()) {
             let a = if r.account == "root" && no_assoc {
                 ""
             } else {
                 r.account.as_str()
             };
-            fs.entry(a).or_default().insert(&r.user, r.fairshare);
+            fs.insert((a, &r.user), r.fairshare);
         }
         let total_cpus: u64 = self
             .cluster
@@ -208,8 +210,10 @@ impl Ctld {
         let no_tres = crate::assoc::Tres::new();
         // The TRES of each distinct request, by its shared allocation
         // (`intern.rs`: equal requests are one `Arc`).
-        let mut request_tres: HashMap<*const ResolvedRequest, crate::assoc::Tres> = HashMap::new();
-        let mut factors_now = HashMap::with_capacity(self.sched.factors.len());
+        let mut request_tres: FxHashMap<*const ResolvedRequest, crate::assoc::Tres> =
+            FxHashMap::default();
+        let mut factors_now =
+            FxHashMap::with_capacity_and_hasher(self.sched.factors.len(), Default::default());
         let mut changed = Vec::new();
         for &(_, id) in self.unheld() {
             let Some(job) = self.jobs.get(&id) else {
@@ -242,8 +246,7 @@ impl Ctld {
                 qos_priority: self.assoc.qos.get(qos).map_or(0, |q| q.priority),
                 max_qos_priority: max_qos,
                 fairshare: fs
-                    .get(account)
-                    .and_then(|u| u.get(job.rec.user_name.as_str()))
+                    .get(&(account, job.rec.user_name.as_str()))
                     .copied()
                     .unwrap_or(0.0),
                 nice: spec.nice,

@@ -115,6 +115,34 @@ fn a_new_dependency_forgets_the_old_outcome() {
     assert_eq!(env.launched(), vec![first, second]);
 }
 
+/// A job found never satisfiable is not worked out again by every pass,
+/// only once it changes: a new dependency is seen at the next pass.
+#[test]
+fn a_job_found_never_satisfiable_is_looked_at_again_once_changed() {
+    let mut env = TestEnv::new(CONF);
+    let (first, second) = pair(&mut env, "afterok");
+    env.advance(T0 + 1);
+    env.finish(first, 1);
+    for t in 2..5 {
+        env.advance(T0 + t);
+        assert_eq!(env.reason(second), "DependencyNeverSatisfied");
+    }
+    let job = &env.core.jobs[&second];
+    assert_eq!(job.never_at, Some(job.seq), "passes leave it be");
+    let r = env.core.update_job(
+        super::env::root(),
+        drover_proto::UpdateJobRequest {
+            job_ids: vec![second.to_string()],
+            fields: [("Dependency".to_string(), format!("afternotok:{first}"))].into(),
+            ..Default::default()
+        },
+    );
+    assert!(r.is_ok_and(|r| r.results.iter().all(|x| x.ok)));
+    env.collect();
+    env.advance(T0 + 5);
+    assert_eq!(env.launched(), vec![first, second]);
+}
+
 #[test]
 fn a_failed_condition_of_an_or_dependency_is_not_undone_by_a_purge() {
     // afterok:A?afterok:B with A failed (never) and B pending: waits; A's

@@ -275,12 +275,27 @@ impl Pass<'_> {
             if best.len() == k && best.peek().is_some_and(|&m| m <= next) {
                 break;
             }
-            let (i, t) = if next_bound.is_some_and(|b| b <= next_sorted.unwrap_or(i64::MAX)) {
-                let Some((_, i)) = asked.next() else { break };
-                let kth_so_far = best.peek().copied().filter(|_| best.len() == k);
-                if kth_so_far.is_some_and(|m| beyond(memos, i, m, by.is_none())) {
-                    continue;
+            let ns = next_sorted.unwrap_or(i64::MAX);
+            let (i, t) = if next_bound.is_some_and(|b| b <= ns) {
+                if let Some(m) = best.peek().copied().filter(|_| best.len() == k) {
+                    // The run of nodes to be asked before the next sorted
+                    // one, short of the k-th so far, that their bounds put
+                    // past it: passed over in one go (most of a sweep).
+                    let at_too = by.is_none();
+                    let mut skipped = false;
+                    while let Some(&(b, i)) = asked.peek() {
+                        let b = b.max(floor);
+                        if b > ns || b >= m || !beyond(memos, i, m, at_too) {
+                            break;
+                        }
+                        asked.next();
+                        skipped = true;
+                    }
+                    if skipped {
+                        continue;
+                    }
                 }
+                let Some((_, i)) = asked.next() else { break };
                 match q.ask(self, i, memos) {
                     Some(t) => (i, t),
                     None => continue,
