@@ -234,7 +234,8 @@ impl Ctld {
         }
         // The kept best-fit index, where the pass reads the kept snapshot
         // unchanged.
-        let index = matches!(nodes, Cow::Borrowed(_)).then(|| self.cluster.take_index(&base));
+        let index = matches!(nodes, Cow::Borrowed(_))
+            .then(|| std::cell::RefCell::new(self.cluster.take_index(&base)));
         // Small passes run here; big ones on a worker thread over the
         // snapshot, so that squeue and submissions are served meanwhile.
         let work = snaps.len().saturating_mul(nodes.len());
@@ -251,7 +252,7 @@ impl Ctld {
                 index: index.as_ref(),
             });
             if let Some(ix) = index {
-                self.cluster.put_index(ix);
+                self.cluster.put_index(ix.into_inner());
             }
             self.apply_plan(decisions, &nodes, full);
             drop(nodes);
@@ -263,7 +264,7 @@ impl Ctld {
         self.cluster.put_snaps(base);
         let kept = index.clone();
         if let Some(ix) = index {
-            self.cluster.put_index(ix);
+            self.cluster.put_index(ix.into_inner());
         }
         self.sched.in_flight = true;
         let assoc = self.assoc.clone();

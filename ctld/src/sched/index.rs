@@ -7,7 +7,7 @@
 use super::place::Avail;
 use super::{NodeSnap, PartSnap, Request};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Index {
     /// Per partition, its usable nodes' keys, ascending.
     sets: Vec<Vec<u128>>,

@@ -144,8 +144,10 @@ pub struct Input<'a> {
     pub resvs: &'a [ResvSnap],
     pub assoc: &'a crate::sched::assoc::AssocSet,
     /// The best-fit index of `nodes` and `parts` ([`Index::new`]), where
-    /// the caller keeps one; the pass builds it otherwise.
-    pub index: Option<&'a Index>,
+    /// the caller keeps one: lent to the pass, which files the nodes it
+    /// changes anew and gives it back as it found it (no copy); the pass
+    /// builds one otherwise.
+    pub index: Option<&'a std::cell::RefCell<Index>>,
 }
 
 /// Nodes by index: a snapshot's slice, or a pass's working copy of one

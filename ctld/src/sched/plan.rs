@@ -187,13 +187,13 @@ impl<'a> Pass<'a> {
     }
 
     /// The best-fit index, taken out to be read beside the pass (put back
-    /// before the next start); on first use the caller's copy of the
-    /// snapshot's (else one built from it), each node changed since
-    /// re-filed (as [`Pass::start`] would have).
+    /// before the next start); on first use the caller's, lent (else one
+    /// built from the snapshot), each node changed since re-filed (as
+    /// [`Pass::start`] would have).
     fn take_index(&mut self) -> Index {
         self.index.take().unwrap_or_else(|| {
             let mut ix = match self.inp.index {
-                Some(ix) => ix.clone(),
+                Some(lent) => std::mem::take(&mut *lent.borrow_mut()),
                 None => Index::new(self.inp.nodes, self.inp.parts),
             };
             for i in self.work.changed() {
@@ -611,6 +611,14 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
         pass.wait(job.id, reason, None);
     }
     Line::recycle(pass.lines);
+    if let (Some(lent), Some(mut ix)) = (inp.index, pass.index.take()) {
+        // Given back as lent: the nodes this pass changed filed as the
+        // snapshot has them.
+        for i in pass.work.changed() {
+            ix.update(i, &inp.nodes[i]);
+        }
+        *lent.borrow_mut() = ix;
+    }
     pass.out
 }
 

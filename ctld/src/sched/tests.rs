@@ -369,6 +369,32 @@ proptest! {
 }
 
 proptest! {
+    /// A best-fit index lent to a pass gives the decisions of the index
+    /// the pass would build itself, and comes back as it was lent.
+    #[test]
+    fn a_lent_index_comes_back_as_lent((nodes, jobs) in arb_cluster()) {
+        let parts = part(nodes.len());
+        let assoc = assoc::AssocSet::default();
+        let lent = std::cell::RefCell::new(Index::new(&nodes, &parts));
+        let params = Params::default();
+        let input = |index| Input {
+            now: 0,
+            params: &params,
+            nodes: &nodes,
+            parts: &parts,
+            running: &[],
+            jobs: &jobs,
+            resvs: &[],
+            assoc: &assoc,
+            index,
+        };
+        let with = plan(&input(Some(&lent)));
+        prop_assert_eq!(with, plan(&input(None)));
+        prop_assert_eq!(lent.into_inner(), Index::new(&nodes, &parts));
+    }
+}
+
+proptest! {
     /// Whatever numbers a client sends, validation, request building,
     /// placement and the job view never panic.
     #[test]
