@@ -7,6 +7,8 @@ use drover_conf::slurmconf::{Config, NodeConf, PartitionConf};
 
 use crate::sched::{GresDev, NodeSnap, PartSnap, Request, Share};
 
+mod kept;
+
 /// One CPU's use: jobs on it, and the least share limit among them since
 /// it was last free (1: a job that shares it with nobody).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -312,6 +314,9 @@ pub struct Cluster {
     /// The best-fit index of the kept snapshot, kept current with it
     /// ([`Cluster::take_index`]).
     index: Option<crate::sched::Index>,
+    /// Bumped whenever the kept snapshot is dropped or built afresh: one
+    /// lent to a pass before then is not taken back ([`Cluster::give_back`]).
+    kept_gen: u64,
 }
 
 impl Cluster {
@@ -332,6 +337,7 @@ impl Cluster {
             snaps: Vec::new(),
             stale: Vec::new(),
             index: None,
+            kept_gen: 0,
         };
         c.set_partitions(&cfg.partitions);
         c
@@ -343,6 +349,7 @@ impl Cluster {
     pub fn set_partitions(&mut self, confs: &[drover_conf::PartitionConf]) {
         self.fits.get_mut().clear();
         self.index = None;
+        self.kept_gen += 1;
         self.parts = confs
             .iter()
             .map(|p| Partition {
@@ -400,73 +407,6 @@ impl Cluster {
             .collect()
     }
 
-    /// Every node as the scheduler sees it ([`Node::snap`]), from the kept
-    /// snapshot: nodes whose resources changed since it was last taken are
-    /// built again, the others only get their `usable` refreshed. Give it
-    /// back with [`Cluster::put_snaps`] (the scheduler reads it while the
-    /// controller starts jobs, which marks their nodes).
-    pub fn take_snaps(&mut self) -> Vec<NodeSnap> {
-        let mut snaps = std::mem::take(&mut self.snaps);
-        if snaps.len() != self.nodes.len() || self.stale.len() != self.nodes.len() {
-            snaps = self.nodes.iter().map(Node::snap).collect();
-            self.index = None;
-        } else {
-            for (i, n) in self.nodes.iter().enumerate() {
-                let usable = n.usable();
-                if self.stale[i] {
-                    snaps[i] = n.snap();
-                } else if snaps[i].usable != usable {
-                    snaps[i].usable = usable;
-                } else {
-                    continue;
-                }
-                if let Some(ix) = self.index.as_mut() {
-                    ix.update(i, &snaps[i]);
-                }
-            }
-        }
-        self.stale.clear();
-        self.stale.resize(self.nodes.len(), false);
-        #[cfg(debug_assertions)]
-        for (i, n) in self.nodes.iter().enumerate() {
-            debug_assert_eq!(snaps[i], n.snap(), "kept snapshot of node {}", n.name());
-        }
-        snaps
-    }
-
-    /// The best-fit index of the snapshot [`Cluster::take_snaps`] gave
-    /// (built on first use, then kept current with it), for a pass that
-    /// reads that snapshot unchanged. Give it back with
-    /// [`Cluster::put_index`].
-    pub fn take_index(&mut self, snaps: &[NodeSnap]) -> crate::sched::Index {
-        let ix = match self.index.take() {
-            Some(ix) => ix,
-            None => crate::sched::Index::new(snaps, &self.part_snaps()),
-        };
-        debug_assert_eq!(ix, crate::sched::Index::new(snaps, &self.part_snaps()));
-        ix
-    }
-
-    /// The index [`Cluster::take_index`] gave, unchanged, to be kept.
-    pub fn put_index(&mut self, ix: crate::sched::Index) {
-        self.index = Some(ix);
-    }
-
-    /// The snapshot [`Cluster::take_snaps`] gave, unchanged, to be kept
-    /// for the next pass.
-    pub fn put_snaps(&mut self, snaps: Vec<NodeSnap>) {
-        if snaps.len() == self.nodes.len() {
-            self.snaps = snaps;
-        }
-    }
-
-    /// Node `i`'s resources changed: its kept snapshot is built again.
-    fn touch(&mut self, i: usize) {
-        if let Some(s) = self.stale.get_mut(i) {
-            *s = true;
-        }
-    }
-
     /// Every node as configured, empty and usable (the submit-time "could
     /// this ever run" check), kept until a node's configuration changes.
     pub fn pristine(&self) -> &[NodeSnap] {
@@ -506,6 +446,7 @@ impl Cluster {
         self.fits.get_mut().clear();
         self.snaps.clear();
         self.index = None;
+        self.kept_gen += 1;
     }
 
     /// How many jobs may share each CPU of a job with this spec running in

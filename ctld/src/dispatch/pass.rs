@@ -260,12 +260,16 @@ impl Ctld {
             self.sched.cycle_done = Some((snaps.len(), queue_len));
             return;
         }
-        let nodes = nodes.into_owned();
-        self.cluster.put_snaps(base);
-        let kept = index.clone();
-        if let Some(ix) = index {
-            self.cluster.put_index(ix.into_inner());
-        }
+        // The kept snapshot and its index, read unchanged, go with the pass
+        // (no copy) and come back with its decisions; a changed copy goes
+        // alone.
+        let (nodes, lent) = match nodes {
+            Cow::Owned(changed) => {
+                self.cluster.put_snaps(base);
+                (changed, None)
+            }
+            Cow::Borrowed(_) => (base, Some(self.cluster.kept_gen())),
+        };
         self.sched.in_flight = true;
         let assoc = self.assoc.clone();
         let depth = snaps.len();
@@ -279,11 +283,15 @@ impl Ctld {
                 jobs: &snaps,
                 resvs: &resvs,
                 assoc: &assoc,
-                index: kept.as_ref(),
+                index: index.as_ref(),
             });
             Box::new(move |c: &mut Ctld| {
                 c.sched.in_flight = false;
                 c.apply_plan(decisions, &nodes, full);
+                if let Some(gen) = lent {
+                    let index = index.map(std::cell::RefCell::into_inner);
+                    c.cluster.give_back(gen, nodes, index);
+                }
                 if std::mem::take(&mut c.sched.again) {
                     c.sched_needed = true;
                 }
