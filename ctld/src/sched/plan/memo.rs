@@ -34,36 +34,102 @@ const UNKNOWN: Memo = Memo {
     hi: i64::MIN,
 };
 
+/// A memo per node, for one request or shape. A pass makes many, each
+/// the size of the cluster, and writes few entries of each: rows come
+/// from this thread's spares and go back to them, emptied, when dropped.
+#[derive(Default)]
+pub(in crate::sched) struct MemoRow {
+    memos: Vec<Memo>,
+    /// The entries written (to empty it again).
+    written: Vec<u32>,
+}
+
+/// Spare rows kept at most, per thread (a few passes' worth).
+const SPARE_ROWS: usize = 1024;
+
+thread_local! {
+    /// Rows given back, unknown everywhere.
+    static SPARE: std::cell::RefCell<Vec<Vec<Memo>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl MemoRow {
+    /// Sized for `n` nodes, unknown everywhere when new.
+    fn size(&mut self, n: usize) {
+        if self.memos.len() == n {
+            return;
+        }
+        self.give_back();
+        self.memos = SPARE
+            .with_borrow_mut(|spare| match spare.pop() {
+                Some(v) if v.len() == n => Some(v),
+                _ => None,
+            })
+            .unwrap_or_else(|| vec![UNKNOWN; n]);
+    }
+
+    fn len(&self) -> usize {
+        self.memos.len()
+    }
+
+    fn get(&self, i: usize) -> Option<&Memo> {
+        self.memos.get(i)
+    }
+
+    fn set(&mut self, i: usize, m: Memo) {
+        // (A written memo's `ver` is a node's count of changes this pass.)
+        if self.memos[i].ver == UNKNOWN.ver {
+            self.written.push(i as u32);
+        }
+        self.memos[i] = m;
+    }
+
+    /// Unknown everywhere again.
+    pub fn clear(&mut self) {
+        for &i in &self.written {
+            self.memos[i as usize] = UNKNOWN;
+        }
+        self.written.clear();
+    }
+
+    fn give_back(&mut self) {
+        self.clear();
+        let v = std::mem::take(&mut self.memos);
+        if !v.is_empty() {
+            SPARE.with_borrow_mut(|spare| {
+                if spare.len() < SPARE_ROWS {
+                    spare.push(v);
+                }
+            });
+        }
+    }
+}
+
+impl Drop for MemoRow {
+    fn drop(&mut self) {
+        self.give_back();
+    }
+}
+
 /// The memos a look at one node uses.
 pub(in crate::sched) struct Memos<'m> {
     /// The shape's own.
-    pub shape: &'m mut Vec<Memo>,
+    pub shape: &'m mut MemoRow,
     /// The request's, for nodes without a reservation block (multi-node
     /// sweeps).
-    pub request: Option<&'m mut Vec<Memo>>,
+    pub request: Option<&'m mut MemoRow>,
 }
 
 impl<'m> Memos<'m> {
     /// Sized for `n` nodes (unknown everywhere when new): the request's
     /// when given (the shape's then on first use, for a node with a
     /// reservation block), else the shape's.
-    pub fn sized(
-        shape: &'m mut Vec<Memo>,
-        request: Option<&'m mut Vec<Memo>>,
-        n: usize,
-    ) -> Memos<'m> {
+    pub fn sized(shape: &'m mut MemoRow, request: Option<&'m mut MemoRow>, n: usize) -> Memos<'m> {
         let mut m = Memos { shape, request };
         match m.request.as_deref_mut() {
-            Some(r) => size(r, n),
-            None => size(m.shape, n),
+            Some(r) => r.size(n),
+            None => m.shape.size(n),
         }
         m
-    }
-}
-
-fn size(v: &mut Vec<Memo>, n: usize) {
-    if v.len() != n {
-        *v = vec![UNKNOWN; n];
     }
 }
 
@@ -71,8 +137,8 @@ fn size(v: &mut Vec<Memo>, n: usize) {
 /// job), and for an even share of that many tasks (multi-node shapes).
 #[derive(Default)]
 pub(in crate::sched) struct ShapeMemos {
-    pub one: Vec<Memo>,
-    pub share: (u32, Vec<Memo>),
+    pub one: MemoRow,
+    pub share: (u32, MemoRow),
 }
 
 impl ShapeMemos {
@@ -91,7 +157,7 @@ pub(in crate::sched) struct Learnt<'m> {
 }
 
 /// A pass's memos by request number and tasks per node.
-pub(in crate::sched) type ByRequest = FxMap<(u32, u32), Vec<Memo>>;
+pub(in crate::sched) type ByRequest = FxMap<(u32, u32), MemoRow>;
 
 /// What a pass learns for all its jobs; emptied when resources come back
 /// (a preemption).
@@ -159,17 +225,17 @@ impl Pass<'_> {
             return None;
         }
         let line = &self.lines[i];
-        let memo = match memos.request.as_deref_mut() {
-            Some(r) if line.blocks.is_empty() => &mut r[i],
+        let row: &mut MemoRow = match memos.request.as_deref_mut() {
+            Some(r) if line.blocks.is_empty() => r,
             Some(r) => {
                 // The shape's own memos, made on first use (most passes
                 // have no reservation).
-                size(memos.shape, r.len());
-                &mut memos.shape[i]
+                memos.shape.size(r.len());
+                memos.shape
             }
-            None => &mut memos.shape[i],
+            None => memos.shape,
         };
-        let m = *memo;
+        let m = row.memos[i];
         // What the memo says holds for this search (see `node_bound`):
         // every start before its `t` fails (takes since then only make
         // less free), and with the profile unchanged its `t` is the answer
@@ -203,14 +269,57 @@ impl Pass<'_> {
             (m.from, a.lo.max(m.lo), a.hi)
         };
         let r = a.t;
-        *memo = Memo {
-            ver: self.ver[i],
-            known: r.is_some(),
-            from: searched_from,
-            t: r.unwrap_or(lim),
-            lo,
-            hi,
-        };
+        row.set(
+            i,
+            Memo {
+                ver: self.ver[i],
+                known: r.is_some(),
+                from: searched_from,
+                t: r.unwrap_or(lim),
+                lo,
+                hi,
+            },
+        );
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unknown_everywhere(r: &MemoRow) -> bool {
+        r.memos
+            .iter()
+            .all(|m| m.ver == UNKNOWN.ver && m.from == UNKNOWN.from && !m.known)
+    }
+
+    /// A row comes back from the spares unknown everywhere: no pass reads
+    /// what an earlier one learnt (its bounds would not hold).
+    #[test]
+    fn rows_are_emptied_when_cleared_and_given_back() {
+        let learnt = Memo {
+            ver: 0,
+            known: true,
+            from: 5,
+            t: 9,
+            lo: 0,
+            hi: i64::MAX,
+        };
+        let mut row = MemoRow::default();
+        row.size(64);
+        row.set(3, learnt);
+        row.set(3, learnt);
+        row.set(40, learnt);
+        row.clear();
+        assert!(unknown_everywhere(&row));
+        row.set(7, learnt);
+        drop(row);
+        for _ in 0..3 {
+            let mut again = MemoRow::default();
+            again.size(64);
+            assert!(unknown_everywhere(&again));
+            again.set(7, learnt);
+        }
     }
 }

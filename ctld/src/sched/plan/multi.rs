@@ -142,7 +142,8 @@ impl Pass<'_> {
         };
         let need = (want_tasks(req).div_ceil(share) as usize).max(min_nodes);
         if shape.share.0 != share {
-            shape.share = (share, Vec::new());
+            shape.share.0 = share;
+            shape.share.1.clear();
         }
         let fits_share = |i: usize, a: &Avail| fits_tasks(&inp.nodes[i], req, a, share, self);
         let share_sweep = pass

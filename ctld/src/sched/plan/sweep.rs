@@ -436,6 +436,7 @@ impl Pass<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::memo::MemoRow;
     use super::*;
     use crate::sched::assoc::AssocSet;
     use crate::sched::place::{node_tasks, Alloc};
@@ -507,10 +508,10 @@ mod tests {
             };
             let mut sorted = pass.sorted_sweep(&req, &cands, &fits);
             let mut breaks = pass.breaks(&cands);
-            let (mut shape, mut by_req) = (Vec::new(), Vec::new());
+            let (mut shape, mut by_req) = (MemoRow::default(), MemoRow::default());
             // Memos kept over the rounds' searches and changes, as a pass
             // keeps them: what they learnt bounds the later answers.
-            let (mut kept_shape, mut kept_req) = (Vec::new(), Vec::new());
+            let (mut kept_shape, mut kept_req) = (MemoRow::default(), MemoRow::default());
             for round in 0..6 {
                 let from = now + rng.range(0, 20_000) as i64;
                 let until = if round % 3 == 2 {
@@ -558,7 +559,7 @@ mod tests {
                 pass.catch_up(&mut lazy);
                 // Bounds as a pass leaves them: built before the changes.
                 for k in [1, 2, 4, 40] {
-                    let (mut shape, mut by_req) = (Vec::new(), Vec::new());
+                    let (mut shape, mut by_req) = (MemoRow::default(), MemoRow::default());
                     let mut memos = Memos::sized(&mut shape, Some(&mut by_req), nodes.len());
                     let what = format!("seed {seed} round {round} k {k}");
                     check_kth(&pass, &mut sorted, &mut memos, &q, k, &truth, &what);
