@@ -170,7 +170,9 @@ fn an_agent_holds_launches_until_it_has_registered() {
         .build()
         .unwrap();
     let answer = rt.block_on(async {
-        // Until the agent listens, each try fails to connect.
+        // Until the agent listens, each try fails to connect; a credential
+        // made in the instant before it started is refused as such (a
+        // daemon's client then tries again with a fresh one, as here).
         let mut last = None;
         for _ in 0..1200 {
             let bind = Binding::new("/drover.NodeAgent/Launch", &crate::replay::body(&req));
@@ -178,8 +180,10 @@ fn an_agent_holds_launches_until_it_has_registered() {
             let ch = crate::replay::with_token(format!("127.0.0.1:{}", c.agent_port), tok);
             match NodeAgentClient::new(ch).launch(req.clone()).await {
                 Err(e)
-                    if e.code() == tonic::Code::Unavailable
-                        && !e.message().contains("registering") =>
+                    if (e.code() == tonic::Code::Unavailable
+                        && !e.message().contains("registering"))
+                        || (e.code() == tonic::Code::Unauthenticated
+                            && e.message().contains(drover_proto::auth::BEFORE_START)) =>
                 {
                     last = Some(e);
                     tokio::time::sleep(Duration::from_millis(25)).await;
