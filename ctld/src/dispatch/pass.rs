@@ -61,13 +61,14 @@ impl Ctld {
         }
         // Arrays with an aftercorr dependency: tasks split out to be
         // judged one by one (they join this pass's candidates).
-        let metas: Vec<u32> = match self.corr_metas.is_empty() {
-            true => Vec::new(),
-            false => pending
+        let metas: Vec<u32> = if self.corr_metas.is_empty() {
+            Vec::new()
+        } else {
+            pending
                 .iter()
                 .copied()
                 .filter(|id| self.corr_metas.contains(id))
-                .collect(),
+                .collect()
         };
         let mut split = false;
         for id in metas {
