@@ -62,9 +62,7 @@ impl Cluster {
     /// The snapshot [`Cluster::take_snaps`] gave, unchanged, to be kept
     /// for the next pass.
     pub fn put_snaps(&mut self, snaps: Vec<NodeSnap>) {
-        if snaps.len() == self.nodes.len() {
-            self.snaps = snaps;
-        }
+        self.give_back(self.kept_gen, snaps, None);
     }
 
     /// Which kept snapshot [`Cluster::take_snaps`] gave (for

@@ -286,18 +286,26 @@ fn refused_launch_with_a_retryable_error_is_retried_later() {
     );
 }
 
+/// A job started (its launch sent, not answered yet) and then cancelled:
+/// its id, start time and node; the effects so far cleared.
+fn cancelled_before_its_launch_answer(env: &mut TestEnv) -> (u32, i64, String) {
+    let id = env.sbatch(job(10));
+    env.advance(T0 + 1);
+    let start = env.core.jobs[&id].rt().start_time;
+    let node = env.node_of(id);
+    env.cancel(id);
+    env.clear();
+    (id, start, node)
+}
+
 /// scancel while the launch is unanswered, then the agent refuses it for
 /// now (it is registering): nothing runs, so the job ends CANCELLED at once
 /// and its node is free; it is not launched again.
 #[test]
 fn job_cancelled_before_its_launch_is_acknowledged_ends_when_the_launch_fails() {
     let mut env = TestEnv::new(TWO_NODES);
-    let id = env.sbatch(job(10));
-    env.advance(T0 + 1);
-    let start = env.core.jobs[&id].rt().start_time;
-    env.cancel(id);
+    let (id, start, node) = cancelled_before_its_launch_answer(&mut env);
     assert_eq!(env.state(id), JobState::Completing);
-    env.clear();
     env.core.launch_done(
         id,
         start,
@@ -308,10 +316,9 @@ fn job_cancelled_before_its_launch_is_acknowledged_ends_when_the_launch_fails() 
     env.collect();
     assert_eq!(env.state(id), JobState::Cancelled);
     assert!(env.launched().is_empty(), "not launched again");
-    let i = env.core.cluster.node_idx(&env.node_of(id)).unwrap();
+    let i = env.core.cluster.node_idx(&node).unwrap();
     assert!(env.core.cluster.nodes[i].jobs.is_empty(), "node released");
     // Its agent registers without it: nothing more happens to the job.
-    let node = env.node_of(id);
     env.register_without_jobs(&node);
     assert!(env.launched().is_empty());
     assert_eq!(env.state(id), JobState::Cancelled);
@@ -323,12 +330,7 @@ fn job_cancelled_before_its_launch_is_acknowledged_ends_when_the_launch_fails() 
 #[test]
 fn job_cancelled_before_its_launch_is_acknowledged_is_terminated_again_once_launched() {
     let mut env = TestEnv::new(TWO_NODES);
-    let id = env.sbatch(job(10));
-    env.advance(T0 + 1);
-    let start = env.core.jobs[&id].rt().start_time;
-    let node = env.node_of(id);
-    env.cancel(id);
-    env.clear();
+    let (id, start, node) = cancelled_before_its_launch_answer(&mut env);
     env.core.launch_done(id, start, Ok(()));
     env.collect();
     assert_eq!(env.signals(), vec![(id, node.clone(), 0)]);
@@ -350,11 +352,7 @@ fn job_cancelled_before_its_launch_is_acknowledged_is_terminated_again_once_laun
 #[test]
 fn unlaunched_cancelled_job_ends_when_its_agent_registers_without_it() {
     let mut env = TestEnv::new(TWO_NODES);
-    let id = env.sbatch(job(10));
-    env.advance(T0 + 1);
-    let node = env.node_of(id);
-    env.cancel(id);
-    env.clear();
+    let (id, _, node) = cancelled_before_its_launch_answer(&mut env);
     env.register_without_jobs(&node);
     assert!(env.launched().is_empty(), "not launched only to be killed");
     assert_eq!(env.state(id), JobState::Cancelled);
