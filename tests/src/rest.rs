@@ -172,7 +172,9 @@ impl RestD {
             log,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(&r.addr).is_err() || !r.socket.exists() {
+        // Up once both listeners accept (a socket file exists from its
+        // bind, a moment before it listens: a connection is refused then).
+        while TcpStream::connect(&r.addr).is_err() || UnixStream::connect(&r.socket).is_err() {
             if let Ok(Some(st)) = r.child.try_wait() {
                 panic!("droverrestd exited {st}: {}", r.log_text());
             }
