@@ -17,9 +17,7 @@ impl Avail {
     pub fn of(n: &NodeSnap) -> Avail {
         let mut gres_free = 0u128;
         for (i, d) in n.gres.iter().enumerate().take(128) {
-            if d.free {
-                gres_free |= 1 << i;
-            }
+            gres_free |= u128::from(d.free) << i;
         }
         Avail {
             cpus: n.free_cpus.len() as u32,

@@ -166,6 +166,9 @@ pub(in crate::sched) struct PassMemos {
     pub requests: ByRequest,
     pub sorted: SortedSweeps,
     pub breaks: BreakSets,
+    /// A row of tasks bounds by node, for a multi-node plan's tries (each
+    /// writes the entries it reads).
+    pub bounds: Vec<u32>,
 }
 
 impl PassMemos {

@@ -206,14 +206,16 @@ impl Pass<'_> {
         let nt = times.len();
         let mut caps: Vec<u32> = Vec::new();
         // Each try's bounds by node; a try reads only the nodes it has just
-        // set (the tries' node sets grow with their times).
+        // set (the tries' node sets grow with their times), so the pass's
+        // row serves, as the last round left it.
         let mut bound_of: Vec<u32> = Vec::new();
         if req.required.is_empty() {
             caps.reserve(near.len() * nt);
             for &(i, _) in &near {
                 caps.extend(self.lines[i].at_times(&times).map(|(_, a)| cpu_bound(&a)));
             }
-            bound_of = vec![0; inp.nodes.len()];
+            bound_of = std::mem::take(&mut pass.bounds);
+            bound_of.resize(inp.nodes.len(), 0);
         }
         let r = times.iter().enumerate().find_map(|(k, &t)| {
             // Only nodes that can hold a task by then (in any order: the
@@ -247,6 +249,9 @@ impl Pass<'_> {
             .ok()
             .map(|a| (t, a))
         });
+        if !bound_of.is_empty() {
+            pass.bounds = bound_of;
+        }
         if let Some((t, a)) = r {
             return Some(Round::Planned(t, a));
         }
