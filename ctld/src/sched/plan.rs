@@ -80,7 +80,8 @@ impl<'a> Pass<'a> {
     fn new(inp: &'a Input<'a>) -> Self {
         let now = inp.now;
         let opts = inp.params.place;
-        let mut lines = Line::for_nodes(now, inp.nodes, &opts);
+        let now_avail: Vec<Avail> = inp.nodes.iter().map(Avail::of).collect();
+        let mut lines = Line::for_nodes(now, inp.nodes, &now_avail, &opts);
         let mut limits = LimitState::new(inp.assoc);
         for r in inp.running {
             let end = if r.ending { now } else { r.end.max(now + 1) };
@@ -136,7 +137,7 @@ impl<'a> Pass<'a> {
             inp,
             lines,
             work: Work::new(inp.nodes),
-            now_avail: inp.nodes.iter().map(Avail::of).collect(),
+            now_avail,
             limits,
             taken: vec![false; inp.running.len()],
             ver: vec![0; inp.nodes.len()],

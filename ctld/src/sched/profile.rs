@@ -66,19 +66,24 @@ thread_local! {
 
 impl Line {
     pub fn new(now: i64, n: &NodeSnap, opts: &PlaceOpts) -> Line {
+        Line::from_avail(now, Avail::of(n), n, opts)
+    }
+
+    /// [`Line::new`] from what the node has free now (`a`).
+    fn from_avail(now: i64, a: Avail, n: &NodeSnap, opts: &PlaceOpts) -> Line {
         // Room for a few running jobs' ends without growing.
         let mut l = Line {
             segs: Vec::with_capacity(8),
             blocks: Vec::new(),
             monotone: true,
         };
-        l.reset(now, n, opts);
+        l.reset(now, a, n, opts);
         l
     }
 
-    /// The profile of node `n` with nothing planned: what is free now.
-    fn reset(&mut self, now: i64, n: &NodeSnap, opts: &PlaceOpts) {
-        let mut a = Avail::of(n);
+    /// The profile of node `n` with nothing planned: what is free now
+    /// (`a`, [`Avail::of`] the node).
+    fn reset(&mut self, now: i64, mut a: Avail, n: &NodeSnap, opts: &PlaceOpts) {
         if !opts.track_memory {
             a.mem = n.real_memory;
         }
@@ -88,16 +93,29 @@ impl Line {
         self.monotone = true;
     }
 
-    /// A profile for every node ([`Line::new`]), in the memory of the
-    /// profiles the last pass on this thread gave back ([`Line::recycle`]).
-    pub fn for_nodes(now: i64, nodes: &[NodeSnap], opts: &PlaceOpts) -> Vec<Line> {
+    /// A profile for every node ([`Line::new`]), from what each has free
+    /// now (`avails`: [`Avail::of`] each, which the caller keeps too), in
+    /// the memory of the profiles the last pass on this thread gave back
+    /// ([`Line::recycle`]).
+    pub fn for_nodes(
+        now: i64,
+        nodes: &[NodeSnap],
+        avails: &[Avail],
+        opts: &PlaceOpts,
+    ) -> Vec<Line> {
+        debug_assert_eq!(nodes.len(), avails.len());
         let mut lines = SPARE.with_borrow_mut(std::mem::take);
         lines.truncate(nodes.len());
-        for (l, n) in lines.iter_mut().zip(nodes) {
-            l.reset(now, n, opts);
+        for ((l, n), &a) in lines.iter_mut().zip(nodes).zip(avails) {
+            l.reset(now, a, n, opts);
         }
         let have = lines.len();
-        lines.extend(nodes[have..].iter().map(|n| Line::new(now, n, opts)));
+        lines.extend(
+            nodes[have..]
+                .iter()
+                .zip(&avails[have..])
+                .map(|(n, &a)| Line::from_avail(now, a, n, opts)),
+        );
         lines
     }
 
@@ -397,7 +415,8 @@ mod tests {
         use crate::sched::tests::node;
         let opts = PlaceOpts::default();
         let first: Vec<_> = (1..=5).map(|c| node(c * 4, 1000, 2)).collect();
-        let mut lines = Line::for_nodes(100, &first, &opts);
+        let avails: Vec<Avail> = first.iter().map(Avail::of).collect();
+        let mut lines = Line::for_nodes(100, &first, &avails, &opts);
         for l in &mut lines {
             l.take(150, 400, &hold(2), true);
             l.give(300, i64::MAX, &hold(1), true);
@@ -408,7 +427,8 @@ mod tests {
             let nodes: Vec<_> = (1..=count)
                 .map(|c| node(c * 8, 500 * c as u64, 0))
                 .collect();
-            let got = Line::for_nodes(700, &nodes, &opts);
+            let avails: Vec<Avail> = nodes.iter().map(Avail::of).collect();
+            let got = Line::for_nodes(700, &nodes, &avails, &opts);
             let fresh: Vec<_> = nodes.iter().map(|n| Line::new(700, n, &opts)).collect();
             assert_eq!(got, fresh);
             Line::recycle(got);
