@@ -166,8 +166,9 @@ pub(in crate::sched) struct PassMemos {
     pub requests: ByRequest,
     pub sorted: SortedSweeps,
     pub breaks: BreakSets,
-    /// A row of tasks bounds by node, for a multi-node plan's tries (each
-    /// writes the entries it reads).
+    /// Scratch, not learnt: a row of task bounds by node for a multi-node
+    /// plan's tries, reused by every round (each try writes the entries it
+    /// reads, so nothing in it is ever stale and `clear` leaves it).
     pub bounds: Vec<u32>,
 }
 
