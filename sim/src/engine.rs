@@ -113,6 +113,8 @@ pub struct Sim {
     gens: u64,
     out: Outcomes,
     done: BTreeMap<u32, JobOut>,
+    /// Rows of pending array tasks cancelled inside their meta record.
+    dropped: Vec<JobOut>,
     busy_cpus: u64,
     busy_gpus: u64,
     last_t: i64,
@@ -158,6 +160,7 @@ impl Sim {
                 ..Default::default()
             },
             done: BTreeMap::new(),
+            dropped: Vec::new(),
             busy_cpus: 0,
             busy_gpus: 0,
             last_t: t0,
@@ -348,8 +351,12 @@ impl Sim {
                     Some((a, t)) => self.core_id.get(a).map(|c| format!("{c}_{t}")),
                     None => self.core_id.get(&tj.id).map(|c| c.to_string()),
                 };
+                let in_meta = self.pending_in_meta(trace);
                 if let Some(id) = id {
                     self.cancel(&user, id);
+                }
+                if let Some(meta) = in_meta {
+                    self.dropped_task(meta, trace);
                 }
             }
             Event::Later(op) => op(&mut self.core),
@@ -575,6 +582,54 @@ impl Sim {
         }
     }
 
+    /// The array meta record holding trace job `trace` as one of its
+    /// pending tasks, if it does.
+    fn pending_in_meta(&self, trace: usize) -> Option<u32> {
+        let (array, task) = self.trace[trace].array.as_ref()?;
+        let meta = *self.core_id.get(array)?;
+        let job = self.core.jobs.get(&meta)?;
+        (job.is_meta() && job.pending_tasks.contains(task)).then_some(meta)
+    }
+
+    /// A pending task cancelled inside its meta record: the core keeps no
+    /// record of it (as Slurm), but the trace job gets its row.
+    fn dropped_task(&mut self, meta: u32, trace: usize) {
+        let Some(job) = self.core.jobs.get(&meta) else {
+            return;
+        };
+        let task = self.trace[trace].array.as_ref().map_or(0, |a| a.1);
+        if job.pending_tasks.contains(&task) {
+            return;
+        }
+        if job.state().is_final() {
+            // It was the last: the meta record itself ends cancelled, and
+            // its row is this trace job's.
+            self.trace_of.insert((meta, NO_TASK), trace);
+            return;
+        }
+        let rt = job.rt();
+        let now = self.core.now;
+        self.dropped.push(JobOut {
+            id: format!("{meta}_{task}"),
+            trace_id: self.trace[trace].id.clone(),
+            user: job.rec.user_name.clone(),
+            account: job.spec().account.clone(),
+            partition: if rt.partition.is_empty() {
+                job.spec().partition.clone()
+            } else {
+                rt.partition.clone()
+            },
+            submit: rt.submit_time,
+            start: None,
+            end: Some(now),
+            run: 0,
+            cpus: 0,
+            state: JobState::Cancelled,
+            reason: String::new(),
+        });
+        self.out.t_end = self.out.t_end.max(now);
+    }
+
     /// A job reached a final state: its row.
     fn record(&mut self, id: u32) {
         let Some(job) = self.core.jobs.get(&id) else {
@@ -683,6 +738,7 @@ impl Sim {
             gpus: self.busy_gpus,
         });
         self.out.jobs = std::mem::take(&mut self.done).into_values().collect();
+        self.out.jobs.append(&mut self.dropped);
         self.out
     }
 }

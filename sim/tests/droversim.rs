@@ -333,3 +333,68 @@ fn powered_down_nodes_resume_for_jobs() {
     assert_eq!(num(&row(&with, "2")[8]), 30, "{with:?}");
     assert_eq!(num(&row(&with, "1")[8]), 0, "{with:?}");
 }
+
+/// A pending array task cancelled inside its meta record leaves no record
+/// in the core (as Slurm), yet every trace job gets its row: once, as
+/// CANCELLED, never started; the last pending task too.
+#[test]
+fn cancelled_pending_array_tasks_keep_their_rows() {
+    let d = tempfile::tempdir().expect("temp dir");
+    let conf = d.path().join("slurm.conf");
+    std::fs::write(
+        &conf,
+        "ClusterName=t\nSlurmctldHost=ctl\nNodeName=n1 CPUs=2 RealMemory=1000\n\
+         PartitionName=p Nodes=n1 Default=YES MaxTime=UNLIMITED\n",
+    )
+    .expect("conf written");
+    let trace = d.path().join("t.sacct");
+    let day = "2026-01-05T";
+    let line = |id: &str, submit: &str, start: &str, end: &str, state: &str| {
+        format!("{id}|alice|p|{day}{submit}|{start}|{day}{end}|02:00:00|2|{state}\n")
+    };
+    let mut text = String::from("JobID|User|Partition|Submit|Start|End|Timelimit|ReqCPUS|State\n");
+    text += &line(
+        "1",
+        "10:00:00",
+        &format!("{day}10:00:00"),
+        "11:00:00",
+        "COMPLETED",
+    );
+    text += &line(
+        "2_0",
+        "10:00:10",
+        &format!("{day}11:00:00"),
+        "11:10:00",
+        "COMPLETED",
+    );
+    text += &line("2_1", "10:00:10", "Unknown", "10:05:00", "CANCELLED");
+    text += &line(
+        "2_2",
+        "10:00:10",
+        &format!("{day}11:10:00"),
+        "11:20:00",
+        "COMPLETED",
+    );
+    text += &line("3_0", "10:00:20", "Unknown", "10:06:00", "CANCELLED");
+    text += &line("3_1", "10:00:20", "Unknown", "10:07:00", "CANCELLED");
+    std::fs::write(&trace, text).expect("trace written");
+    let out = d.path().join("jobs.csv");
+    ok(&[
+        "-c",
+        &conf.display().to_string(),
+        "--sacct",
+        &trace.display().to_string(),
+        "--csv",
+        &out.display().to_string(),
+    ]);
+    let csv = std::fs::read_to_string(&out).expect("csv written");
+    let r = rows(&csv);
+    let mut ids: Vec<&str> = r.iter().map(|x| x[1].as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["1", "2_0", "2_1", "2_2", "3_0", "3_1"], "{csv}");
+    for t in ["2_1", "3_0", "3_1"] {
+        let x = row(&r, t);
+        assert_eq!((x[6].as_str(), x[11].as_str()), ("", "CANCELLED"), "{x:?}");
+    }
+    assert_eq!(row(&r, "2_2")[11], "COMPLETED");
+}
