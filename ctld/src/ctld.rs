@@ -201,8 +201,13 @@ impl Ctld {
         self.index.update(id, self.jobs.get(&id).map(|j| &**j));
         let Some(job) = self.jobs.get(&id) else {
             self.corr_metas.remove(&id);
+            self.sched.factors.remove(&id);
             return;
         };
+        if job.state() != JobState::Pending || job.rt().hold != 0 {
+            // Prioritised again when it is next pending and unheld.
+            self.sched.factors.remove(&id);
+        }
         let corr = job.is_meta()
             && job.state() == JobState::Pending
             && job.dep.as_ref().is_some_and(|d| {

@@ -50,6 +50,10 @@ impl Ctld {
             return;
         }
         let t = self.now;
+        if matches!(job.state(), JobState::Running | JobState::Completing) {
+            self.charge_ended(id, t);
+        }
+        let job = self.jobs.get(&id).expect("job present");
         let allocs = job.rt().alloc.clone();
         // A job suspended by preemption holds only its memory (its CPUs
         // and GPUs are lent and may be someone else's now).

@@ -23,6 +23,10 @@ pub struct PrioConf {
     pub favor_small: bool,
     /// PriorityDecayHalfLife, seconds (default 7 days; 0 = no decay).
     pub half_life: i64,
+    /// PriorityCalcPeriod, seconds (default 5 minutes): how often running
+    /// jobs' usage is charged and every pending job's priority recomputed
+    /// (0: at every full pass; UNLIMITED: never, new jobs aside).
+    pub calc_period: i64,
     /// Fair Tree (the default) or classic (`PriorityFlags=NO_FAIR_TREE`).
     pub fair_tree: bool,
     pub weights_text: String,
@@ -70,6 +74,10 @@ impl PrioConf {
                 .priority_param("PriorityFavorSmall")
                 .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "yes" | "true" | "1")),
             half_life: dur("PriorityDecayHalfLife", 7 * 86400),
+            calc_period: cfg
+                .priority_param("PriorityCalcPeriod")
+                .and_then(|v| drover_conf::units::parse_duration(v).ok())
+                .map_or(5 * 60, |v| v.map_or(i64::MAX, |s| s as i64)),
             fair_tree: !flags.to_ascii_uppercase().contains("NO_FAIR_TREE"),
             weights_text,
         }
@@ -198,6 +206,7 @@ mod tests {
             max_age: 1000,
             favor_small: false,
             half_life: 0,
+            calc_period: 0,
             fair_tree: true,
             weights_text: String::new(),
         }

@@ -57,6 +57,8 @@ impl Ctld {
                 if let Err(e) = r {
                     err = Some(e);
                 }
+                // What its priority is computed from may have changed.
+                self.sched.factors.remove(&id);
             }
             results.push(JobResult {
                 job_id: text.clone(),

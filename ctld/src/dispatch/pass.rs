@@ -41,9 +41,16 @@ impl Ctld {
             self.sched
                 .expected
                 .retain(|id, _| jobs.get(id).is_some_and(|j| j.state() == JobState::Pending));
+            // Usage and every priority each PriorityCalcPeriod (Slurm's
+            // decay thread); in between, only jobs without a priority yet.
             let pc = crate::dispatch::state::prio_conf(&self.cfg);
-            self.charge_usage(t, &pc);
-            self.recompute_priorities(t, &pc);
+            if self.priorities_due(t, &pc) {
+                self.sched.prio_calc_at = t;
+                self.charge_usage(t, &pc);
+                self.recompute_priorities(t, &pc);
+            } else {
+                self.prioritize_new(t, &pc);
+            }
         }
         // The queue is ordered by priority: a quick (event-driven) pass looks
         // at the top of it only; held jobs sort last and cost nothing.

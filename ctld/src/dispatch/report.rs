@@ -14,15 +14,8 @@ impl Ctld {
         let pc = crate::dispatch::state::prio_conf(&self.cfg);
         // A job submitted since the last full pass has no factors yet: as
         // Slurm computes them at submission, sprio must not show zeros.
-        if pc.multifactor
-            && self
-                .unheld()
-                .any(|(_, id)| !self.sched.factors.contains_key(id))
-        {
-            let t = self.now;
-            self.charge_usage(t, &pc);
-            self.recompute_priorities(t, &pc);
-        }
+        let t = self.now;
+        self.prioritize_new(t, &pc);
         let mut jobs = Vec::new();
         let viewer = self.job_viewer(who);
         // Held jobs are not listed (Slurm: "0 means the job is held").

@@ -13,8 +13,15 @@ use crate::sched::{Params, PlaceOpts, PreemptKind};
 pub struct SchedState {
     /// Pending job -> expected start planned by the last pass that saw it.
     pub expected: rustc_hash::FxHashMap<u32, i64>,
-    /// Pending job -> multifactor priority factors (when multifactor).
+    /// Unheld pending job -> multifactor priority factors (when
+    /// multifactor): a job without is prioritised at the next full pass.
     pub factors: rustc_hash::FxHashMap<u32, Factors>,
+    /// When every pending job's priority was last recomputed (and running
+    /// jobs charged): every PriorityCalcPeriod (0: never yet).
+    pub prio_calc_at: i64,
+    /// Each account's users' fair-share factors then, for the jobs
+    /// prioritised in between (account "" without associations).
+    pub shares: rustc_hash::FxHashMap<String, rustc_hash::FxHashMap<String, f64>>,
     pub usage: Usage,
     /// When usage was last written to the log.
     pub usage_logged: i64,

@@ -11,6 +11,7 @@ use drover_proto::{JobState, ReservationInfo};
 
 use crate::ctld::Ctld;
 use crate::fairshare::Usage;
+use crate::job::Job;
 use crate::priority::{factors, JobFacts, PrioConf};
 
 /// How often the fair-share table is written to the log, seconds (a crash
@@ -54,15 +55,15 @@ impl Ctld {
         }
     }
 
-    /// Charge running jobs for the time since the last charge (billing
-    /// TRES-seconds), decay the table, and log it now and then.
+    /// Charge running jobs for the time each ran since the last charge
+    /// (billing TRES-seconds), decay the table, and log it now and then.
     pub fn charge_usage(&mut self, t: i64, pc: &PrioConf) {
         if self.sched.usage.time == 0 {
             self.sched.usage.time = t;
             return;
         }
-        let dt = t - self.sched.usage.time;
-        if dt <= 0 {
+        let since = self.sched.usage.time;
+        if t <= since {
             return;
         }
         let mut usage = std::mem::take(&mut self.sched.usage);
@@ -77,28 +78,11 @@ impl Ctld {
             if job.state() != JobState::Running {
                 continue;
             }
-            let rt = job.rt();
-            let cpus: u64 = rt.alloc.iter().map(|a| a.cpu_ids.len() as u64).sum();
-            let mem: u64 = rt.alloc.iter().map(|a| a.mem_mb).sum();
-            let gpus: u64 = rt
-                .alloc
-                .iter()
-                .flat_map(|a| a.gres.iter())
-                .filter(|g| g.name == "gpu")
-                .map(|g| g.indices.len() as u64)
-                .sum();
-            let weights = self
-                .cfg
-                .partition(&rt.partition)
-                .and_then(|p| p.tres_billing_weights.as_deref())
-                .map(crate::priority::parse_weights)
-                .unwrap_or_default();
-            let b = crate::fairshare::billing(cpus, mem, gpus, &weights);
-            let account = match self.account_of(job) {
-                "" => "root",
-                a => a,
-            };
-            charges.push((account, job.rec.user_name.as_str(), b * dt as f64));
+            let ran = t - job.rt().start_time.max(since);
+            if ran > 0 {
+                let (account, user) = self.charged_owner(job);
+                charges.push((account, user, self.billing_of(job) * ran as f64));
+            }
         }
         usage.charge_all(charges);
         self.sched.usage = usage;
@@ -109,6 +93,55 @@ impl Ctld {
                 kind: Some(Kind::Usage(rec)),
             });
         }
+    }
+
+    /// A running job ends at `t`: its usage since the last charge (Slurm
+    /// charges a job's last stretch as it ends, not at the next period).
+    pub fn charge_ended(&mut self, id: u32, t: i64) {
+        let since = self.sched.usage.time;
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let rt = job.rt();
+        let ran = t - rt.start_time.max(since);
+        if since == 0 || rt.start_time == 0 || ran <= 0 {
+            return;
+        }
+        let amount = self.billing_of(job) * ran as f64;
+        let (account, user) = self.charged_owner(job);
+        let (account, user) = (account.to_string(), user.to_string());
+        self.sched.usage.charge(&account, &user, amount);
+    }
+
+    /// Whose usage a job's is: (account, or "root" without one; user).
+    fn charged_owner<'a>(&'a self, job: &'a Job) -> (&'a str, &'a str) {
+        let account = match self.account_of(job) {
+            "" => "root",
+            a => a,
+        };
+        (account, job.rec.user_name.as_str())
+    }
+
+    /// A job's billing per second of its allocation (TRESBillingWeights of
+    /// its partition; CPUs without).
+    fn billing_of(&self, job: &Job) -> f64 {
+        let rt = job.rt();
+        let cpus: u64 = rt.alloc.iter().map(|a| a.cpu_ids.len() as u64).sum();
+        let mem: u64 = rt.alloc.iter().map(|a| a.mem_mb).sum();
+        let gpus: u64 = rt
+            .alloc
+            .iter()
+            .flat_map(|a| a.gres.iter())
+            .filter(|g| g.name == "gpu")
+            .map(|g| g.indices.len() as u64)
+            .sum();
+        let weights = self
+            .cfg
+            .partition(&rt.partition)
+            .and_then(|p| p.tres_billing_weights.as_deref())
+            .map(crate::priority::parse_weights)
+            .unwrap_or_default();
+        crate::fairshare::billing(cpus, mem, gpus, &weights)
     }
 
     /// The share tree with every association's factor.
@@ -141,12 +174,16 @@ impl Ctld {
         crate::fairshare::compute(&self.assoc, &self.sched.usage, &seen, pc.fair_tree)
     }
 
+    /// Is it time to charge usage and recompute every pending job's
+    /// priority (PriorityCalcPeriod since the last time)?
+    pub fn priorities_due(&self, t: i64, pc: &PrioConf) -> bool {
+        self.sched.prio_calc_at == 0 || t >= self.sched.prio_calc_at.saturating_add(pc.calc_period)
+    }
+
     /// Recompute every pending job's multifactor priority, held jobs aside
-    /// (as Slurm: priority 0 is a hold; a released job is recomputed by the
-    /// full pass its release asks for, see `Ctld::sync_queue`). Per job it
-    /// only looks things up: the fair-share factors by (account, user), the
-    /// TRES of each distinct (shared) request and of each partition are
-    /// built once per pass.
+    /// (as Slurm: priority 0 is a hold; a released job is prioritised by
+    /// the full pass its release asks for, see `Ctld::sync_queue`), from
+    /// the share tree now, kept for [`Ctld::prioritize_new`].
     pub fn recompute_priorities(&mut self, t: i64, pc: &PrioConf) {
         if !pc.multifactor {
             self.sched.factors.clear();
@@ -154,15 +191,65 @@ impl Ctld {
         }
         let rows = self.share_rows(pc);
         let no_assoc = self.assoc.is_empty();
-        let mut fs: FxHashMap<(&str, &str), f64> = FxHashMap::default();
-        for r in rows.iter().filter(|r| !r.user.is_empty()) {
-            let a = if r.account == "root" && no_assoc {
-                ""
+        let mut shares: FxHashMap<String, FxHashMap<String, f64>> = FxHashMap::default();
+        for r in rows.into_iter().filter(|r| !r.user.is_empty()) {
+            let account = if r.account == "root" && no_assoc {
+                String::new()
             } else {
-                r.account.as_str()
+                r.account
             };
-            fs.insert((a, &r.user), r.fairshare);
+            shares
+                .entry(account)
+                .or_default()
+                .insert(r.user, r.fairshare);
         }
+        self.sched.shares = shares;
+        self.prioritize(t, pc, false);
+    }
+
+    /// Prioritise the unheld pending jobs that have no priority factors yet
+    /// (submitted, released, requeued or updated since the last
+    /// recomputation), with the fair-share factors it found; every job
+    /// again when one belongs to an owner it did not know.
+    pub fn prioritize_new(&mut self, t: i64, pc: &PrioConf) {
+        if !pc.multifactor {
+            self.sched.factors.clear();
+            return;
+        }
+        let Some(unknown) = self.owner_unknown() else {
+            return;
+        };
+        if unknown {
+            self.recompute_priorities(t, pc);
+        } else {
+            self.prioritize(t, pc, true);
+        }
+    }
+
+    /// Of the unheld pending jobs without priority factors (None: there
+    /// are none), does one belong to an owner the last recomputation did
+    /// not know?
+    fn owner_unknown(&self) -> Option<bool> {
+        let known = |job: &Job| {
+            self.sched
+                .shares
+                .get(self.account_of(job))
+                .is_some_and(|users| users.contains_key(&job.rec.user_name))
+        };
+        let mut lacking = self
+            .unheld()
+            .filter(|(_, id)| !self.sched.factors.contains_key(id))
+            .filter_map(|(_, id)| self.jobs.get(id))
+            .map(|job| known(job));
+        let first = lacking.next()?;
+        Some(!first || lacking.any(|k| !k))
+    }
+
+    /// Set the multifactor priority of the unheld pending jobs (`only_new`:
+    /// of those without factors). Per job it only looks things up: the
+    /// fair-share factors by (account, user), the TRES of each distinct
+    /// (shared) request and of each partition are built once per call.
+    fn prioritize(&mut self, t: i64, pc: &PrioConf, only_new: bool) {
         let total_cpus: u64 = self
             .cluster
             .nodes
@@ -212,10 +299,16 @@ impl Ctld {
         // (`intern.rs`: equal requests are one `Arc`).
         let mut request_tres: FxHashMap<*const ResolvedRequest, crate::assoc::Tres> =
             FxHashMap::default();
-        let mut factors_now =
-            FxHashMap::with_capacity_and_hasher(self.sched.factors.len(), Default::default());
+        let mut factors_now = if only_new {
+            std::mem::take(&mut self.sched.factors)
+        } else {
+            FxHashMap::with_capacity_and_hasher(self.sched.factors.len(), Default::default())
+        };
         let mut changed = Vec::new();
         for &(_, id) in self.unheld() {
+            if only_new && factors_now.contains_key(&id) {
+                continue;
+            }
             let Some(job) = self.jobs.get(&id) else {
                 continue;
             };
@@ -245,8 +338,11 @@ impl Ctld {
                 max_part_job_factor: max_part,
                 qos_priority: self.assoc.qos.get(qos).map_or(0, |q| q.priority),
                 max_qos_priority: max_qos,
-                fairshare: fs
-                    .get(&(account, job.rec.user_name.as_str()))
+                fairshare: self
+                    .sched
+                    .shares
+                    .get(account)
+                    .and_then(|users| users.get(&job.rec.user_name))
                     .copied()
                     .unwrap_or(0.0),
                 nice: spec.nice,

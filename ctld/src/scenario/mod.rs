@@ -9,6 +9,7 @@ mod life;
 mod mail;
 mod power;
 mod preempt;
+mod priority;
 mod queries;
 mod resources;
 mod shared;
