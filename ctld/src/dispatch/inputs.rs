@@ -223,3 +223,35 @@ impl Ctld {
         out
     }
 }
+
+/// The partitions of each distinct `--partition` text a pass meets (a
+/// queue has few), looked up once: their indexes, and whether the first is
+/// `OverSubscribe=EXCLUSIVE` (every job gets whole nodes).
+#[derive(Default)]
+pub(super) struct PartLookup<'a> {
+    seen: Vec<(&'a str, Vec<usize>, bool)>,
+}
+
+impl<'a> PartLookup<'a> {
+    pub fn of(&mut self, cluster: &crate::cluster::Cluster, text: &'a str) -> (&[usize], bool) {
+        let k = match self.seen.iter().position(|(t, _, _)| *t == text) {
+            Some(k) => k,
+            None => {
+                let pidx: Vec<usize> = text
+                    .split(',')
+                    .filter_map(|n| cluster.part_idx(n.trim()))
+                    .collect();
+                let exclusive = pidx.first().is_some_and(|&p| {
+                    cluster.parts[p]
+                        .conf
+                        .over_subscribe
+                        .eq_ignore_ascii_case("EXCLUSIVE")
+                });
+                self.seen.push((text, pidx, exclusive));
+                self.seen.len() - 1
+            }
+        };
+        let (_, pidx, exclusive) = &self.seen[k];
+        (pidx, *exclusive)
+    }
+}

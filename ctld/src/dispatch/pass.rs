@@ -16,6 +16,7 @@ use crate::job::Job;
 use crate::sched::{self, Decision, JobSnap, PreemptKind};
 
 use super::gate::{Gate, Gated};
+use super::inputs::PartLookup;
 
 /// Passes of at most this many jobs × nodes run in the owner task; bigger
 /// ones on a worker thread.
@@ -182,24 +183,17 @@ impl Ctld {
         }
         let resvs = self.resv_snaps(t);
         let mut snaps = Vec::with_capacity(candidates.len());
+        let mut part_lookup = PartLookup::default();
         for &(prio, id) in &candidates {
             let job = &self.jobs[&id];
             let spec = job.spec();
-            let pnames: Vec<&str> = spec.partition.split(',').map(str::trim).collect();
-            let pidx: Vec<usize> = pnames
-                .iter()
-                .filter_map(|n| self.cluster.part_idx(n))
-                .collect();
+            let (pidx, exclusive) = part_lookup.of(&self.cluster, &spec.partition);
+            let pidx = pidx.to_vec();
             let Some(mut req) = job.sched_req.as_deref().cloned() else {
                 continue;
             };
             // OverSubscribe=EXCLUSIVE: every job gets whole nodes.
-            if pidx.first().is_some_and(|&p| {
-                self.cluster.parts[p]
-                    .conf
-                    .over_subscribe
-                    .eq_ignore_ascii_case("EXCLUSIVE")
-            }) {
+            if exclusive {
                 req.exclusive = true;
             }
             let instances = if job.is_meta() {
