@@ -189,12 +189,12 @@ impl Ctld {
             let spec = job.spec();
             let (pidx, exclusive) = part_lookup.of(&self.cluster, &spec.partition);
             let pidx = pidx.to_vec();
-            let Some(mut req) = job.sched_req.as_deref().cloned() else {
+            let Some(mut req) = job.sched_req.clone() else {
                 continue;
             };
             // OverSubscribe=EXCLUSIVE: every job gets whole nodes.
-            if exclusive {
-                req.exclusive = true;
+            if exclusive && !req.exclusive {
+                std::sync::Arc::make_mut(&mut req).exclusive = true;
             }
             let instances = if job.is_meta() {
                 let limit = if job.rt().array_max_running > 0 {

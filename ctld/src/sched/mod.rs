@@ -330,7 +330,8 @@ pub struct JobSnap {
     pub priority: u32,
     /// Candidate partitions (indices), in the user's order.
     pub partitions: Vec<usize>,
-    pub req: Request,
+    /// Shared with the job's own (`Job::sched_req`): not copied per pass.
+    pub req: std::sync::Arc<Request>,
     /// How many copies may start now (array tasks under the throttle); 1 for a plain job.
     pub instances: u32,
     /// Time limit, seconds (`i64::MAX`: none).

@@ -107,7 +107,7 @@ pub fn job(id: u32, rng: &mut Rng, users: u64) -> JobSnap {
         id,
         priority: 1_000_000 - id,
         partitions: vec![0],
-        req,
+        req: req.into(),
         instances: 1,
         time_limit: limit,
         owner: Owner {

@@ -1,5 +1,7 @@
 //! Scenario tests on the pure core, and property tests of its invariants.
 
+use std::sync::Arc;
+
 use super::*;
 use proptest::prelude::*;
 
@@ -42,7 +44,7 @@ fn job(id: u32, r: Request) -> JobSnap {
         id,
         priority: 1000 - id,
         partitions: vec![0],
-        req: r,
+        req: r.into(),
         instances: 1,
         time_limit: 3600,
         owner: Owner::default(),
@@ -304,7 +306,7 @@ fn arb_cluster() -> impl Strategy<Value = (Vec<NodeSnap>, Vec<JobSnap>)> {
                     id: i as u32 + 1,
                     priority: (i as u32 * 7919) % 100,
                     partitions: vec![0],
-                    req: r,
+                    req: r.into(),
                     instances: inst,
                     time_limit: 600 * (i as i64 % 4 + 1),
                     owner: Owner::default(),
@@ -468,13 +470,14 @@ fn forced_multi_node_jobs_plan_as_the_general_way() {
         let jobs: Vec<JobSnap> = (1..=40u32)
             .map(|id| {
                 let mut j = synth_job(id, &mut rng, 4);
-                j.req.gres.clear();
+                let r = Arc::make_mut(&mut j.req);
+                r.gres.clear();
                 if rng.range(0, 2) == 0 {
                     let k = rng.pick(&[2u32, 3, 4, 8]);
-                    j.req.min_nodes = k;
-                    j.req.max_nodes = k;
-                    j.req.ntasks = k * 64;
-                    j.req.mem_per_cpu = 1000;
+                    r.min_nodes = k;
+                    r.max_nodes = k;
+                    r.ntasks = k * 64;
+                    r.mem_per_cpu = 1000;
                 }
                 j
             })

@@ -2,6 +2,8 @@
 //! property tests of the plan's invariants.
 
 use super::tests::reason;
+use std::sync::Arc;
+
 use super::*;
 use crate::sched::assoc::{Assoc, AssocSet, Qos, Tres};
 use proptest::prelude::*;
@@ -111,7 +113,8 @@ impl Sim {
                 ntasks: cpus,
                 cpus_per_task: 1,
                 ..Default::default()
-            },
+            }
+            .into(),
             instances: 1,
             time_limit: limit,
             owner: Owner {
@@ -330,8 +333,8 @@ fn quick_pass_keeps_a_pending_jobs_nodes_from_other_partitions() {
 
     // Job 1 requires node 0 only: node 1 stays open.
     let mut s = two_parts();
-    s.jobs[0].req.required = vec![0];
-    s.jobs[2].req.ntasks = 4;
+    Arc::make_mut(&mut s.jobs[0].req).required = vec![0];
+    Arc::make_mut(&mut s.jobs[2].req).ntasks = 4;
     s.params.quick = true;
     let d = s.plan();
     assert_eq!(started(&d), [2]);
@@ -345,8 +348,8 @@ fn multi_node_jobs_plan_when_enough_nodes_free_together() {
     s.run(101, 1, 4, 0, NOW + 300);
     s.run(102, 2, 4, 0, NOW + 200);
     let j = s.job(1, 30, 8, 100);
-    j.req.min_nodes = 2;
-    j.req.max_nodes = 2;
+    Arc::make_mut(&mut j.req).min_nodes = 2;
+    Arc::make_mut(&mut j.req).max_nodes = 2;
     let d = s.plan();
     assert_eq!(start_of(&d, 1), Some(NOW + 200));
 }
@@ -360,7 +363,7 @@ fn node_range_jobs_on_fewer_nodes_plan_and_backfill() {
     s.run(100, 0, 2, 0, NOW + 600);
     for (id, prio, cpus, limit) in [(1, 30, 4, 600), (2, 20, 2, 3600), (3, 10, 2, 300)] {
         let j = s.job(id, prio, cpus, limit);
-        j.req.max_nodes = 4;
+        Arc::make_mut(&mut j.req).max_nodes = 4;
     }
     let d = s.plan();
     assert_eq!(started(&d), [3]);
@@ -377,10 +380,10 @@ fn node_range_jobs_do_not_delay_a_multi_node_top_job() {
     let mut s = Sim::new(3, 4, 0);
     s.run(100, 0, 2, 0, NOW + 600);
     let j = s.job(1, 30, 12, 600);
-    j.req.min_nodes = 2;
-    j.req.max_nodes = 3;
-    s.job(2, 20, 3, 3600).req.max_nodes = 3;
-    s.job(3, 10, 3, 300).req.max_nodes = 3;
+    Arc::make_mut(&mut j.req).min_nodes = 2;
+    Arc::make_mut(&mut j.req).max_nodes = 3;
+    Arc::make_mut(&mut s.job(2, 20, 3, 3600).req).max_nodes = 3;
+    Arc::make_mut(&mut s.job(3, 10, 3, 300).req).max_nodes = 3;
     let d = s.plan();
     assert_eq!(started(&d), [3]);
     assert_eq!(start_of(&d, 1), Some(NOW + 600));
@@ -395,9 +398,9 @@ fn multi_node_plan_goes_on_past_its_first_tries() {
     s.run(100, 0, 0, 4, NOW + 100);
     s.run(101, 1, 0, 4, NOW + 200);
     let j = s.job(1, 30, 4, 600);
-    j.req.min_nodes = 2;
-    j.req.max_nodes = 2;
-    j.req.gpus_total = Some(GresReq {
+    Arc::make_mut(&mut j.req).min_nodes = 2;
+    Arc::make_mut(&mut j.req).max_nodes = 2;
+    Arc::make_mut(&mut j.req).gpus_total = Some(GresReq {
         name: "gpu".into(),
         r#type: None,
         count: 8,
@@ -405,8 +408,8 @@ fn multi_node_plan_goes_on_past_its_first_tries() {
     // Would hold a CPU of each node past NOW + 200: waits; ends before: runs.
     for (id, limit) in [(2, 1000), (3, 50)] {
         let j = s.job(id, 20, 2, limit);
-        j.req.min_nodes = 2;
-        j.req.max_nodes = 2;
+        Arc::make_mut(&mut j.req).min_nodes = 2;
+        Arc::make_mut(&mut j.req).max_nodes = 2;
     }
     let d = s.plan();
     assert_eq!(start_of(&d, 1), Some(NOW + 200));
@@ -417,9 +420,9 @@ fn multi_node_plan_goes_on_past_its_first_tries() {
 fn gpu_backfill_uses_the_devices_not_planned_for() {
     let mut s = Sim::new(1, 16, 4);
     s.run(100, 0, 2, 2, NOW + 100);
-    s.job(1, 30, 1, 1000).req.gres = gpus(4); // all 4 at NOW+100
-    s.job(2, 20, 1, 1000).req.gres = gpus(2); // would take the free 2 past NOW+100
-    s.job(3, 10, 1, 50).req.gres = gpus(2); // short: fits
+    Arc::make_mut(&mut s.job(1, 30, 1, 1000).req).gres = gpus(4); // all 4 at NOW+100
+    Arc::make_mut(&mut s.job(2, 20, 1, 1000).req).gres = gpus(2); // would take the free 2 past NOW+100
+    Arc::make_mut(&mut s.job(3, 10, 1, 50).req).gres = gpus(2); // short: fits
     let d = s.plan();
     assert_eq!(started(&d), [3]);
     assert_eq!(start_of(&d, 1), Some(NOW + 100));
@@ -530,9 +533,9 @@ fn qos_limits_hold_jobs_with_slurm_reasons() {
         None,
     );
     s.run(100, 0, 1, 2, NOW + 100).owner = lab_owner("u");
-    s.job(1, 50, 1, 600).req.gres = gpus(1);
+    Arc::make_mut(&mut s.job(1, 50, 1, 600).req).gres = gpus(1);
     s.jobs[0].owner = lab_owner("u");
-    s.job(2, 40, 1, 600).req.gres = gpus(1);
+    Arc::make_mut(&mut s.job(2, 40, 1, 600).req).gres = gpus(1);
     s.jobs[1].owner = lab_owner("v");
     s.job(3, 30, 1, 600).owner = lab_owner("u");
     s.job(4, 20, 1, 600).owner = lab_owner("u");
@@ -577,7 +580,7 @@ fn partition_priority_preemption_takes_the_fewest_lowest_jobs() {
     s.run(100, 0, 2, 2, NOW + 5000).priority = 5;
     s.run(101, 0, 2, 1, NOW + 5000).priority = 1;
     s.run(102, 0, 2, 1, NOW + 5000).priority = 3;
-    s.job(1, 1, 1, 100).req.gres = gpus(2);
+    Arc::make_mut(&mut s.job(1, 1, 1, 100).req).gres = gpus(2);
     s.jobs[0].partitions = vec![1];
     let d = s.plan();
     let victims: Vec<u32> = d
@@ -680,16 +683,16 @@ fn arb_sim() -> impl Strategy<Value = Sim> {
         }
         for (i, (cpus, g, limit, prio, small, nn)) in jobs.into_iter().enumerate() {
             let j = s.job(i as u32 + 1, prio, cpus * nn, limit);
-            j.req.min_nodes = nn;
+            Arc::make_mut(&mut j.req).min_nodes = nn;
             // Every third job a node range (`-N1-3`, `-N2-4`).
-            j.req.max_nodes = if i % 3 == 1 { nn + 2 } else { nn };
+            Arc::make_mut(&mut j.req).max_nodes = if i % 3 == 1 { nn + 2 } else { nn };
             if g > 0 {
-                j.req.gres = gpus(g);
+                Arc::make_mut(&mut j.req).gres = gpus(g);
             }
             if small {
                 j.partitions = vec![1];
                 if i % 3 == 0 {
-                    j.req.constraint = parse_constraint("fast").unwrap();
+                    Arc::make_mut(&mut j.req).constraint = parse_constraint("fast").unwrap();
                 }
             }
         }
@@ -800,8 +803,8 @@ fn a_powered_down_node_is_planned_from_its_resume() {
     let mut s = Sim::new(2, 4, 0);
     s.nodes[1].ready = NOW + 600;
     s.run(9, 0, 4, 0, NOW + 200);
-    s.job(3, 10, 8, 100).req.min_nodes = 2;
-    s.jobs[0].req.max_nodes = 2;
+    Arc::make_mut(&mut s.job(3, 10, 8, 100).req).min_nodes = 2;
+    Arc::make_mut(&mut s.jobs[0].req).max_nodes = 2;
     let d = s.plan();
     assert!(started(&d).is_empty());
     assert_eq!(start_of(&d, 3), Some(NOW + 600));

@@ -1,6 +1,8 @@
 //! OverSubscribe (CPU sharing) on the pure core: scenarios and the
 //! "never more than N jobs on a CPU, a non-sharing job alone" invariant.
 
+use std::sync::Arc;
+
 use super::*;
 use crate::sched::assoc::AssocSet;
 use proptest::prelude::*;
@@ -54,7 +56,8 @@ fn job(id: u32, cpus: u32, p: usize, flag: bool) -> JobSnap {
             cpus_per_task: cpus,
             oversubscribe: flag,
             ..Default::default()
-        },
+        }
+        .into(),
         instances: 1,
         time_limit: 3600,
         owner: Owner::default(),
@@ -188,7 +191,7 @@ fn memory_still_limits_sharing_jobs() {
     let parts = vec![part("p", vec![0], Share::Force(4))];
     let mut jobs: Vec<JobSnap> = (1..=3).map(|i| job(i, 4, 0, false)).collect();
     for j in &mut jobs {
-        j.req.mem_per_node = 1500;
+        Arc::make_mut(&mut j.req).mem_per_node = 1500;
     }
     let d = run_plan(&nodes, &parts, &[], &jobs);
     assert_eq!(starts(&d).len(), 2);
@@ -201,7 +204,7 @@ fn gpus_are_never_shared() {
     let parts = vec![part("p", vec![0], Share::Force(4))];
     let mut jobs: Vec<JobSnap> = (1..=2).map(|i| job(i, 1, 0, false)).collect();
     for j in &mut jobs {
-        j.req.gres = vec![GresReq {
+        Arc::make_mut(&mut j.req).gres = vec![GresReq {
             name: "gpu".into(),
             r#type: None,
             count: 1,
@@ -217,7 +220,7 @@ fn exclusive_jobs_share_with_nobody() {
     let nodes = vec![node(4, 4000, 0)];
     let parts = vec![part("p", vec![0], Share::Force(4))];
     let mut jobs = vec![job(1, 1, 0, false), job(2, 1, 0, false)];
-    jobs[0].req.exclusive = true;
+    Arc::make_mut(&mut jobs[0].req).exclusive = true;
     let d = run_plan(&nodes, &parts, &[], &jobs);
     assert_eq!(starts(&d), vec![(1, vec![0, 1, 2, 3])]);
     // A sharing job already there: the exclusive one waits.
@@ -371,11 +374,11 @@ fn arb_case() -> impl Strategy<Value = (Vec<NodeSnap>, Vec<PartSnap>, Vec<JobSna
             .map(|(i, (cpus, p, flag, mem, gpus, excl, inst))| {
                 let mut j = job(i as u32 + 1, cpus, p % np, flag);
                 j.priority = (i as u32 * 7919) % 100;
-                j.req.mem_per_node = mem;
-                j.req.exclusive = excl == 0;
+                Arc::make_mut(&mut j.req).mem_per_node = mem;
+                Arc::make_mut(&mut j.req).exclusive = excl == 0;
                 j.instances = inst;
                 if gpus > 0 {
-                    j.req.gres = vec![GresReq {
+                    Arc::make_mut(&mut j.req).gres = vec![GresReq {
                         name: "gpu".into(),
                         r#type: None,
                         count: gpus,
