@@ -9,8 +9,9 @@
 //! simulated time; a big pass's `Plan` is run where it is asked for. After
 //! every instant with events the core runs its scheduling pass (the quick,
 //! event-driven one); every `tick` seconds it gets its periodic checks
-//! (`Ctld::tick`: time limits, purges) and a full pass (backfill, usage,
-//! priorities), as the runtime's timer gives them. Time limits are checked
+//! (`Ctld::tick`: time limits, purges) and a full pass (backfill; usage
+//! and priorities each PriorityCalcPeriod), as the runtime's timer gives
+//! them. Time limits are checked
 //! at the instant they run out as well. Nothing reads a clock: the same
 //! input gives the same output.
 
