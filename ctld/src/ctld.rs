@@ -202,8 +202,10 @@ impl Ctld {
         let Some(job) = self.jobs.get(&id) else {
             self.corr_metas.remove(&id);
             self.sched.factors.remove(&id);
+            self.sched.runs.remove(&id);
             return;
         };
+        self.sched.runs.remove(&id);
         if job.state() != JobState::Pending || job.rt().hold != 0 {
             // Prioritised again when it is next pending and unheld.
             self.sched.factors.remove(&id);

@@ -174,6 +174,8 @@ impl Ctld {
             a.enforce = crate::acct::enforce::Enforce::parse(&cfg.accounting_storage_enforce);
         }
         self.cluster = cluster;
+        // Node and partition indexes may have moved.
+        self.sched.runs.clear();
         self.cfg = Arc::new(cfg);
         // What a job shows may follow the configuration: restd's cache of
         // written jobs starts again.

@@ -110,117 +110,154 @@ impl Ctld {
 
     /// The jobs holding resources as the planner sees them. Their owners
     /// are read only for association/QOS limits and preemption: without
-    /// either (`owners` false) they are left empty.
+    /// either (`owners` false) they are left empty, and each job's is kept
+    /// between passes (`SchedState::runs`) until it changes (every change
+    /// goes through [`Ctld::sync_queue`], which drops it) or the nodes and
+    /// partitions do; a job waiting for its nodes to power up is built
+    /// every pass (its end moves with them).
     pub(super) fn running_snaps(
-        &self,
+        &mut self,
         nodes: &[sched::NodeSnap],
         owners: bool,
     ) -> Vec<sched::RunSnap> {
+        let mut kept = std::mem::take(&mut self.sched.runs);
+        let gen = self.cluster.kept_gen();
+        if owners || self.sched.runs_gen != gen {
+            kept.clear();
+            self.sched.runs_gen = gen;
+        }
         let mut out = Vec::new();
         let mut part_modes: Vec<(&str, crate::assoc::PreemptMode)> = Vec::new();
         for job in self.holding_jobs() {
-            let st = job.state();
-            let rt = job.rt();
-            let part = self.cluster.part_idx(&rt.partition).unwrap_or(usize::MAX);
-            let owner = if owners {
-                self.owner(job)
-            } else {
-                sched::Owner::default()
-            };
-            let qos_mode = if self.cfg.preempt_type == "preempt/qos" {
-                let q = if owner.qos.is_empty() {
-                    "normal"
-                } else {
-                    &owner.qos
-                };
-                self.assoc
-                    .qos
-                    .get(q)
-                    .map_or(crate::assoc::PreemptMode::Off, |q| q.preempt_mode)
-            } else {
-                crate::assoc::PreemptMode::Off
-            };
-            let preempt_mode = if st == JobState::Suspended {
-                // Already stopped: not a victim again.
-                crate::assoc::PreemptMode::Off
-            } else if qos_mode != crate::assoc::PreemptMode::Off {
-                qos_mode
-            } else {
-                // The partition's (or the cluster's) mode, parsed once a pass.
-                match part_modes.iter().find(|(p, _)| *p == rt.partition) {
-                    Some(&(_, m)) => m,
-                    None => {
-                        let m = crate::dispatch::state::preempt_mode(
-                            &self.cfg,
-                            Some(&rt.partition),
-                            qos_mode,
-                        );
-                        part_modes.push((&rt.partition, m));
-                        m
-                    }
-                }
-            };
-            // Suspending a job frees its CPUs and GPUs but not its memory:
-            // the core must not count on that memory when it picks victims.
-            let mem_stays = preempt_mode == crate::assoc::PreemptMode::Suspend;
-            // What it holds (`suspend::held_allocs`, read in place): a job
-            // suspended by preemption lends its CPUs and GPUs.
-            let lent = rt.preempt_suspended;
-            let allocs: Vec<sched::RunAlloc> = rt
-                .alloc
-                .iter()
-                .filter_map(|a| {
-                    let node = self.cluster.node_idx(&a.node)?;
-                    let snap = nodes.get(node)?;
-                    let gres = if lent {
-                        Vec::new()
-                    } else {
-                        a.gres
-                            .iter()
-                            .flat_map(|g| {
-                                g.indices.iter().filter_map(|&ix| {
-                                    snap.gres
-                                        .iter()
-                                        .position(|d| d.name == g.name && d.index == ix)
-                                })
-                            })
-                            .collect()
-                    };
-                    Some(sched::RunAlloc {
-                        node,
-                        cpus: if lent { 0 } else { a.cpu_ids.len() as u32 },
-                        mem: if mem_stays { 0 } else { a.mem_mb },
-                        gres,
-                    })
-                })
-                .collect();
-            // A suspended job's end is unknown (it may stay suspended).
-            let mut end = match crate::suspend::limit_end(rt) {
-                Some(e) if st != JobState::Suspended => e,
-                _ => i64::MAX,
-            };
-            // Waiting for its nodes to power up: it runs (and its limit
-            // counts) from when they are up.
-            if st == JobState::Configuring && end != i64::MAX {
-                let ready = allocs
-                    .iter()
-                    .map(|a| nodes[a.node].ready)
-                    .fold(rt.start_time, i64::max);
-                end = end.saturating_add(ready - rt.start_time);
+            if let Some(r) = kept.get(&job.id()) {
+                debug_assert_eq!(
+                    *r,
+                    self.run_snap(job, nodes, owners, &mut part_modes),
+                    "kept snapshot of running job {}",
+                    job.id()
+                );
+                out.push(r.clone());
+                continue;
             }
-            out.push(sched::RunSnap {
-                id: job.id(),
-                partition: part,
-                allocs,
-                end,
-                priority: rt.priority,
-                owner,
-                preempt_mode,
-                ending: rt.terminating || rt.preempted || st == JobState::Completing,
-                share: rt.share > 1,
-            });
+            let r = self.run_snap(job, nodes, owners, &mut part_modes);
+            if !owners && job.state() != JobState::Configuring {
+                kept.insert(job.id(), r.clone());
+            }
+            out.push(r);
         }
+        self.sched.runs = kept;
         out
+    }
+
+    /// One job holding resources as the planner sees it (`part_modes`:
+    /// the partitions' preempt modes, parsed once a pass).
+    fn run_snap<'a>(
+        &'a self,
+        job: &'a Job,
+        nodes: &[sched::NodeSnap],
+        owners: bool,
+        part_modes: &mut Vec<(&'a str, crate::assoc::PreemptMode)>,
+    ) -> sched::RunSnap {
+        let st = job.state();
+        let rt = job.rt();
+        let part = self.cluster.part_idx(&rt.partition).unwrap_or(usize::MAX);
+        let owner = if owners {
+            self.owner(job)
+        } else {
+            sched::Owner::default()
+        };
+        let qos_mode = if self.cfg.preempt_type == "preempt/qos" {
+            let q = if owner.qos.is_empty() {
+                "normal"
+            } else {
+                &owner.qos
+            };
+            self.assoc
+                .qos
+                .get(q)
+                .map_or(crate::assoc::PreemptMode::Off, |q| q.preempt_mode)
+        } else {
+            crate::assoc::PreemptMode::Off
+        };
+        let preempt_mode = if st == JobState::Suspended {
+            // Already stopped: not a victim again.
+            crate::assoc::PreemptMode::Off
+        } else if qos_mode != crate::assoc::PreemptMode::Off {
+            qos_mode
+        } else {
+            // The partition's (or the cluster's) mode, parsed once a pass.
+            match part_modes.iter().find(|(p, _)| *p == rt.partition) {
+                Some(&(_, m)) => m,
+                None => {
+                    let m = crate::dispatch::state::preempt_mode(
+                        &self.cfg,
+                        Some(&rt.partition),
+                        qos_mode,
+                    );
+                    part_modes.push((&rt.partition, m));
+                    m
+                }
+            }
+        };
+        // Suspending a job frees its CPUs and GPUs but not its memory:
+        // the core must not count on that memory when it picks victims.
+        let mem_stays = preempt_mode == crate::assoc::PreemptMode::Suspend;
+        // What it holds (`suspend::held_allocs`, read in place): a job
+        // suspended by preemption lends its CPUs and GPUs.
+        let lent = rt.preempt_suspended;
+        let allocs: Vec<sched::RunAlloc> = rt
+            .alloc
+            .iter()
+            .filter_map(|a| {
+                let node = self.cluster.node_idx(&a.node)?;
+                let snap = nodes.get(node)?;
+                let gres = if lent {
+                    Vec::new()
+                } else {
+                    a.gres
+                        .iter()
+                        .flat_map(|g| {
+                            g.indices.iter().filter_map(|&ix| {
+                                snap.gres
+                                    .iter()
+                                    .position(|d| d.name == g.name && d.index == ix)
+                            })
+                        })
+                        .collect()
+                };
+                Some(sched::RunAlloc {
+                    node,
+                    cpus: if lent { 0 } else { a.cpu_ids.len() as u32 },
+                    mem: if mem_stays { 0 } else { a.mem_mb },
+                    gres,
+                })
+            })
+            .collect();
+        // A suspended job's end is unknown (it may stay suspended).
+        let mut end = match crate::suspend::limit_end(rt) {
+            Some(e) if st != JobState::Suspended => e,
+            _ => i64::MAX,
+        };
+        // Waiting for its nodes to power up: it runs (and its limit
+        // counts) from when they are up.
+        if st == JobState::Configuring && end != i64::MAX {
+            let ready = allocs
+                .iter()
+                .map(|a| nodes[a.node].ready)
+                .fold(rt.start_time, i64::max);
+            end = end.saturating_add(ready - rt.start_time);
+        }
+        sched::RunSnap {
+            id: job.id(),
+            partition: part,
+            allocs: allocs.into(),
+            end,
+            priority: rt.priority,
+            owner,
+            preempt_mode,
+            ending: rt.terminating || rt.preempted || st == JobState::Completing,
+            share: rt.share > 1,
+        }
     }
 }
 

@@ -23,6 +23,11 @@ pub struct SchedState {
     /// prioritised in between (account "" without associations).
     pub shares: rustc_hash::FxHashMap<String, rustc_hash::FxHashMap<String, f64>>,
     pub usage: Usage,
+    /// Running jobs as the planner saw them (`Ctld::running_snaps`), kept
+    /// until the job changes (`Ctld::sync_queue`), for nodes and
+    /// partitions of generation `runs_gen` (`Cluster::kept_gen`).
+    pub runs: rustc_hash::FxHashMap<u32, crate::sched::RunSnap>,
+    pub runs_gen: u64,
     /// When usage was last written to the log.
     pub usage_logged: i64,
     pub resvs: Vec<ReservationInfo>,

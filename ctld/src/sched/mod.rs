@@ -88,7 +88,8 @@ pub enum PreemptKind {
 pub struct RunSnap {
     pub id: u32,
     pub partition: usize,
-    pub allocs: Vec<RunAlloc>,
+    /// Shared: the controller keeps a running job's snapshot between passes.
+    pub allocs: std::sync::Arc<[RunAlloc]>,
     /// Expected end (start + time limit); `i64::MAX` for no limit.
     pub end: i64,
     pub priority: u32,

@@ -85,7 +85,7 @@ impl<'a> Pass<'a> {
         let mut limits = LimitState::new(inp.assoc);
         for r in inp.running {
             let end = if r.ending { now } else { r.end.max(now + 1) };
-            for a in &r.allocs {
+            for a in r.allocs.iter() {
                 if let Some(l) = lines.get_mut(a.node) {
                     let mut h = hold_of_run(a);
                     if r.share {
@@ -556,7 +556,7 @@ pub fn plan(inp: &Input) -> Vec<Decision> {
                     let r = &inp.running[k];
                     pass.taken[k] = true;
                     let tm = params.place.track_memory;
-                    for a in &r.allocs {
+                    for a in r.allocs.iter() {
                         let e = r.end.max(now + 1);
                         pass.lines[a.node].give(now, e, &hold_of_run(a), tm);
                         pass.changed(a.node, now, e);

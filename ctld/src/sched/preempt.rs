@@ -83,7 +83,7 @@ pub(super) fn find_victims(
         let fits = |chosen: &[usize]| {
             let mut extra: Vec<Avail> = base.clone();
             for &k in chosen {
-                for a in &inp.running[k].allocs {
+                for a in inp.running[k].allocs.iter() {
                     if let Some(&pos) = pos_of.get(&a.node) {
                         extra[pos] = add(extra[pos], &hold_of_run(a));
                     }

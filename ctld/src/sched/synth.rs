@@ -152,7 +152,8 @@ pub fn fill(nodes: &mut [NodeSnap], now: i64, fill: f64, rng: &mut Rng) -> Vec<R
                     cpus: want as u32,
                     mem,
                     gres,
-                }],
+                }]
+                .into(),
                 end: now + rng.range(60, 2 * 86400) as i64,
                 priority: 1,
                 owner: Owner::default(),

@@ -88,7 +88,8 @@ impl Sim {
                 cpus,
                 mem: 0,
                 gres: g,
-            }],
+            }]
+            .into(),
             end,
             priority: 1,
             owner: Owner {

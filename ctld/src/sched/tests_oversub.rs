@@ -259,7 +259,8 @@ fn sharer(id: u32, cpus: u32, end: i64) -> RunSnap {
             cpus,
             mem: 0,
             gres: vec![],
-        }],
+        }]
+        .into(),
         end,
         priority: 1,
         owner: Owner::default(),
