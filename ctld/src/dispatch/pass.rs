@@ -100,42 +100,50 @@ impl Ctld {
                 continue;
             }
             let Gated { gate, dep_state } = self.gate(job, t);
-            let job = self.jobs.get_mut(&id).expect("job present");
-            if let Some(s) = dep_state {
-                // A dependency outcome decided: kept (and logged) with the
-                // job, so a purge of the job it names cannot undo it.
-                job.rt_mut().dep_state = s;
-                decided.push(id);
+            let open = matches!(gate, Gate::Open);
+            let prio = job.rt().priority;
+            // Most jobs of most passes: open, eligible before, nothing
+            // decided: nothing to write, no second look-up.
+            if dep_state.is_some() || !open || job.rt().eligible_time == 0 {
+                let job = self.jobs.get_mut(&id).expect("job present");
+                if let Some(s) = dep_state {
+                    // A dependency outcome decided: kept (and logged) with
+                    // the job, so a purge of the job it names cannot undo it.
+                    job.rt_mut().dep_state = s;
+                    decided.push(id);
+                }
+                match gate {
+                    Gate::Open => {
+                        if job.rt().eligible_time == 0 {
+                            job.rt_mut().eligible_time = t;
+                        }
+                    }
+                    Gate::Closed(r) => {
+                        set_reason(job, r, t, &mut self.change_seq);
+                        // Held with no dependency: the same gate until the
+                        // job changes (which puts it back in `held_to_gate`).
+                        if job.rt().hold != 0 && job.dep.is_none() {
+                            settled.push(id);
+                        }
+                    }
+                    Gate::Never => {
+                        set_reason(job, "DependencyNeverSatisfied", t, &mut self.change_seq);
+                        // (Whatever this pass still does to the job, logging
+                        // a decided outcome, a mail, changes its number.)
+                        job.never_at = Some(job.seq);
+                        if !job.spec().mail_type.is_empty() {
+                            invalid.push(id);
+                        }
+                        if job.spec().kill_on_invalid_dep {
+                            never.push(id);
+                        }
+                    }
+                }
             }
-            match gate {
-                Gate::Open => {
-                    if job.rt().eligible_time == 0 {
-                        job.rt_mut().eligible_time = t;
-                    }
-                    candidates.push((job.rt().priority, id));
-                    if candidates.len() >= depth {
-                        break;
-                    }
-                }
-                Gate::Closed(r) => {
-                    set_reason(job, r, t, &mut self.change_seq);
-                    // Held with no dependency: the same gate until the
-                    // job changes (which puts it back in `held_to_gate`).
-                    if job.rt().hold != 0 && job.dep.is_none() {
-                        settled.push(id);
-                    }
-                }
-                Gate::Never => {
-                    set_reason(job, "DependencyNeverSatisfied", t, &mut self.change_seq);
-                    // (Whatever this pass still does to the job, logging a
-                    // decided outcome, a mail, changes its number.)
-                    job.never_at = Some(job.seq);
-                    if !job.spec().mail_type.is_empty() {
-                        invalid.push(id);
-                    }
-                    if job.spec().kill_on_invalid_dep {
-                        never.push(id);
-                    }
+            if open {
+                candidates.push((prio, id));
+                if candidates.len() >= depth {
+                    break;
                 }
             }
         }
