@@ -8,6 +8,14 @@ use crate::ctld::Ctld;
 use crate::job::Job;
 use crate::sched;
 
+/// The states of jobs that may hold resources.
+const HOLDING: [JobState; 4] = [
+    JobState::Running,
+    JobState::Completing,
+    JobState::Suspended,
+    JobState::Configuring,
+];
+
 impl Ctld {
     /// The time limit a job runs with (minutes; INFINITE for none).
     pub fn effective_time_limit(&self, job: &Job, part: Option<usize>) -> u32 {
@@ -42,13 +50,9 @@ impl Ctld {
     /// Jobs that may hold resources (running, completing, suspended,
     /// configuring), by id, from the state index.
     fn holding_jobs(&self) -> impl Iterator<Item = &Job> + '_ {
-        let ids = self.index.ids_in(&[
-            JobState::Running,
-            JobState::Completing,
-            JobState::Suspended,
-            JobState::Configuring,
-        ]);
-        ids.into_iter()
+        self.index
+            .ids_in(&HOLDING)
+            .into_iter()
             .filter_map(move |id| self.jobs.get(&id).map(|j| &**j))
     }
 
@@ -128,20 +132,26 @@ impl Ctld {
         }
         let mut out = Vec::new();
         let mut part_modes: Vec<(&str, crate::assoc::PreemptMode)> = Vec::new();
-        for job in self.holding_jobs() {
-            if let Some(r) = kept.get(&job.id()) {
+        for id in self.index.ids_in(&HOLDING) {
+            // Kept: the job itself is not read (most of a pass's jobs).
+            if let Some(r) = kept.get(&id) {
                 debug_assert_eq!(
-                    *r,
-                    self.run_snap(job, nodes, owners, &mut part_modes),
-                    "kept snapshot of running job {}",
-                    job.id()
+                    Some(r),
+                    self.jobs
+                        .get(&id)
+                        .map(|job| self.run_snap(job, nodes, owners, &mut part_modes))
+                        .as_ref(),
+                    "kept snapshot of running job {id}"
                 );
                 out.push(r.clone());
                 continue;
             }
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
             let r = self.run_snap(job, nodes, owners, &mut part_modes);
             if !owners && job.state() != JobState::Configuring {
-                kept.insert(job.id(), r.clone());
+                kept.insert(id, r.clone());
             }
             out.push(r);
         }
