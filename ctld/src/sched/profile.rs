@@ -45,6 +45,16 @@ impl Answer {
     }
 }
 
+/// [`Line::tail`]: the first start of any job (`e1`, one second long);
+/// from `f` (MAX: never) on, any length fits; before it, no length over
+/// `g` does (MAX: no such bound).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tail {
+    pub e1: i64,
+    pub g: i64,
+    pub f: i64,
+}
+
 /// One node's profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {
@@ -331,6 +341,80 @@ impl Line {
         i
     }
 
+    /// What a profile without reservation blocks offers a request from
+    /// `from` on (rounded up to `res` after `now`), for every length at
+    /// once: None when it never fits at all.
+    pub fn tail(
+        &self,
+        now: i64,
+        res: i64,
+        from: i64,
+        fits: &dyn Fn(&Avail) -> bool,
+    ) -> Option<Tail> {
+        debug_assert!(self.blocks.is_empty());
+        let round = |t: i64| on_grid(now, res, t);
+        let t0 = round(from.max(now));
+        let i0 = self.at(t0);
+        // The shortest run of last segments that fits throughout: from its
+        // start on, any length fits.
+        let mut acc = self.segs[self.segs.len() - 1].a;
+        let mut s = if fits(&acc) {
+            Some(self.segs.len() - 1)
+        } else {
+            None
+        };
+        if s.is_some() {
+            for j in (i0..self.segs.len() - 1).rev() {
+                acc = meet(acc, self.segs[j].a);
+                if !fits(&acc) {
+                    break;
+                }
+                s = Some(j);
+            }
+        }
+        let end = s.unwrap_or(self.segs.len());
+        let f = match s {
+            Some(s) if s > i0 => round(self.segs[s].t),
+            Some(_) => t0,
+            None => i64::MAX,
+        };
+        // Before it, runs of segments that each fit: a start in one may
+        // last until the run ends (no longer; the meet may cut it shorter).
+        let (mut e1, mut g) = (None, 0i64);
+        let mut j = i0;
+        while j < end {
+            if !fits(&self.segs[j].a) {
+                j += 1;
+                continue;
+            }
+            let st = round(self.segs[j].t.max(t0));
+            let mut k = j + 1;
+            while k < end && fits(&self.segs[k].a) {
+                k += 1;
+            }
+            if k == end && k < self.segs.len() {
+                // The run reaches the last fitting ones: no bound.
+                g = i64::MAX;
+                e1 = e1.or(Some(st));
+                break;
+            }
+            let run_end = self.segs.get(k).map_or(i64::MAX, |x| x.t);
+            if st < run_end {
+                e1 = e1.or(Some(st));
+                g = g.max(run_end.saturating_sub(st));
+            }
+            j = k;
+        }
+        if f == i64::MAX {
+            g = i64::MAX;
+        }
+        Some(Tail {
+            e1: e1.or((f != i64::MAX).then_some(f))?,
+            g,
+            f,
+        })
+    }
+
     /// [`Line::earliest`]'s start for a [`Line::length_free`] profile (any
     /// length, no reservation): what is free only grows, so the first
     /// segment that fits holds from its start on.
@@ -432,6 +516,58 @@ mod tests {
             let fresh: Vec<_> = nodes.iter().map(|n| Line::new(700, n, &opts)).collect();
             assert_eq!(got, fresh);
             Line::recycle(got);
+        }
+    }
+
+    /// A tail says what [`Line::earliest`] answers: the first start of a
+    /// one-second job, and for any length over `g`, from any time on, the
+    /// later of that time and `f` (on random profiles, devices included).
+    #[test]
+    fn tails_answer_as_earliest() {
+        use crate::sched::synth::Rng;
+        let now = 100;
+        for seed in 1..=300u64 {
+            let mut rng = Rng::new(seed);
+            let mut l = line(16);
+            l.segs[0].a.gres_free = 0b1111;
+            for _ in 0..rng.range(0, 6) {
+                let s = now + rng.range(0, 3000) as i64;
+                let e = if rng.range(0, 2) == 0 {
+                    i64::MAX
+                } else {
+                    s + rng.range(1, 3000) as i64
+                };
+                let h = Hold {
+                    cpus: rng.range(0, 12) as u32,
+                    mem: 0,
+                    gres: 1 << rng.range(0, 3),
+                };
+                if e == i64::MAX {
+                    l.take(now, s, &h, true);
+                } else {
+                    l.take(s, e, &h, true);
+                }
+            }
+            let (need, gpus) = (rng.range(1, 16) as u32, rng.range(0, 3));
+            let fits = |a: &Avail| a.cpus >= need && a.gres_free.count_ones() as u64 >= gpus;
+            let res = rng.pick(&[1i64, 60]);
+            let start = now + rng.range(0, 500) as i64;
+            let first = l.earliest(now, res, start, i64::MAX, 1, None, &fits).t;
+            let Some(t) = l.tail(now, res, start, &fits) else {
+                assert_eq!(first, None, "seed {seed}");
+                continue;
+            };
+            assert_eq!(Some(t.e1), first, "seed {seed}");
+            for _ in 0..20 {
+                let from = start + rng.range(0, 4000) as i64;
+                let d = t.g.saturating_add(rng.range(1, 5000) as i64);
+                if t.f == i64::MAX || d == i64::MAX {
+                    continue;
+                }
+                let want = on_grid(now, res, from).max(t.f);
+                let got = l.earliest(now, res, from, i64::MAX, d, None, &fits).t;
+                assert_eq!(got, Some(want), "seed {seed} from {from} d {d}");
+            }
         }
     }
 

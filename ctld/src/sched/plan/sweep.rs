@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use super::memo::Memos;
 use super::{FxMap, Pass};
 use crate::sched::place::Avail;
-use crate::sched::profile::on_grid;
+use crate::sched::profile::{on_grid, Tail};
 use crate::sched::Request;
 
 /// What a pass has changed in a node's profile: a take or a give over
@@ -44,8 +44,8 @@ pub(in crate::sched) struct Sorted {
     /// (earliest start from now, node) of the nodes length-free when
     /// built, ascending; only those still [`Part::Sorted`] count.
     lf: Vec<(i64, usize)>,
-    /// The other candidates, asked one by one: (bound, node), ascending.
-    asked: Vec<(i64, usize)>,
+    /// The other candidates, asked one by one, by key.
+    asked: Vec<Asked>,
     part: Vec<Part>,
     /// Per node, no answer is earlier (MIN: nothing known): a length-free
     /// node's answer when built stays a bound, as a pass only takes
@@ -53,6 +53,42 @@ pub(in crate::sched) struct Sorted {
     bound: Vec<i64>,
     /// How much of the pass's change log is accounted for.
     seen: usize,
+    /// Entries of `lf` no longer [`Part::Sorted`].
+    dead: usize,
+}
+
+/// A node of a sweep asked one by one (its profile changed since the
+/// sweep was built, or was not length-free then).
+#[derive(Clone, Copy)]
+struct Asked {
+    /// No answer of the node is earlier.
+    key: i64,
+    node: usize,
+    /// The node's profile version `tail` was read at (MAX: not read).
+    ver: u32,
+    tail: Tail,
+}
+
+/// A tail not read.
+const NO_TAIL: Tail = Tail {
+    e1: i64::MIN,
+    g: i64::MAX,
+    f: i64::MAX,
+};
+
+impl Asked {
+    fn new(key: i64, node: usize) -> Asked {
+        Asked {
+            key,
+            node,
+            ver: u32::MAX,
+            tail: NO_TAIL,
+        }
+    }
+
+    fn order(&self) -> (i64, usize) {
+        (self.key, self.node)
+    }
 }
 
 /// One sweep's question: each candidate's earliest start in [from,
@@ -80,20 +116,29 @@ impl Sorted {
     /// The sorted nodes' answers from `floor` (a rounded `from`) no later
     /// than `lim`, ascending: each the later of `floor` and its own.
     fn sorted_answers(&self, floor: i64, lim: i64) -> impl Iterator<Item = (usize, i64)> + '_ {
-        self.lf
+        self.sorted_from(0, floor, lim)
+    }
+
+    /// [`Sorted::sorted_answers`] from entry `li` of `lf` on.
+    fn sorted_from(
+        &self,
+        li: usize,
+        floor: i64,
+        lim: i64,
+    ) -> impl Iterator<Item = (usize, i64)> + '_ {
+        self.lf[li..]
             .iter()
             .take_while(move |x| x.0.max(floor) <= lim)
             .filter(|x| self.part[x.1] == Part::Sorted)
             .map(move |&(r, i)| (i, r.max(floor)))
     }
 
-    /// The nodes asked one by one that may answer by `lim`, by bound
-    /// (the others' answers would be later).
-    fn asked_by(&self, floor: i64, lim: i64) -> impl Iterator<Item = (i64, usize)> + '_ {
+    /// The nodes asked one by one that may answer by `lim`, by key (the
+    /// others' answers would be later).
+    fn asked_by(&self, floor: i64, lim: i64) -> impl Iterator<Item = &Asked> + '_ {
         self.asked
             .iter()
-            .copied()
-            .take_while(move |x| x.0.max(floor) <= lim)
+            .take_while(move |x| x.key.max(floor) <= lim)
     }
 }
 
@@ -165,7 +210,7 @@ impl Pass<'_> {
             let line = &self.lines[i];
             if !line.length_free() {
                 part[i] = Part::Asked;
-                asked.push((i64::MIN, i));
+                asked.push(Asked::new(i64::MIN, i));
                 continue;
             }
             let from = now.max(self.inp.nodes[i].ready);
@@ -183,12 +228,14 @@ impl Pass<'_> {
             }
         }
         lf.sort_unstable();
+        asked.sort_unstable_by_key(Asked::order);
         Sorted {
             lf,
             asked,
             part,
             bound,
             seen: self.changes.len(),
+            dead: 0,
         }
     }
 
@@ -198,12 +245,20 @@ impl Pass<'_> {
         for c in &self.changes[s.seen..] {
             if s.part[c.node] == Part::Sorted {
                 s.part[c.node] = Part::Asked;
-                let x = (s.bound[c.node], c.node);
-                let k = s.asked.partition_point(|y| *y < x);
+                s.dead += 1;
+                let x = Asked::new(s.bound[c.node], c.node);
+                let k = s.asked.partition_point(|y| y.order() < x.order());
                 s.asked.insert(k, x);
             }
         }
         s.seen = self.changes.len();
+        // Every search reads `lf` from its start: the entries left behind
+        // are dropped once they are many.
+        if s.dead > 8 && s.dead * 8 > s.lf.len() {
+            let part = &s.part;
+            s.lf.retain(|x| part[x.1] == Part::Sorted);
+            s.dead = 0;
+        }
     }
 
     /// `from` rounded up to the planning grid.
@@ -254,20 +309,30 @@ impl Pass<'_> {
         self.catch_up(s);
         let floor = self.floor(q.from);
         let lim = q.until;
-        let mut sorted = s.sorted_answers(floor, lim).peekable();
-        let mut asked = s.asked_by(floor, lim).peekable();
+        // The next entries of `lf` and `asked` to look at.
+        let (mut li, mut p) = (0usize, 0usize);
         // A node whose answer cannot come before `past` (nor at it, with
         // `at_too`) is not asked: answering later than the k-th so far, it
         // changes nothing, nor what `by` keeps.
-        let beyond = |memos: &Memos, i: usize, past: i64, at_too: bool| {
-            let b = Pass::node_bound(memos, i, q.from, q.d);
+        let beyond = |memos: &Memos, e: &Asked, past: i64, at_too: bool| {
+            let b = match self.exact(e, q, floor) {
+                Some(t) => t.unwrap_or(i64::MAX),
+                None => Pass::node_bound(memos, e.node, q.from, q.d),
+            };
             b > past || (at_too && b == past)
         };
         // The k smallest answers so far, as a max-heap.
         let mut best: std::collections::BinaryHeap<i64> = std::collections::BinaryHeap::new();
         loop {
-            let next_sorted = sorted.peek().map(|x| x.1);
-            let next_bound = asked.peek().map(|x| x.0.max(floor));
+            while s.lf.get(li).is_some_and(|x| s.part[x.1] != Part::Sorted) {
+                li += 1;
+            }
+            let next_sorted = s.lf.get(li).map(|x| x.0.max(floor)).filter(|&t| t <= lim);
+            let next_bound = s
+                .asked
+                .get(p)
+                .map(|e| e.key.max(floor))
+                .filter(|&b| b <= lim);
             let next = match (next_sorted, next_bound) {
                 (None, None) => break,
                 (a, b) => a.unwrap_or(i64::MAX).min(b.unwrap_or(i64::MAX)),
@@ -283,28 +348,32 @@ impl Pass<'_> {
                     // past it: passed over in one go (most of a sweep).
                     let at_too = by.is_none();
                     let mut skipped = false;
-                    while let Some(&(b, i)) = asked.peek() {
-                        let b = b.max(floor);
-                        if b > ns || b >= m || !beyond(memos, i, m, at_too) {
+                    while let Some(e) = s.asked.get(p) {
+                        let b = e.key.max(floor);
+                        if b > ns || b >= m || !beyond(memos, e, m, at_too) {
                             break;
                         }
-                        asked.next();
+                        p += 1;
                         skipped = true;
                     }
                     if skipped {
                         continue;
                     }
                 }
-                let Some((_, i)) = asked.next() else { break };
-                match q.ask(self, i, memos) {
-                    Some(t) => (i, t),
+                if s.asked[p].ver != self.ver[s.asked[p].node] && self.refresh(s, p, q) {
+                    // Its key rose, or it left: look again.
+                    continue;
+                }
+                let e = s.asked[p];
+                p += 1;
+                match self.answer(&e, q, floor, memos) {
+                    Some(t) => (e.node, t),
                     None => continue,
                 }
             } else {
-                match sorted.next() {
-                    Some(x) => x,
-                    None => break,
-                }
+                let (r, i) = s.lf[li];
+                li += 1;
+                (i, r.max(floor))
             };
             if let Some(by) = by.as_deref_mut() {
                 by.push((i, t));
@@ -319,18 +388,74 @@ impl Pass<'_> {
         let kth = (best.len() == k).then(|| best.peek().copied()).flatten()?;
         if let Some(by) = by {
             // The nodes not reached that may still answer by then.
-            by.extend(sorted.take_while(|x| x.1 <= kth));
-            for (_, i) in asked.take_while(|x| x.0.max(floor) <= kth) {
-                if beyond(memos, i, kth, false) {
+            by.extend(s.sorted_from(li, floor, lim).take_while(|x| x.1 <= kth));
+            for e in s.asked[p..].iter().take_while(|e| e.key.max(floor) <= kth) {
+                if beyond(memos, e, kth, false) {
                     continue;
                 }
-                if let Some(t) = q.ask(self, i, memos) {
-                    by.push((i, t));
+                if let Some(t) = self.answer(e, q, floor, memos) {
+                    by.push((e.node, t));
                 }
             }
             by.retain(|x| x.1 <= kth);
         }
         Some(kth)
+    }
+
+    /// A node's answer known without asking: its tail read at its
+    /// profile's present version, and the search's length over what any
+    /// start before the tail holds (None: it must be asked).
+    fn exact(&self, e: &Asked, q: &Search, floor: i64) -> Option<Option<i64>> {
+        (e.ver == self.ver[e.node] && q.d > e.tail.g)
+            .then(|| Some(e.tail.f.max(floor)).filter(|&t| t <= q.until))
+    }
+
+    /// A node's answer: [`Pass::exact`], else asked.
+    fn answer(&self, e: &Asked, q: &Search, floor: i64, memos: &mut Memos) -> Option<i64> {
+        let Some(t) = self.exact(e, q, floor) else {
+            return q.ask(self, e.node, memos);
+        };
+        debug_assert_eq!(t, {
+            let i = e.node;
+            let from = q.from.max(self.inp.nodes[i].ready);
+            let res = self.inp.params.bf_resolution.max(1);
+            let fits = q.fits;
+            self.lines[i]
+                .earliest(self.inp.now, res, from, q.until, q.d, q.own, &|a| {
+                    fits(i, a)
+                })
+                .t
+                .filter(|_| from <= q.until)
+        });
+        t
+    }
+
+    /// Entry `p`'s tail read afresh (its node changed since): its key
+    /// raised to the node's first start of any job, the entry moved to
+    /// its place; it leaves the sweep if nothing fits the node any more
+    /// this pass. True: the entry at `p` changed.
+    fn refresh(&self, s: &mut Sorted, p: usize, q: &Search) -> bool {
+        let e = s.asked[p];
+        let i = e.node;
+        let line = &self.lines[i];
+        let ver = self.ver[i];
+        if !line.blocks.is_empty() {
+            // (Blocks depend on the job: always asked.)
+            s.asked[p].ver = ver;
+            return false;
+        }
+        let now = self.inp.now;
+        let res = self.inp.params.bf_resolution.max(1);
+        let fits = q.fits;
+        let from = now.max(self.inp.nodes[i].ready);
+        let Some(tail) = line.tail(now, res, from, &|a| fits(i, a)) else {
+            s.asked.remove(p);
+            s.part[i] = Part::Out;
+            return true;
+        };
+        s.asked[p].ver = ver;
+        s.asked[p].tail = tail;
+        false
     }
 
     /// The nodes whose answer to a search is `t` (the earliest of all: a
@@ -349,12 +474,11 @@ impl Pass<'_> {
             .filter(|x| x.1 == t)
             .map(|x| x.0)
             .collect();
-        let asked: Vec<usize> = s.asked_by(floor, t).map(|x| x.1).collect();
-        at.extend(
-            asked
-                .into_iter()
-                .filter(|&i| q.ask(self, i, memos) == Some(t)),
-        );
+        for e in s.asked_by(floor, t) {
+            if self.answer(e, q, floor, memos) == Some(t) {
+                at.push(e.node);
+            }
+        }
         at
     }
 
@@ -370,7 +494,7 @@ impl Pass<'_> {
         let floor = self.floor(q.from);
         let asked: Vec<(usize, i64)> = s
             .asked_by(floor, q.until)
-            .filter_map(|(_, i)| q.ask(self, i, memos).map(|t| (i, t)))
+            .filter_map(|e| self.answer(e, q, floor, memos).map(|t| (e.node, t)))
             .collect();
         Answers {
             sorted: s,
