@@ -61,12 +61,32 @@ impl Pass<'_> {
             self.index = Some(index);
             return res;
         }
+        let forced = self.forced_share(req, p);
+        if let Some(share) = forced {
+            // Too few nodes of the whole partition have the CPUs free for a
+            // share (counted once per start and CPU count): none of the
+            // candidates will do.
+            let cpus = share.saturating_mul(req.cpus_per_task.max(1));
+            let Pass {
+                inp,
+                roomy,
+                now_avail,
+                ..
+            } = &mut *self;
+            let in_part = *roomy.entry((p, cpus)).or_insert_with(|| {
+                let nodes = &inp.parts[p].nodes;
+                nodes.iter().filter(|&&i| now_avail[i].cpus >= cpus).count()
+            });
+            if in_part < req.min_nodes.max(1) as usize {
+                return None;
+            }
+        }
         let cands = cands.entry(p).or_insert_with(|| static_nodes(self, job, p));
         let by_cpus = |i: usize| tasks_by_cpus(req, self.now_avail[i].cpus);
         // Every node must host a share: only those with the CPUs free for
         // one now can take part (the placement would pass the others over).
         let roomy: Vec<usize>;
-        let cands: &[usize] = match self.forced_share(req, p) {
+        let cands: &[usize] = match forced {
             Some(share) => {
                 roomy = cands
                     .iter()
