@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use super::memo::Memos;
 use super::{FxMap, Pass};
 use crate::sched::place::Avail;
-use crate::sched::profile::{on_grid, Tail};
+use crate::sched::profile::on_grid;
 use crate::sched::Request;
 
 /// What a pass has changed in a node's profile: a take or a give over
@@ -63,30 +63,29 @@ pub(in crate::sched) struct Sorted {
 struct Asked {
     /// No answer of the node is earlier.
     key: i64,
-    node: usize,
-    /// The node's profile version `tail` was read at (MAX: not read).
+    /// The node's [`Tail`] (read at profile version `ver`; MAX: not read).
+    g: i64,
+    f: i64,
+    node: u32,
     ver: u32,
-    tail: Tail,
 }
-
-/// A tail not read.
-const NO_TAIL: Tail = Tail {
-    e1: i64::MIN,
-    g: i64::MAX,
-    f: i64::MAX,
-};
 
 impl Asked {
     fn new(key: i64, node: usize) -> Asked {
         Asked {
             key,
-            node,
+            g: i64::MAX,
+            f: i64::MAX,
+            node: node as u32,
             ver: u32::MAX,
-            tail: NO_TAIL,
         }
     }
 
-    fn order(&self) -> (i64, usize) {
+    fn node(&self) -> usize {
+        self.node as usize
+    }
+
+    fn order(&self) -> (i64, u32) {
         (self.key, self.node)
     }
 }
@@ -317,7 +316,7 @@ impl Pass<'_> {
         let beyond = |memos: &Memos, e: &Asked, past: i64, at_too: bool| {
             let b = match self.exact(e, q, floor) {
                 Some(t) => t.unwrap_or(i64::MAX),
-                None => Pass::node_bound(memos, e.node, q.from, q.d),
+                None => Pass::node_bound(memos, e.node(), q.from, q.d),
             };
             b > past || (at_too && b == past)
         };
@@ -360,14 +359,14 @@ impl Pass<'_> {
                         continue;
                     }
                 }
-                if s.asked[p].ver != self.ver[s.asked[p].node] && self.refresh(s, p, q) {
-                    // Its key rose, or it left: look again.
+                if s.asked[p].ver != self.ver[s.asked[p].node()] && self.refresh(s, p, q) {
+                    // It left: look again.
                     continue;
                 }
                 let e = s.asked[p];
                 p += 1;
                 match self.answer(&e, q, floor, memos) {
-                    Some(t) => (e.node, t),
+                    Some(t) => (e.node(), t),
                     None => continue,
                 }
             } else {
@@ -394,7 +393,7 @@ impl Pass<'_> {
                     continue;
                 }
                 if let Some(t) = self.answer(e, q, floor, memos) {
-                    by.push((e.node, t));
+                    by.push((e.node(), t));
                 }
             }
             by.retain(|x| x.1 <= kth);
@@ -406,17 +405,17 @@ impl Pass<'_> {
     /// profile's present version, and the search's length over what any
     /// start before the tail holds (None: it must be asked).
     fn exact(&self, e: &Asked, q: &Search, floor: i64) -> Option<Option<i64>> {
-        (e.ver == self.ver[e.node] && q.d > e.tail.g)
-            .then(|| Some(e.tail.f.max(floor)).filter(|&t| t <= q.until))
+        (e.ver == self.ver[e.node()] && q.d > e.g)
+            .then(|| Some(e.f.max(floor)).filter(|&t| t <= q.until))
     }
 
     /// A node's answer: [`Pass::exact`], else asked.
     fn answer(&self, e: &Asked, q: &Search, floor: i64, memos: &mut Memos) -> Option<i64> {
         let Some(t) = self.exact(e, q, floor) else {
-            return q.ask(self, e.node, memos);
+            return q.ask(self, e.node(), memos);
         };
         debug_assert_eq!(t, {
-            let i = e.node;
+            let i = e.node();
             let from = q.from.max(self.inp.nodes[i].ready);
             let res = self.inp.params.bf_resolution.max(1);
             let fits = q.fits;
@@ -430,13 +429,12 @@ impl Pass<'_> {
         t
     }
 
-    /// Entry `p`'s tail read afresh (its node changed since): its key
-    /// raised to the node's first start of any job, the entry moved to
-    /// its place; it leaves the sweep if nothing fits the node any more
-    /// this pass. True: the entry at `p` changed.
+    /// Entry `p`'s tail read afresh (its node changed since it was last
+    /// read); the node leaves the sweep if nothing fits it any more this
+    /// pass. True: it left (the entry at `p` is the next one).
     fn refresh(&self, s: &mut Sorted, p: usize, q: &Search) -> bool {
         let e = s.asked[p];
-        let i = e.node;
+        let i = e.node();
         let line = &self.lines[i];
         let ver = self.ver[i];
         if !line.blocks.is_empty() {
@@ -454,7 +452,8 @@ impl Pass<'_> {
             return true;
         };
         s.asked[p].ver = ver;
-        s.asked[p].tail = tail;
+        s.asked[p].g = tail.g;
+        s.asked[p].f = tail.f;
         false
     }
 
@@ -476,7 +475,7 @@ impl Pass<'_> {
             .collect();
         for e in s.asked_by(floor, t) {
             if self.answer(e, q, floor, memos) == Some(t) {
-                at.push(e.node);
+                at.push(e.node());
             }
         }
         at
@@ -494,7 +493,7 @@ impl Pass<'_> {
         let floor = self.floor(q.from);
         let asked: Vec<(usize, i64)> = s
             .asked_by(floor, q.until)
-            .filter_map(|e| self.answer(e, q, floor, memos).map(|t| (e.node, t)))
+            .filter_map(|e| self.answer(e, q, floor, memos).map(|t| (e.node(), t)))
             .collect();
         Answers {
             sorted: s,
