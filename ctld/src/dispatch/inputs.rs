@@ -276,15 +276,19 @@ impl Ctld {
 /// `OverSubscribe=EXCLUSIVE` (every job gets whole nodes).
 #[derive(Default)]
 pub(super) struct PartLookup<'a> {
-    seen: Vec<(&'a str, Vec<usize>, bool)>,
+    seen: Vec<(&'a str, std::sync::Arc<[usize]>, bool)>,
 }
 
 impl<'a> PartLookup<'a> {
-    pub fn of(&mut self, cluster: &crate::cluster::Cluster, text: &'a str) -> (&[usize], bool) {
+    pub fn of(
+        &mut self,
+        cluster: &crate::cluster::Cluster,
+        text: &'a str,
+    ) -> (std::sync::Arc<[usize]>, bool) {
         let k = match self.seen.iter().position(|(t, _, _)| *t == text) {
             Some(k) => k,
             None => {
-                let pidx: Vec<usize> = text
+                let pidx: std::sync::Arc<[usize]> = text
                     .split(',')
                     .filter_map(|n| cluster.part_idx(n.trim()))
                     .collect();
@@ -299,6 +303,6 @@ impl<'a> PartLookup<'a> {
             }
         };
         let (_, pidx, exclusive) = &self.seen[k];
-        (pidx, *exclusive)
+        (pidx.clone(), *exclusive)
     }
 }

@@ -196,7 +196,6 @@ impl Ctld {
             let job = &self.jobs[&id];
             let spec = job.spec();
             let (pidx, exclusive) = part_lookup.of(&self.cluster, &spec.partition);
-            let pidx = pidx.to_vec();
             let Some(mut req) = job.sched_req.clone() else {
                 continue;
             };

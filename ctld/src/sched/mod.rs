@@ -329,8 +329,9 @@ pub struct Request {
 pub struct JobSnap {
     pub id: u32,
     pub priority: u32,
-    /// Candidate partitions (indices), in the user's order.
-    pub partitions: Vec<usize>,
+    /// Candidate partitions (indices), in the user's order (shared by
+    /// the jobs naming the same ones).
+    pub partitions: std::sync::Arc<[usize]>,
     /// Shared with the job's own (`Job::sched_req`): not copied per pass.
     pub req: std::sync::Arc<Request>,
     /// How many copies may start now (array tasks under the throttle); 1 for a plain job.

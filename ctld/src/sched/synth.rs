@@ -106,7 +106,7 @@ pub fn job(id: u32, rng: &mut Rng, users: u64) -> JobSnap {
     JobSnap {
         id,
         priority: 1_000_000 - id,
-        partitions: vec![0],
+        partitions: [0].into(),
         req: req.into(),
         instances: 1,
         time_limit: limit,

@@ -43,7 +43,7 @@ fn job(id: u32, r: Request) -> JobSnap {
     JobSnap {
         id,
         priority: 1000 - id,
-        partitions: vec![0],
+        partitions: [0].into(),
         req: r.into(),
         instances: 1,
         time_limit: 3600,
@@ -305,7 +305,7 @@ fn arb_cluster() -> impl Strategy<Value = (Vec<NodeSnap>, Vec<JobSnap>)> {
                 JobSnap {
                     id: i as u32 + 1,
                     priority: (i as u32 * 7919) % 100,
-                    partitions: vec![0],
+                    partitions: [0].into(),
                     req: r.into(),
                     instances: inst,
                     time_limit: 600 * (i as i64 % 4 + 1),
@@ -423,7 +423,7 @@ proptest! {
         cfg.nodes = vec![conf];
         let mut p = drover_conf::slurmconf::PartitionConf::new("p");
         p.nodes = vec!["n1".into()];
-        cfg.partitions = vec![p];
+        cfg.partitions = [p].into();
         let cluster = crate::cluster::Cluster::from_config(&cfg, 0);
         if crate::submit::check_bounds(&spec).is_ok() {
             let resolved = crate::request::resolve(&spec, Some(&cluster.parts[0].conf), &cfg);

@@ -107,7 +107,7 @@ impl Sim {
         self.jobs.push(JobSnap {
             id,
             priority: prio,
-            partitions: vec![0],
+            partitions: [0].into(),
             req: Request {
                 min_nodes: 1,
                 max_nodes: 1,
@@ -280,7 +280,7 @@ fn quick_pass_stops_a_partition_at_its_first_pending_job() {
     s.job(1, 40, 1, 50); // starts
     s.job(2, 30, 4, 1000); // left pending: planned at NOW+100
     s.job(3, 20, 1, 50); // would backfill
-    s.job(4, 10, 1, 50).partitions = vec![1];
+    s.job(4, 10, 1, 50).partitions = [1].into();
     s.params.quick = true;
     let d = s.plan();
     assert_eq!(started(&d), [1, 4]);
@@ -307,8 +307,8 @@ fn quick_pass_keeps_a_pending_jobs_nodes_from_other_partitions() {
         s.parts.push(wide);
         s.run(100, 0, 2, 0, NOW + 100);
         s.job(1, 30, 4, 1000); // batch (node 0): left pending
-        s.job(2, 20, 1, 50).partitions = vec![1]; // wide: nodes 0 and 1
-        s.job(3, 10, 2, 50).partitions = vec![1];
+        s.job(2, 20, 1, 50).partitions = [1].into(); // wide: nodes 0 and 1
+        s.job(3, 10, 2, 50).partitions = [1].into();
         s
     };
     let mut s = two_parts();
@@ -582,7 +582,7 @@ fn partition_priority_preemption_takes_the_fewest_lowest_jobs() {
     s.run(101, 0, 2, 1, NOW + 5000).priority = 1;
     s.run(102, 0, 2, 1, NOW + 5000).priority = 3;
     Arc::make_mut(&mut s.job(1, 1, 1, 100).req).gres = gpus(2);
-    s.jobs[0].partitions = vec![1];
+    s.jobs[0].partitions = [1].into();
     let d = s.plan();
     let victims: Vec<u32> = d
         .iter()
@@ -594,13 +594,13 @@ fn partition_priority_preemption_takes_the_fewest_lowest_jobs() {
     assert_eq!(victims, [101, 102]);
     assert_eq!(start_of(&d, 1), Some(NOW));
     // A job of the same tier preempts nothing.
-    s.jobs[0].partitions = vec![0];
+    s.jobs[0].partitions = [0].into();
     assert!(!s
         .plan()
         .iter()
         .any(|x| matches!(x, Decision::Preempt { .. })));
     // Jobs already being stopped are waited for, not preempted again.
-    s.jobs[0].partitions = vec![1];
+    s.jobs[0].partitions = [1].into();
     s.running[1].ending = true;
     s.running[2].ending = true;
     let d = s.plan();
@@ -691,7 +691,7 @@ fn arb_sim() -> impl Strategy<Value = Sim> {
                 Arc::make_mut(&mut j.req).gres = gpus(g);
             }
             if small {
-                j.partitions = vec![1];
+                j.partitions = [1].into();
                 if i % 3 == 0 {
                     Arc::make_mut(&mut j.req).constraint = parse_constraint("fast").unwrap();
                 }

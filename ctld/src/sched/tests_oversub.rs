@@ -48,7 +48,7 @@ fn job(id: u32, cpus: u32, p: usize, flag: bool) -> JobSnap {
     JobSnap {
         id,
         priority: 1000 - id,
-        partitions: vec![p],
+        partitions: [p].into(),
         req: Request {
             min_nodes: 1,
             max_nodes: 1,
