@@ -619,7 +619,7 @@ mod tests {
         let mut p = PartitionConf::new("p");
         p.nodes = vec!["n1".into()];
         p.over_subscribe = over_subscribe.into();
-        cfg.partitions = [p].into();
+        cfg.partitions = vec![p];
         let mut c = Cluster::from_config(&cfg, 0);
         c.nodes[0].registered = true;
         c.nodes[0].responding = true;

@@ -115,7 +115,7 @@ mod tests {
             cfg.nodes.push(n);
             p.nodes.push(name.into());
         }
-        cfg.partitions = [p].into();
+        cfg.partitions = vec![p];
         let mut c = Cluster::from_config(&cfg, 0);
         for n in &mut c.nodes {
             n.registered = true;

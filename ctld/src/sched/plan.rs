@@ -59,7 +59,7 @@ pub(super) struct Pass<'a> {
     now_avail: Vec<Avail>,
     /// By partition and CPUs: how many of its nodes have that many free
     /// now (until the next start).
-    roomy: FxMap<(usize, u32), usize>,
+    roomy_in_part: FxMap<(usize, u32), usize>,
     pub limits: LimitState<'a>,
     /// Running jobs chosen for preemption this pass.
     pub taken: Vec<bool>,
@@ -141,7 +141,7 @@ impl<'a> Pass<'a> {
             lines,
             work: Work::new(inp.nodes),
             now_avail,
-            roomy: FxMap::default(),
+            roomy_in_part: FxMap::default(),
             limits,
             taken: vec![false; inp.running.len()],
             ver: vec![0; inp.nodes.len()],
@@ -328,11 +328,11 @@ impl<'a> Pass<'a> {
         for a in &allocs {
             apply_share(self.work.get_mut(a.node), a, share, end);
             self.now_avail[a.node] = Avail::of(&self.work[a.node]);
-            self.roomy.clear();
             if let Some(ix) = self.index.as_mut() {
                 ix.update(a.node, &self.work[a.node]);
             }
         }
+        self.roomy_in_part.clear();
         self.reserve(&allocs, now, end);
         let pname = self.inp.parts[part].name.as_str();
         if self.limits.any() {

@@ -69,11 +69,11 @@ impl Pass<'_> {
             let cpus = share.saturating_mul(req.cpus_per_task.max(1));
             let Pass {
                 inp,
-                roomy,
+                roomy_in_part,
                 now_avail,
                 ..
             } = &mut *self;
-            let in_part = *roomy.entry((p, cpus)).or_insert_with(|| {
+            let in_part = *roomy_in_part.entry((p, cpus)).or_insert_with(|| {
                 let nodes = &inp.parts[p].nodes;
                 nodes.iter().filter(|&&i| now_avail[i].cpus >= cpus).count()
             });
