@@ -353,22 +353,15 @@ impl Line {
         let round = |t: i64| on_grid(now, res, t);
         let t0 = round(from.max(now));
         let i0 = self.at(t0);
-        // The shortest run of last segments that fits throughout: from its
-        // start on, any length fits.
-        let mut acc = self.segs[self.segs.len() - 1].a;
-        let mut s = if fits(&acc) {
-            Some(self.segs.len() - 1)
-        } else {
-            None
-        };
-        if s.is_some() {
-            for j in (i0..self.segs.len() - 1).rev() {
-                acc = meet(acc, self.segs[j].a);
-                if !fits(&acc) {
-                    break;
-                }
-                s = Some(j);
+        // The first of the last segments that fit together (None: the last
+        // does not fit): from its start on, any length fits.
+        let (mut s, mut acc) = (None, None);
+        for j in (i0..self.segs.len()).rev() {
+            let a = acc.map_or(self.segs[j].a, |x| meet(x, self.segs[j].a));
+            if !fits(&a) {
+                break;
             }
+            (s, acc) = (Some(j), Some(a));
         }
         let end = s.unwrap_or(self.segs.len());
         let f = match s {
@@ -391,9 +384,9 @@ impl Line {
                 k += 1;
             }
             if k == end && k < self.segs.len() {
-                // The run reaches the last fitting ones: no bound.
+                // The run reaches the last fitting ones (`f` is known):
+                // no bound.
                 g = i64::MAX;
-                any = true;
                 break;
             }
             let run_end = self.segs.get(k).map_or(i64::MAX, |x| x.t);

@@ -63,7 +63,8 @@ pub(in crate::sched) struct Sorted {
 struct Asked {
     /// No answer of the node is earlier.
     key: i64,
-    /// The node's [`Tail`] (read at profile version `ver`; MAX: not read).
+    /// The node's [`Tail`](crate::sched::profile::Tail), as read at
+    /// profile version `ver` (MAX: not read).
     g: i64,
     f: i64,
     node: u32,
