@@ -308,6 +308,7 @@ async fn serve(
     }
     let server = serve_on(incoming, auth, ha.active.clone(), svc, sched);
     let mut server = tokio::spawn(server);
+    crate::runtime::ha::note_stop_signals();
     tokio::spawn(signals(tx.clone(), ha.clone()));
     if ha.is_backup() {
         drover_proto::sdnotify::ready("standby");

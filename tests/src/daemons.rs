@@ -156,7 +156,7 @@ impl Cluster {
                 i += 1;
             } else {
                 let (_, mut c) = self.host_agents.remove(i);
-                let _ = c.wait();
+                reap(&mut c, sig);
             }
         }
     }
@@ -164,7 +164,7 @@ impl Cluster {
     pub(crate) fn kill(child: &mut Option<Child>, sig: i32) {
         if let Some(mut c) = child.take() {
             let _ = crate::sys::kill(c.id() as i32, sig);
-            let _ = c.wait();
+            reap(&mut c, sig);
         }
     }
 
@@ -218,5 +218,23 @@ impl Cluster {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+/// Wait for a daemon sent `sig` to exit. One still there after a minute
+/// ignored it: it is killed, and the test fails (unless it is failing
+/// already) instead of waiting for ever.
+pub(crate) fn reap(c: &mut Child, sig: i32) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while matches!(c.try_wait(), Ok(None)) {
+        if std::time::Instant::now() >= deadline {
+            let _ = c.kill();
+            let _ = c.wait();
+            if !std::thread::panicking() {
+                panic!("process {} ignored signal {sig} for a minute", c.id());
+            }
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }

@@ -470,7 +470,7 @@ impl Drop for Cluster {
         Cluster::kill(&mut self.agent, libc::SIGTERM);
         for (_, mut c) in std::mem::take(&mut self.host_agents) {
             let _ = crate::sys::kill(c.id() as i32, libc::SIGTERM);
-            let _ = c.wait();
+            daemons::reap(&mut c, libc::SIGTERM);
         }
         Cluster::kill(&mut self.ctld, libc::SIGTERM);
         Cluster::kill(&mut self.backup, libc::SIGTERM);

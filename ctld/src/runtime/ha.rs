@@ -236,10 +236,42 @@ pub async fn claim(ha: &Ha, cred: &Credential) {
     }
 }
 
+/// A stop (SIGTERM, SIGINT) has arrived: set by the signal handler itself,
+/// not by the task that reads the signals, which may not run again before
+/// this process executes itself anew ([`restart_in_standby`]).
+static STOP_ASKED: AtomicBool = AtomicBool::new(false);
+
+/// Note every SIGTERM and SIGINT in [`STOP_ASKED`] as it arrives (beside
+/// the runtime's own handling of them).
+pub fn note_stop_signals() {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        if let Err(e) = drover_proto::sys::note_signal(sig, &STOP_ASKED) {
+            tracing::warn!("signal {sig}: {e}");
+        }
+    }
+}
+
+/// Before executing this program anew: from now on a stop ends the process
+/// at once (stepped down, it has nothing to write), as it would the fresh
+/// process before its handlers are set; true when one came before (its
+/// handler ran, the task that reads it may not have), so that it is not
+/// lost in the exec.
+fn stop_asked_before_exec() -> bool {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        drover_proto::sys::signal_default(sig);
+    }
+    STOP_ASKED.load(Ordering::SeqCst)
+}
+
 /// Back to standby: this program again, from the start, same arguments
 /// (every descriptor is close-on-exec). `/proc/self/exe`: the same binary
-/// even if an upgrade replaced the file meanwhile. Returns only on failure.
+/// even if an upgrade replaced the file meanwhile. Returns on failure, and
+/// with 0 when a stop arrived meanwhile (not lost in the exec).
 pub fn restart_in_standby() -> i32 {
+    if stop_asked_before_exec() {
+        tracing::info!("signal received, shutting down");
+        return 0;
+    }
     tracing::info!("back to standby");
     let err = std::process::Command::new("/proc/self/exe")
         .args(std::env::args_os().skip(1))
@@ -279,5 +311,19 @@ mod tests {
         assert_eq!(Ha::mode(0, 2), "primary");
         assert_eq!(Ha::mode(1, 2), "backup");
         assert_eq!(Ha::mode(2, 3), "backup2");
+    }
+
+    /// A stop that arrives while a backup steps down is seen before it
+    /// executes itself again (the task that reads the signals may not run
+    /// before the exec), and from then on a stop takes the default action.
+    #[test]
+    fn a_stop_while_going_back_to_standby_is_not_lost() {
+        note_stop_signals();
+        assert!(!STOP_ASKED.load(Ordering::SeqCst));
+        assert!(!drover_proto::sys::signal_is_default(libc::SIGTERM));
+        // (Handled just above: the test goes on.)
+        drover_proto::sys::raise(libc::SIGTERM);
+        assert!(stop_asked_before_exec());
+        assert!(drover_proto::sys::signal_is_default(libc::SIGTERM));
     }
 }

@@ -176,6 +176,36 @@ pub fn signal_default(sig: i32) {
     }
 }
 
+/// Set `flag` whenever `sig` arrives, from the signal handler itself,
+/// beside the other actions registered for it (tokio's among them).
+pub fn note_signal(sig: i32, flag: &'static std::sync::atomic::AtomicBool) -> std::io::Result<()> {
+    // SAFETY: the action only stores to an atomic, which is
+    // async-signal-safe; the registry chains it with the other actions.
+    let r = unsafe {
+        signal_hook_registry::register(sig, move || {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst)
+        })
+    };
+    r.map(drop)
+}
+
+/// Whether `sig` has its default action here.
+pub fn signal_is_default(sig: i32) -> bool {
+    // SAFETY: reads the disposition into a zeroed (valid) struct only.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_DFL
+    }
+}
+
+/// Send `sig` to the calling thread (its handler has run on return).
+pub fn raise(sig: i32) {
+    // SAFETY: raise has no memory-safety preconditions.
+    unsafe {
+        libc::raise(sig);
+    }
+}
+
 /// Ignore `sig`.
 pub fn signal_ignore(sig: i32) {
     // SAFETY: installs SIG_IGN; no handler of ours runs.
