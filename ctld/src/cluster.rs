@@ -458,10 +458,7 @@ impl Cluster {
         if spec.exclusive || p.conf.over_subscribe.eq_ignore_ascii_case("EXCLUSIVE") {
             return 1;
         }
-        Share::parse(&p.conf.over_subscribe).limit(&crate::sched::Request {
-            oversubscribe: spec.oversubscribe,
-            ..Default::default()
-        })
+        Share::parse(&p.conf.over_subscribe).limit_for(false, spec.oversubscribe)
     }
 
     /// Whether a planned allocation (positions as in the snapshot `nodes`)

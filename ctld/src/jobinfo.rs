@@ -593,6 +593,9 @@ impl Ctld {
 
 /// Whether a pending job would share its CPUs in its (first) partition.
 pub(crate) fn may_share(cfg: &Config, spec: &drover_proto::JobSpec) -> bool {
+    if spec.exclusive {
+        return false;
+    }
     let first = spec.partition.split(',').next().unwrap_or("").trim();
     let part = if first.is_empty() {
         cfg.partitions
@@ -607,10 +610,6 @@ pub(crate) fn may_share(cfg: &Config, spec: &drover_proto::JobSpec) -> bool {
         cfg.partitions.iter().find(|p| p.name == first)
     };
     part.is_some_and(|p| {
-        !spec.exclusive
-            && crate::sched::Share::parse(&p.over_subscribe).limit(&crate::sched::Request {
-                oversubscribe: spec.oversubscribe,
-                ..Default::default()
-            }) > 1
+        crate::sched::Share::parse(&p.over_subscribe).limit_for(false, spec.oversubscribe) > 1
     })
 }

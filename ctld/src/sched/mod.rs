@@ -272,12 +272,18 @@ impl Share {
     /// How many jobs may use one CPU that `req` uses here (1: the job
     /// needs CPUs nobody else uses).
     pub fn limit(self, req: &Request) -> u32 {
-        if req.exclusive {
+        self.limit_for(req.exclusive, req.oversubscribe)
+    }
+
+    /// [`Share::limit`] for a request that is `exclusive` or asks to
+    /// `oversubscribe`.
+    pub fn limit_for(self, exclusive: bool, oversubscribe: bool) -> u32 {
+        if exclusive {
             return 1;
         }
         match self {
             Share::No => 1,
-            Share::Yes(n) if req.oversubscribe => n.max(1),
+            Share::Yes(n) if oversubscribe => n.max(1),
             Share::Yes(_) => 1,
             Share::Force(n) => n.max(1),
         }
