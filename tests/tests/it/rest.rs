@@ -24,12 +24,15 @@ fn auth<'a>(user: &'a str, tok: &'a str) -> [(&'a str, &'a str); 2] {
     [("X-SLURM-USER-NAME", user), ("X-SLURM-USER-TOKEN", tok)]
 }
 
+/// A job's submission (its output unread: not into /tmp's shared
+/// `slurm-%j.out` names, which another user's run may hold).
 fn submit_body(name: &str, hold: bool) -> Vec<u8> {
     json!({
         "script": "#!/bin/sh\nsleep 300\n",
         "job": {
             "name": name,
             "current_working_directory": "/tmp",
+            "standard_output": "/dev/null",
             "environment": ["PATH=/bin:/usr/bin"],
             "hold": hold,
         }
