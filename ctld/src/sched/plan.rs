@@ -293,6 +293,11 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// The planning grid's step (`bf_resolution`, at least a second).
+    fn res(&self) -> i64 {
+        self.inp.params.bf_resolution.max(1)
+    }
+
     /// Node `i`'s profile changed over [s, e).
     fn changed(&mut self, i: usize, s: i64, e: i64) {
         self.ver[i] += 1;

@@ -261,8 +261,7 @@ impl Pass<'_> {
         } else {
             from.max(m.t + 1)
         };
-        let res = self.inp.params.bf_resolution.max(1);
-        let a = line.earliest(self.inp.now, res, start, lim, d, own, fits);
+        let a = line.earliest(self.inp.now, self.res(), start, lim, d, own, fits);
         // What was searched: from `from` when this search covers it,
         // else (resumed past an earlier search) from that one's start, for
         // the lengths over both `lo`s (every start before this search's

@@ -90,7 +90,7 @@ impl Pass<'_> {
         let d = job.time_limit.max(1);
         let own = job.reservation;
         let opts = inp.params.place;
-        let res = inp.params.bf_resolution.max(1);
+        let res = self.res();
         let key = |i: usize| self.now_avail[i];
         let req = &job.req;
         let min_nodes = req.min_nodes.max(1) as usize;

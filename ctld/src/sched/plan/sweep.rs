@@ -198,7 +198,7 @@ impl Pass<'_> {
     ) -> Sorted {
         let n = self.inp.nodes.len();
         let now = self.inp.now;
-        let res = self.inp.params.bf_resolution.max(1);
+        let res = self.res();
         let mut part = vec![Part::Out; n];
         let mut bound = vec![i64::MIN; n];
         let mut lf = Vec::with_capacity(cands.len());
@@ -263,7 +263,7 @@ impl Pass<'_> {
 
     /// `from` rounded up to the planning grid.
     fn floor(&self, from: i64) -> i64 {
-        on_grid(self.inp.now, self.inp.params.bf_resolution.max(1), from)
+        on_grid(self.inp.now, self.res(), from)
     }
 
     /// The k-th smallest answer (k from 1) of a search, asking only the
@@ -418,7 +418,7 @@ impl Pass<'_> {
         debug_assert_eq!(t, {
             let i = e.node();
             let from = q.from.max(self.inp.nodes[i].ready);
-            let res = self.inp.params.bf_resolution.max(1);
+            let res = self.res();
             let fits = q.fits;
             self.lines[i]
                 .earliest(self.inp.now, res, from, q.until, q.d, q.own, &|a| {
@@ -444,7 +444,7 @@ impl Pass<'_> {
             return false;
         }
         let now = self.inp.now;
-        let res = self.inp.params.bf_resolution.max(1);
+        let res = self.res();
         let fits = q.fits;
         let from = now.max(self.inp.nodes[i].ready);
         let Some(tail) = line.tail(now, res, from, &|a| fits(i, a)) else {
