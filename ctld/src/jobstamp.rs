@@ -43,8 +43,9 @@ impl Ctld {
         // First the digest alone (no allocation): an unchanged listing
         // ends here.
         let mut d = Digest::default();
+        let mut shares = SharesBySpec::default();
         for j in jobs.filter(listed) {
-            d.stamp(j.seq, &self.stamp(j, now));
+            d.stamp(j.seq, &self.stamp(j, now, &mut shares));
         }
         let digest = d.finish();
         let mut r = GetJobsSinceResponse {
@@ -65,7 +66,7 @@ impl Ctld {
         };
         let mut changed = Vec::new();
         for j in jobs.filter(listed) {
-            let mut s = self.stamp(j, now);
+            let mut s = self.stamp(j, now, &mut shares);
             s.seq = j.seq;
             let fresh = if same {
                 j.seq >= req.since_seq
@@ -87,7 +88,7 @@ impl Ctld {
     /// The fields of the job's [`drover_proto::JobInfo`] that move without
     /// `last_changed` moving, exactly as `job_info` and
     /// `add_expected_start` give them.
-    pub(crate) fn stamp(&self, job: &Job, now: i64) -> JobStamp {
+    pub(crate) fn stamp(&self, job: &Job, now: i64, shares: &mut SharesBySpec) -> JobStamp {
         let rt = job.rt();
         let state = job.state();
         let pending = state == JobState::Pending;
@@ -127,7 +128,7 @@ impl Ctld {
             suspend_time: rt.suspend_time,
             pre_sus_time: rt.pre_sus_time,
             oversubscribe: if pending {
-                crate::jobinfo::may_share(&self.cfg, job.spec())
+                shares.may_share(&self.cfg, job)
             } else {
                 rt.share > 1
             },
@@ -138,6 +139,30 @@ impl Ctld {
                 String::new()
             },
             seq: 0,
+        }
+    }
+}
+
+/// Whether pending jobs may share their CPUs, for one listing: worked out
+/// once for each run of jobs sharing a spec (`intern.rs`: jobs of equal
+/// specs share one), not parsed again from the partition for each.
+#[derive(Default)]
+pub(crate) struct SharesBySpec {
+    /// The last spec's address (specs outlive the listing, which borrows
+    /// every job), and its answer.
+    last: Option<(usize, bool)>,
+}
+
+impl SharesBySpec {
+    fn may_share(&mut self, cfg: &drover_conf::Config, job: &Job) -> bool {
+        let spec = std::sync::Arc::as_ptr(job.spec_arc()) as usize;
+        match self.last {
+            Some((s, yes)) if s == spec => yes,
+            _ => {
+                let yes = crate::jobinfo::may_share(cfg, job.spec());
+                self.last = Some((spec, yes));
+                yes
+            }
         }
     }
 }

@@ -16,6 +16,7 @@ use drover_proto::{GetJobsRequest, JobInfo};
 use prost::Message;
 
 use crate::ctld::Ctld;
+use crate::jobstamp::SharesBySpec;
 
 impl Ctld {
     /// [`Ctld::get_jobs`]'s answer, encoded.
@@ -37,9 +38,11 @@ impl Ctld {
         let mut cache = std::mem::take(&mut self.wire_cache);
         let keep = cache.for_listing(mask, details, &self.cfg);
         let mut scratch = JobInfo::default();
-        let mut buf = Vec::with_capacity(64 * 1024);
+        // As large as the last listing (growing by doubling copies it).
+        let mut buf = Vec::with_capacity(cache.last_answer.max(64 * 1024));
+        let mut shares = SharesBySpec::default();
         self.each_listed(who, &f, |c, j| {
-            let stamp = keep.then(|| c.stamp(j, now));
+            let stamp = keep.then(|| c.stamp(j, now, &mut shares));
             if let Some(bytes) = stamp.as_ref().and_then(|s| cache.get(j.id(), j.seq, s)) {
                 buf.extend_from_slice(bytes);
                 return;
@@ -54,6 +57,7 @@ impl Ctld {
             }
         });
         cache.tidy(self.jobs.len(), |id| self.jobs.contains_key(&id));
+        cache.last_answer = buf.len();
         self.wire_cache = cache;
         self.names = names;
         if now != 0 {
