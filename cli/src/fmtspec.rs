@@ -192,6 +192,35 @@ pub fn push_cell(out: &mut String, val: &str, width: usize, right: bool, cut: bo
     }
 }
 
+/// Make the value just written at `out[start..]` a cell, as
+/// [`push_cell`] would write it: the renderers write each value in place
+/// (no copy through a scratch string), and this pads or cuts it there.
+pub fn fit_cell(out: &mut String, start: usize, width: usize, right: bool, cut: bool) {
+    let val = &out[start..];
+    if !val.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        let val = out.split_off(start);
+        push_cell(out, &val, width, right, cut);
+        return;
+    }
+    let len = val.len();
+    if width == 0 {
+        return;
+    }
+    if len >= width {
+        if cut || !right {
+            out.truncate(start + width);
+        }
+    } else if !right {
+        pad(out, width - len);
+    } else if width - len <= SPACES.len() {
+        out.insert_str(start, &SPACES[..width - len]);
+    } else {
+        let val = out.split_off(start);
+        pad(out, width - len);
+        out.push_str(&val);
+    }
+}
+
 fn push_clean(out: &mut String, val: &str, simple: bool, max: usize) {
     if simple {
         out.push_str(&val[..val.len().min(max)]);
@@ -204,8 +233,9 @@ fn push_clean(out: &mut String, val: &str, simple: bool, max: usize) {
     }
 }
 
+const SPACES: &str = "                                                                ";
+
 fn pad(out: &mut String, n: usize) {
-    const SPACES: &str = "                                                                ";
     let mut n = n;
     while n > 0 {
         let k = n.min(SPACES.len());

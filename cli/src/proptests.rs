@@ -68,10 +68,9 @@ proptest! {
         };
         let row = squeue::format::Row::new(&job);
         let mut out = String::new();
-        let mut scratch = String::new();
         for spec in [&f, &g] {
             squeue::format::render_header(&mut out, spec);
-            squeue::format::render_row(&mut out, &mut scratch, spec, &row, 0);
+            squeue::format::render_row(&mut out, spec, &row, 0);
         }
         let node = drover_proto::NodeInfo { name: fmt.clone(), state: fmt.clone(), ..Default::default() };
         let part = drover_proto::PartitionInfo { name: fmt.clone(), is_default: true, ..Default::default() };
@@ -81,7 +80,7 @@ proptest! {
             let aw = crate::sinfo::group::auto_widths(&groups, true, true);
             crate::sinfo::format::render_header(&mut out, spec, &aw);
             for gr in &groups {
-                crate::sinfo::format::render_line(&mut out, &mut scratch, spec, gr, &aw);
+                crate::sinfo::format::render_line(&mut out, spec, gr, &aw);
             }
         }
     }
@@ -94,6 +93,22 @@ proptest! {
         if w > 0 && (!right || cut) {
             prop_assert_eq!(s.chars().count(), w);
         }
+    }
+
+    #[test]
+    fn cells_fitted_in_place_are_written_cells(
+        before in "[a-z ]{0,5}",
+        v in "\\PC{0,80}|[ -~]{0,80}",
+        w in 0usize..100,
+        right in any::<bool>(),
+        cut in any::<bool>(),
+    ) {
+        let mut written = before.clone();
+        fmtspec::push_cell(&mut written, &v, w, right, cut);
+        let mut fitted = before.clone();
+        fitted.push_str(&v);
+        fmtspec::fit_cell(&mut fitted, before.len(), w, right, cut);
+        prop_assert_eq!(fitted, written);
     }
 
     #[test]

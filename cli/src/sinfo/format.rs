@@ -208,18 +208,14 @@ pub fn value(out: &mut String, f: NodeField, g: &Group<'_>, width: usize) -> boo
         F::Partition => match p {
             None => out.push_str("n/a"),
             Some(p) => {
-                out.push_str(&p.name);
+                if p.is_default && width > 0 && p.name.chars().count() >= width {
+                    // The last visible character replaced.
+                    out.extend(p.name.chars().take(width - 1));
+                } else {
+                    out.push_str(&p.name);
+                }
                 if p.is_default {
-                    let len = p.name.chars().count();
-                    if width == 0 || len < width {
-                        out.push('*');
-                    } else {
-                        // Replace the last visible character.
-                        let keep: String = p.name.chars().take(width - 1).collect();
-                        out.clear();
-                        out.push_str(&keep);
-                        out.push('*');
-                    }
+                    out.push('*');
                 }
             }
         },
@@ -312,20 +308,14 @@ pub fn render_header(out: &mut String, fmt: &Format<NodeField>, aw: &AutoWidth) 
     }
 }
 
-pub fn render_line(
-    out: &mut String,
-    scratch: &mut String,
-    fmt: &Format<NodeField>,
-    g: &Group<'_>,
-    aw: &AutoWidth,
-) {
+pub fn render_line(out: &mut String, fmt: &Format<NodeField>, g: &Group<'_>, aw: &AutoWidth) {
     out.push_str(&fmt.prefix);
     for f in &fmt.fields {
         if f.kind != F::Invalid {
             let w = width_of(f.kind, f.width, aw);
-            scratch.clear();
-            let cut = value(scratch, f.kind, g, w);
-            fmtspec::push_cell(out, scratch, w, f.right, cut);
+            let start = out.len();
+            let cut = value(out, f.kind, g, w);
+            fmtspec::fit_cell(out, start, w, f.right, cut);
         }
         out.push_str(&f.suffix);
     }
@@ -382,7 +372,7 @@ pub(crate) mod tests {
         out.push('\n');
         let mut s = String::new();
         for g in &gs {
-            render_line(&mut out, &mut s, &f, g, &aw);
+            render_line(&mut out, &f, g, &aw);
             out.push('\n');
         }
         out

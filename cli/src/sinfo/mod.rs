@@ -387,9 +387,8 @@ pub fn render(out: &mut String, p: &Params, parts: &[PartitionInfo], nodes: &[No
         format::render_header(out, &p.format, &aw);
         out.push('\n');
     }
-    let mut scratch = String::new();
     for g in &groups {
-        format::render_line(out, &mut scratch, &p.format, g, &aw);
+        format::render_line(out, &p.format, g, &aw);
         out.push('\n');
     }
 }

@@ -437,14 +437,8 @@ pub fn render_header(out: &mut String, fmt: &Format<JobField>) {
     }
 }
 
-/// Render one record (without the newline). `scratch` is reused between calls.
-pub fn render_row(
-    out: &mut String,
-    scratch: &mut String,
-    fmt: &Format<JobField>,
-    row: &Row<'_>,
-    now: i64,
-) {
+/// Render one record (without the newline), each value written in place.
+pub fn render_row(out: &mut String, fmt: &Format<JobField>, row: &Row<'_>, now: i64) {
     out.push_str(&fmt.prefix);
     for Field {
         kind,
@@ -454,9 +448,9 @@ pub fn render_row(
     } in &fmt.fields
     {
         if *kind != F::Invalid {
-            scratch.clear();
-            let cut = value(scratch, *kind, row, now);
-            fmtspec::push_cell(out, scratch, *width, *right, cut);
+            let start = out.len();
+            let cut = value(out, *kind, row, now);
+            fmtspec::fit_cell(out, start, *width, *right, cut);
         }
         out.push_str(suffix);
     }
@@ -499,9 +493,8 @@ pub(crate) mod tests {
         let mut out = String::new();
         render_header(&mut out, &f);
         out.push('\n');
-        let mut scratch = String::new();
         for r in rows {
-            render_row(&mut out, &mut scratch, &f, r, now);
+            render_row(&mut out, &f, r, now);
             out.push('\n');
         }
         out

@@ -40,7 +40,6 @@ pub struct Listing<'p> {
     /// Each row's part of `text`.
     spans: Vec<(usize, usize)>,
     keys: SortKeys,
-    scratch: String,
 }
 
 impl<'p> Listing<'p> {
@@ -51,7 +50,6 @@ impl<'p> Listing<'p> {
             text: String::with_capacity(1 << 16),
             spans: Vec::new(),
             keys: SortKeys::new(&p.sort),
-            scratch: String::with_capacity(128),
         }
     }
 
@@ -75,7 +73,7 @@ impl<'p> Listing<'p> {
 
     fn line(&mut self, r: &format::Row<'_>) {
         let fmt = &self.p.format;
-        format::render_row(&mut self.text, &mut self.scratch, fmt, r, self.now);
+        format::render_row(&mut self.text, fmt, r, self.now);
         self.text.push('\n');
     }
 

@@ -164,23 +164,28 @@ impl SortKeys {
         // Every string key becomes its rank among its column's strings, so
         // comparing rows is comparing small integer arrays. ('N' compares
         // host names naturally, on the fly.)
-        for (k, &(c, _)) in self.keys.iter().enumerate() {
-            if c == 'N' || self.last[k].is_none() {
-                continue;
+        // Text columns become the rank of their text: each kept text
+        // ranked once (jobs in a row share one), then every cell mapped.
+        let ranked: Vec<usize> = (0..self.keys.len())
+            .filter(|&k| self.keys[k].0 != 'N' && self.last[k].is_some())
+            .collect();
+        if !ranked.is_empty() {
+            let mut by_text: Vec<u32> = (0..self.spans.len() as u32).collect();
+            by_text.sort_unstable_by(|&a, &b| self.str_at(a as usize).cmp(self.str_at(b as usize)));
+            let mut rank = vec![0i64; self.spans.len()];
+            let mut r = 0;
+            for w in 0..by_text.len() {
+                let here = by_text[w] as usize;
+                if w > 0 && self.str_at(here) != self.str_at(by_text[w - 1] as usize) {
+                    r += 1;
+                }
+                rank[here] = r;
             }
-            let mut strs: Vec<&str> = (0..n)
-                .map(|i| self.str_at(self.table[i * nk + k] as usize))
-                .collect();
-            strs.sort_unstable();
-            strs.dedup();
-            let ranks: Vec<i64> = (0..n)
-                .map(|i| {
-                    let s = self.str_at(self.table[i * nk + k] as usize);
-                    strs.binary_search(&s).unwrap_or(0) as i64
-                })
-                .collect();
-            for (i, r) in ranks.into_iter().enumerate() {
-                self.table[i * nk + k] = r;
+            for i in 0..n {
+                for &k in &ranked {
+                    let cell = &mut self.table[i * nk + k];
+                    *cell = rank[*cell as usize];
+                }
             }
         }
         let keys = &self.keys;
