@@ -238,8 +238,8 @@ mod tests {
         // Room for four entries (a list's first allocation; eight would not
         // fit) and a block of 320 bytes: four jobs of 40, and a job's bytes
         // written again.
+        const { assert!(4 * SLOT > 320) };
         let budget = 4 * SLOT + 320;
-        assert!(4 * SLOT > 320);
         let mut c = WireCache {
             budget,
             ..Default::default()

@@ -370,7 +370,6 @@ pub(crate) mod tests {
         let mut out = String::new();
         render_header(&mut out, &f, &aw);
         out.push('\n');
-        let mut s = String::new();
         for g in &gs {
             render_line(&mut out, &f, g, &aw);
             out.push('\n');
