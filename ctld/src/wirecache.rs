@@ -147,10 +147,9 @@ impl WireCache {
 
     /// Keep the job's bytes, within the budget ([`BUDGET`]).
     pub fn put(&mut self, id: u32, seq: u64, stamp: JobStamp, bytes: &[u8]) {
-        let at_cursor = self
-            .cursor
-            .checked_sub(1)
-            .filter(|&i| self.jobs[i].id == id);
+        // Just looked up (`get` moved the cursor past it), or found now.
+        let at_cursor =
+            (self.cursor.checked_sub(1)).filter(|&i| self.jobs.get(i).is_some_and(|e| e.id == id));
         let place = match at_cursor {
             Some(i) => Ok(i),
             None => self.position(id),

@@ -161,11 +161,10 @@ impl SortKeys {
     pub fn order(mut self) -> Vec<usize> {
         let nk = self.width();
         let n = self.table.len() / nk;
-        // Every string key becomes its rank among its column's strings, so
-        // comparing rows is comparing small integer arrays. ('N' compares
-        // host names naturally, on the fly.)
-        // Text columns become the rank of their text: each kept text
+        // Every text key becomes its text's rank among the kept texts, so
+        // comparing rows is comparing small integer arrays: each kept text
         // ranked once (jobs in a row share one), then every cell mapped.
+        // ('N' compares host names naturally, on the fly.)
         let ranked: Vec<usize> = (0..self.keys.len())
             .filter(|&k| self.keys[k].0 != 'N' && self.last[k].is_some())
             .collect();
