@@ -45,8 +45,10 @@ pub struct Ctld {
     pub blobs_logged: HashSet<u64>,
     pub next_job_id: u32,
     pub names: NameCache,
-    /// Each listed job's encoding, sent again while unchanged (`jobwire.rs`).
+    /// Each listed job's encoding, sent again while unchanged (`jobwire.rs`):
+    /// for listings without details, and for those with.
     pub wire_cache: crate::wirecache::WireCache,
+    pub detailed_wire_cache: crate::wirecache::WireCache,
     pub waiters: HashMap<u32, Vec<Reply<JobInfo>>>,
     pub slurm_user_uid: u32,
     pub start_time: i64,
@@ -168,6 +170,9 @@ impl Ctld {
             acct_resend: Vec::new(),
             change_seq: 0,
             wire_cache: Default::default(),
+            detailed_wire_cache: crate::wirecache::WireCache::with_budget(
+                crate::wirecache::DETAILED_BUDGET,
+            ),
             incarnation: new_incarnation(),
             now,
             effects: Vec::new(),

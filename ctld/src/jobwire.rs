@@ -35,15 +35,20 @@ impl Ctld {
         // the wire (`GetJobsRequest.fields`).
         let mask = JobMask::of(&req.fields);
         let mut names = std::mem::take(&mut self.names);
-        let mut cache = std::mem::take(&mut self.wire_cache);
-        let keep = cache.for_listing(mask, details, &self.cfg);
+        let kept = if details {
+            &mut self.detailed_wire_cache
+        } else {
+            &mut self.wire_cache
+        };
+        let mut cache = std::mem::take(kept);
+        cache.for_listing(mask, details, &self.cfg);
         let mut scratch = JobInfo::default();
         // As large as the last listing (growing by doubling copies it).
         let mut buf = Vec::with_capacity(cache.last_answer.max(64 * 1024));
         let mut shares = SharesBySpec::default();
         self.each_listed(who, &f, |c, j| {
-            let stamp = keep.then(|| c.stamp(j, now, &mut shares));
-            if let Some(bytes) = stamp.as_ref().and_then(|s| cache.get(j.id(), j.seq, s)) {
+            let stamp = c.stamp(j, now, &mut shares);
+            if let Some(bytes) = cache.get(j.id(), j.seq, &stamp) {
                 buf.extend_from_slice(bytes);
                 return;
             }
@@ -52,13 +57,15 @@ impl Ctld {
             c.add_expected_start(&mut scratch);
             mask.apply(&mut scratch);
             prost::encoding::message::encode(1, &scratch, &mut buf);
-            if let Some(stamp) = stamp {
-                cache.put(j.id(), j.seq, stamp, &buf[start..]);
-            }
+            cache.put(j.id(), j.seq, stamp, &buf[start..]);
         });
         cache.tidy(self.jobs.len(), |id| self.jobs.contains_key(&id));
         cache.last_answer = buf.len();
-        self.wire_cache = cache;
+        if details {
+            self.detailed_wire_cache = cache;
+        } else {
+            self.wire_cache = cache;
+        }
         self.names = names;
         if now != 0 {
             prost::encoding::int64::encode(2, &now, &mut buf);

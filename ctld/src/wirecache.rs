@@ -14,18 +14,24 @@ use drover_proto::jobmask::JobMask;
 use drover_proto::JobStamp;
 
 /// At most this much memory (the entries and the block, as allocated) is
-/// kept. squeue's default fields take about 160 bytes a job (120 for the
-/// entry, 40 of encoding: about 24 MiB allocated at 110,000 jobs).
+/// kept for listings without details. squeue's default fields take about
+/// 160 bytes a job (120 for the entry, 40 of encoding: about 24 MiB
+/// allocated at 110,000 jobs).
 const BUDGET: usize = 32 << 20;
+
+/// The same for listings with details (`squeue --json`: about 330 bytes a
+/// job, entry and encoding; ~6 MiB allocated at 10,000 jobs, growing by
+/// doubling; past ~25,000 jobs only some are kept).
+pub const DETAILED_BUDGET: usize = 8 << 20;
 
 /// An entry's size.
 const SLOT: usize = std::mem::size_of::<Encoded>();
 
 /// Each listed job's encoding (field 1 of the answer, key and length
-/// included) as the last listing wrote it, for the fields and
-/// configuration that listing had. Listings with `details` (`--json`,
-/// `scontrol`-like callers: several hundred bytes a job, and their time
-/// spent in the client) are not kept.
+/// included) as the last listing wrote it, for the fields, details and
+/// configuration that listing had. The controller keeps one for listings
+/// without details and one for those with (`squeue` and `squeue --json`
+/// in turn would otherwise drop each other's).
 pub struct WireCache {
     made_for: Option<(JobMask, bool, Arc<Config>)>,
     /// Ascending by job id.
@@ -73,25 +79,31 @@ struct Encoded {
 }
 
 impl WireCache {
+    /// A cache that holds at most `budget` bytes.
+    pub fn with_budget(budget: usize) -> WireCache {
+        WireCache {
+            budget,
+            ..Default::default()
+        }
+    }
+
     /// Ready for a listing of these fields: what was written for others,
     /// or under another configuration, is dropped. (Holding the
     /// configuration, the cache makes an in-place edit of it a new one.)
-    /// Whether it keeps this listing's bytes.
-    pub fn for_listing(&mut self, mask: JobMask, details: bool, cfg: &Arc<Config>) -> bool {
+    pub fn for_listing(&mut self, mask: JobMask, details: bool, cfg: &Arc<Config>) {
         let same = self
             .made_for
             .as_ref()
             .is_some_and(|(m, d, c)| *m == mask && *d == details && Arc::ptr_eq(c, cfg));
         if !same {
             *self = WireCache {
-                made_for: (!details).then(|| (mask, details, cfg.clone())),
+                made_for: Some((mask, details, cfg.clone())),
                 budget: self.budget,
                 last_answer: self.last_answer,
                 ..Default::default()
             };
         }
         self.cursor = 0;
-        self.made_for.is_some()
     }
 
     /// Where job `id` is, or would go, in `jobs`: at the cursor for a
@@ -239,11 +251,8 @@ mod tests {
         // written again.
         const { assert!(4 * SLOT > 320) };
         let budget = 4 * SLOT + 320;
-        let mut c = WireCache {
-            budget,
-            ..Default::default()
-        };
-        assert!(c.for_listing(mask, false, &cfg));
+        let mut c = WireCache::with_budget(budget);
+        c.for_listing(mask, false, &cfg);
         for id in 1..=5 {
             c.put(id, 1, stamp(id), &[id as u8; 40]);
         }
@@ -267,10 +276,14 @@ mod tests {
         c.put(3, 1, stamp(3), &[3; 40]);
         c.for_listing(JobMask::of(&[1]), false, &Arc::new(Config::default()));
         assert!(c.jobs.is_empty());
-        // With details: nothing kept at all.
+        // With details: another listing, kept as well.
         c.put(3, 1, stamp(3), &[3; 40]);
-        assert!(!c.for_listing(JobMask::of(&[1]), true, &cfg));
+        c.for_listing(JobMask::of(&[1]), true, &cfg);
         assert!(c.jobs.is_empty() && c.held_with(0, 0) == 0);
+        c.put(3, 1, stamp(3), &[4; 40]);
+        c.tidy(1, |_| true);
+        c.for_listing(JobMask::of(&[1]), true, &cfg);
+        assert_eq!(c.get(3, 1, &stamp(3)), Some(&[4u8; 40][..]));
     }
 
     #[test]

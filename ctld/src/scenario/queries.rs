@@ -130,11 +130,29 @@ fn check(env: &mut TestEnv, who: &Identity) {
     same_bytes_kept(env, who);
 }
 
-/// squeue's listing (its default fields, every state) from the kept
-/// encodings (`jobwire::WireCache`) is prost's encoding of the records
-/// `get_jobs` builds now.
+/// squeue's listing (its default fields, every state) and `squeue
+/// --json`'s (every field, with details) from the kept encodings
+/// (`jobwire::WireCache`) are prost's encoding of the records `get_jobs`
+/// builds now.
 fn same_bytes_kept(env: &mut TestEnv, who: &Identity) {
     use drover_proto::jobmask::num;
+    let json = GetJobsRequest {
+        filter: Some(JobFilter {
+            all_states: true,
+            ..Default::default()
+        }),
+        details: true,
+        fields: Vec::new(),
+    };
+    let want = env
+        .core
+        .get_jobs(who, json.clone())
+        .map(|r| r.encode_to_vec());
+    let got = env.core.get_jobs_wire(who, json);
+    assert!(
+        want == got,
+        "kept detailed listing differs from a fresh one"
+    );
     let req = GetJobsRequest {
         filter: Some(JobFilter {
             all_states: true,
