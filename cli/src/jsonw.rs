@@ -147,6 +147,20 @@ pub fn push_str_lit(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// Append a member's name and the `": "` after it (the names are plain
+/// words: one check and two appends for most).
+fn push_key(out: &mut String, k: &str) {
+    if needs_escape(k) {
+        push_str_lit(out, k);
+        out.push_str(": ");
+    } else {
+        out.reserve(k.len() + 4);
+        out.push('"');
+        out.push_str(k);
+        out.push_str("\": ");
+    }
+}
+
 /// Write `v` pretty-printed, its first line already positioned, nested
 /// lines indented from `level`.
 pub fn write(out: &mut String, v: &J<'_>, level: usize) {
@@ -220,8 +234,7 @@ pub fn write(out: &mut String, v: &J<'_>, level: usize) {
                     out.push_str(",\n");
                 }
                 indent(out, level + 1);
-                push_str_lit(out, k);
-                out.push_str(": ");
+                push_key(out, k);
                 write(out, it, level + 1);
             }
             out.push('\n');

@@ -87,9 +87,9 @@ impl WireCache {
         }
     }
 
-    /// Ready for a listing of these fields: what was written for others,
-    /// or under another configuration, is dropped. (Holding the
-    /// configuration, the cache makes an in-place edit of it a new one.)
+    /// Ready for a listing of these fields and details: what was written
+    /// for others, or under another configuration, is dropped. (Holding
+    /// the configuration, the cache makes an in-place edit of it a new one.)
     pub fn for_listing(&mut self, mask: JobMask, details: bool, cfg: &Arc<Config>) {
         let same = self
             .made_for
