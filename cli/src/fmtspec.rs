@@ -167,7 +167,7 @@ pub fn parse_long<K: Clone>(
 /// right. Widths count characters; control characters print as `?` so every
 /// record stays on one line.
 pub fn push_cell(out: &mut String, val: &str, width: usize, right: bool, cut: bool) {
-    let simple = val.bytes().all(|b| (0x20..0x7f).contains(&b));
+    let simple = one_column_each(val);
     let len = if simple {
         val.len()
     } else {
@@ -192,12 +192,17 @@ pub fn push_cell(out: &mut String, val: &str, width: usize, right: bool, cut: bo
     }
 }
 
+/// Only printable ASCII: one column a byte, nothing to replace.
+fn one_column_each(val: &str) -> bool {
+    val.bytes().all(|b| (0x20..0x7f).contains(&b))
+}
+
 /// Make the value just written at `out[start..]` a cell, as
 /// [`push_cell`] would write it: the renderers write each value in place
 /// (no copy through a scratch string), and this pads or cuts it there.
 pub fn fit_cell(out: &mut String, start: usize, width: usize, right: bool, cut: bool) {
     let val = &out[start..];
-    if !val.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+    if !one_column_each(val) {
         let val = out.split_off(start);
         push_cell(out, &val, width, right, cut);
         return;

@@ -116,10 +116,12 @@ fn needs_escape(s: &str) -> bool {
             return true;
         }
     }
-    words
-        .remainder()
-        .iter()
-        .any(|&b| b == b'"' || b == b'\\' || b < 0x20)
+    words.remainder().iter().any(|&b| escaped(b))
+}
+
+/// A byte a JSON string literal escapes.
+fn escaped(b: u8) -> bool {
+    b == b'"' || b == b'\\' || b < 0x20
 }
 
 /// Append a JSON string literal.
@@ -374,7 +376,7 @@ mod tests {
 
     #[test]
     fn escapes_found_wherever_they_are() {
-        let slow = |s: &str| s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        let slow = |s: &str| s.bytes().any(escaped);
         // Each byte near the ones escaped, at every place of texts either
         // side of a word's length, among plain and multi-byte characters.
         let probes = [

@@ -19,6 +19,15 @@ use crate::ctld::Ctld;
 use crate::jobstamp::SharesBySpec;
 
 impl Ctld {
+    /// The kept encodings of listings with or without details.
+    fn kept_listings(&mut self, details: bool) -> &mut crate::wirecache::WireCache {
+        if details {
+            &mut self.detailed_wire_cache
+        } else {
+            &mut self.wire_cache
+        }
+    }
+
     /// [`Ctld::get_jobs`]'s answer, encoded.
     pub fn get_jobs_wire(
         &mut self,
@@ -35,12 +44,7 @@ impl Ctld {
         // the wire (`GetJobsRequest.fields`).
         let mask = JobMask::of(&req.fields);
         let mut names = std::mem::take(&mut self.names);
-        let kept = if details {
-            &mut self.detailed_wire_cache
-        } else {
-            &mut self.wire_cache
-        };
-        let mut cache = std::mem::take(kept);
+        let mut cache = std::mem::take(self.kept_listings(details));
         cache.for_listing(mask, details, &self.cfg);
         let mut scratch = JobInfo::default();
         // As large as the last listing (growing by doubling copies it).
@@ -61,11 +65,7 @@ impl Ctld {
         });
         cache.tidy(self.jobs.len(), |id| self.jobs.contains_key(&id));
         cache.last_answer = buf.len();
-        if details {
-            self.detailed_wire_cache = cache;
-        } else {
-            self.wire_cache = cache;
-        }
+        *self.kept_listings(details) = cache;
         self.names = names;
         if now != 0 {
             prost::encoding::int64::encode(2, &now, &mut buf);

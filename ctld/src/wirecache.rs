@@ -78,6 +78,16 @@ struct Encoded {
     stamp: JobStamp,
 }
 
+/// Where a job's bytes written now go.
+enum Place {
+    /// Over its kept entry (`jobs[i]`).
+    Kept(usize),
+    /// After the last kept job.
+    Last,
+    /// Before it: into `late`, until the listing ends.
+    Late,
+}
+
 impl WireCache {
     /// A cache that holds at most `budget` bytes.
     pub fn with_budget(budget: usize) -> WireCache {
@@ -141,10 +151,10 @@ impl WireCache {
             .then(|| &self.arena[e.at as usize..(e.at + e.len) as usize])
     }
 
-    /// The memory the entries and the block would take with `entries`
-    /// more entries and `bytes` more bytes (both grow as `Vec`s do: by
-    /// doubling, from 4 entries or 8 bytes).
-    fn held_with(&self, entries: usize, bytes: usize) -> usize {
+    /// The memory the entries and the block would take with `listed` more
+    /// entries in order, `late` more out of order and `bytes` more bytes
+    /// (all grow as `Vec`s do: by doubling, from 4 entries or 8 bytes).
+    fn held_with(&self, listed: usize, late: usize, bytes: usize) -> usize {
         let grown = |len: usize, cap: usize, least: usize| {
             if len > cap {
                 len.max(2 * cap).max(least)
@@ -152,9 +162,9 @@ impl WireCache {
                 cap
             }
         };
-        let listed = grown(self.jobs.len() + entries, self.jobs.capacity(), 4);
-        let late = grown(self.late.len(), self.late.capacity(), 0);
-        (listed + late) * SLOT + grown(self.arena.len() + bytes, self.arena.capacity(), 8)
+        let entries = grown(self.jobs.len() + listed, self.jobs.capacity(), 4)
+            + grown(self.late.len() + late, self.late.capacity(), 4);
+        entries * SLOT + grown(self.arena.len() + bytes, self.arena.capacity(), 8)
     }
 
     /// Keep the job's bytes, within the budget ([`BUDGET`]).
@@ -162,19 +172,25 @@ impl WireCache {
         // Just looked up (`get` moved the cursor past it), or found now.
         let at_cursor =
             (self.cursor.checked_sub(1)).filter(|&i| self.jobs.get(i).is_some_and(|e| e.id == id));
-        let place = match at_cursor {
-            Some(i) => Ok(i),
-            None => self.position(id),
+        let place = match at_cursor.map_or_else(|| self.position(id), Ok) {
+            Ok(i) => Place::Kept(i),
+            Err(i) if i == self.jobs.len() => Place::Last,
+            Err(_) => Place::Late,
         };
-        let old = place.map_or(0, |i| self.jobs[i].len as usize);
+        let old = match place {
+            Place::Kept(i) => self.jobs[i].len as usize,
+            Place::Last | Place::Late => 0,
+        };
         let Ok(at) = u32::try_from(self.arena.len()) else {
             return;
         };
         let Ok(len) = u32::try_from(bytes.len()) else {
             return;
         };
-        let more = usize::from(place.is_err());
-        if self.held_with(more, bytes.len()) > self.budget || at.checked_add(len).is_none() {
+        let listed = usize::from(matches!(place, Place::Last));
+        let late = usize::from(matches!(place, Place::Late));
+        if self.held_with(listed, late, bytes.len()) > self.budget || at.checked_add(len).is_none()
+        {
             return;
         }
         self.arena.extend_from_slice(bytes);
@@ -187,12 +203,12 @@ impl WireCache {
             stamp,
         };
         match place {
-            Ok(i) => self.jobs[i] = e,
-            Err(i) if i == self.jobs.len() => {
+            Place::Kept(i) => self.jobs[i] = e,
+            Place::Last => {
                 self.jobs.push(e);
                 self.cursor = self.jobs.len();
             }
-            Err(_) => self.late.push(e),
+            Place::Late => self.late.push(e),
         }
     }
 
@@ -271,7 +287,7 @@ mod tests {
         assert_eq!(c.get(2, 1, &moved), None);
         // Other fields, or another configuration: nothing kept.
         c.for_listing(JobMask::of(&[1]), false, &cfg);
-        assert!(c.jobs.is_empty() && c.held_with(0, 0) == 0);
+        assert!(c.jobs.is_empty() && c.held_with(0, 0, 0) == 0);
         assert_eq!(c.budget, budget);
         c.put(3, 1, stamp(3), &[3; 40]);
         c.for_listing(JobMask::of(&[1]), false, &Arc::new(Config::default()));
@@ -279,7 +295,7 @@ mod tests {
         // With details: another listing, kept as well.
         c.put(3, 1, stamp(3), &[3; 40]);
         c.for_listing(JobMask::of(&[1]), true, &cfg);
-        assert!(c.jobs.is_empty() && c.held_with(0, 0) == 0);
+        assert!(c.jobs.is_empty() && c.held_with(0, 0, 0) == 0);
         c.put(3, 1, stamp(3), &[4; 40]);
         c.tidy(1, |_| true);
         c.for_listing(JobMask::of(&[1]), true, &cfg);
