@@ -12,6 +12,7 @@
 #   BIN=/work/base-release bench/drain.sh   # another build (no cargo build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/drained.sh
 N=${N:-1000}
 ROUNDS=${ROUNDS:-2}
 LAT=${LAT:-21}
@@ -38,7 +39,7 @@ for round in $(seq "$ROUNDS"); do
   c0=$(ticks "$P_C"); d0=$(ticks "$P_D"); b0=$(ticks "$P_B"); m0=$(machine)
   t0=$(date +%s%N)
   scontrol release "$ids"
-  for _ in $(seq 100000); do [ -z "$(squeue -h -t PD,R,CG -o %i | head -n1)" ] && break; sleep 0.01; done
+  wait_drained
   t1=$(date +%s%N)
   echo "drain $round: $N jobs in $(( (t1 - t0) / 1000000 )) ms = $(( N * 1000000000 / (t1 - t0) )) jobs/s;" \
     "CPU ticks: droverctld $(( $(ticks "$P_C") - c0 )), droverd $(( $(ticks "$P_D") - d0 ))," \

@@ -9,6 +9,7 @@
 #   BIN=/work/base-release bench/run.sh   # another build (A/B), not rebuilt
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/drained.sh
 N_LOOP=${N_LOOP:-1000}
 N_PENDING=${N_PENDING:-10000}
 N_DRAIN=${N_DRAIN:-1000}
@@ -95,7 +96,7 @@ clear_queue
 ids=$(squeue -h -o %i | paste -sd, -)
 t0=$(now_ns)
 scontrol release "$ids"
-for _ in $(seq 100000); do [ -z "$(squeue -h -t PD,R,CG -o %i | head -n1)" ] && break; sleep 0.01; done
+wait_drained
 t1=$(now_ns)
 echo "drain: $N_DRAIN jobs in $(ms $t0 $t1) ms = $(echo "$N_DRAIN * 1000000000 / ($t1 - $t0)" | bc) jobs/s"
 

@@ -10,6 +10,7 @@
 #   N_NODES=4 N_PENDING=10000 N_MORE=0 N_DRAIN=0 bench/scale.sh   # issue 19's 10,000-job figures
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/drained.sh
 N_NODES=${N_NODES:-1000}
 N_PENDING=${N_PENDING:-100000}
 N_MORE=${N_MORE:-10000}
@@ -120,7 +121,7 @@ drain() {
   cpu0=$(ctld_cpu)
   t0=$(now_ns)
   scontrol release "$ids"
-  for _ in $(seq 100000); do [ -z "$(squeue -h -t PD,R,CG -o %i | head -n1)" ] && break; sleep 0.05; done
+  wait_drained
   t1=$(now_ns)
   echo "drain ($1): $N_DRAIN jobs over $N_NODES nodes in $(ms "$t0" "$t1") ms = $(echo "$N_DRAIN * 1000000000 / ($t1 - $t0)" | bc) jobs/s;" \
     "controller CPU $(echo "$(ctld_cpu) - $cpu0" | bc) s"
