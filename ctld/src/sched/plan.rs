@@ -13,6 +13,7 @@ use super::preempt::find_victims;
 use super::profile::{Hold, Line, NOTHING};
 use super::work::Work;
 
+mod breaks;
 mod kinds;
 mod memo;
 mod multi;

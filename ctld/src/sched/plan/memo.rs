@@ -7,7 +7,8 @@
 //!
 //! [`Answer`]: crate::sched::profile::Answer
 
-use super::sweep::{BreakSets, SortedSweeps};
+use super::breaks::BreakSets;
+use super::sweep::SortedSweeps;
 use super::{FxMap, Pass};
 use crate::sched::place::Avail;
 

@@ -1,6 +1,6 @@
 //! A multi-node plan's sweeps without looking at every node: each node's
 //! earliest time to hold a number of tasks of a request, sorted once per
-//! pass, and the breakpoints of a partition's profiles in one sorted set.
+//! pass.
 //!
 //! A node whose profile is length-free (only running jobs' ends and takes
 //! from `now` on, no reservation block) holds the tasks from the first
@@ -10,8 +10,6 @@
 //! `from` reads a prefix. Nodes whose profile has changed since, or that
 //! were not length-free then, are asked one by one as before. The answers
 //! are those of asking every node (the planner's decisions do not change).
-
-use std::collections::BTreeSet;
 
 use super::memo::Memos;
 use super::{FxMap, Pass};
@@ -502,59 +500,6 @@ impl Pass<'_> {
             until: q.until,
             asked,
         }
-    }
-}
-
-/// The breakpoints of a set of candidates' profiles, kept current from the
-/// pass's change log.
-pub(in crate::sched) struct Breaks {
-    set: BTreeSet<i64>,
-    member: Vec<bool>,
-    seen: usize,
-}
-
-/// A pass's breakpoint sets, by partition and reservation.
-pub(in crate::sched) type BreakSets = FxMap<(usize, Option<usize>), Breaks>;
-
-impl Pass<'_> {
-    pub(super) fn breaks(&self, cands: &[usize]) -> Breaks {
-        let mut member = vec![false; self.inp.nodes.len()];
-        let mut set = BTreeSet::new();
-        for &i in cands {
-            member[i] = true;
-            set.extend(self.lines[i].breakpoints(i64::MIN, i64::MAX));
-        }
-        Breaks {
-            set,
-            member,
-            seen: self.changes.len(),
-        }
-    }
-
-    /// The candidates' breakpoints in [from, until], ascending.
-    pub(super) fn breakpoints_of<'b>(
-        &self,
-        b: &'b mut Breaks,
-        from: i64,
-        until: i64,
-    ) -> impl Iterator<Item = i64> + 'b {
-        for c in &self.changes[b.seen..] {
-            if b.member[c.node] {
-                // A take or give splits the profile at both ends (at the
-                // first segment's start it splits nothing new).
-                if c.s >= self.inp.now {
-                    b.set.insert(c.s);
-                }
-                if c.e != i64::MAX {
-                    b.set.insert(c.e);
-                }
-            }
-        }
-        b.seen = self.changes.len();
-        b.set
-            .range(from..=until.max(from))
-            .copied()
-            .filter(move |&t| t <= until)
     }
 }
 
