@@ -6,7 +6,9 @@
 //! times) and then adds the ends of what it plans; a try reads the first
 //! few at or after a time. So the set is a sorted list, built by one sort,
 //! with the times added since kept in a short sorted list of their own and
-//! merged in when it grows: reading merges the two on the fly.
+//! merged in when it grows: reading merges the two on the fly. A time added
+//! that the main list already holds is not looked for there (a search of
+//! the long list per add): the merges read it once.
 
 use super::{FxMap, Pass};
 
@@ -18,7 +20,8 @@ const MERGE_AT: usize = 256;
 pub(in crate::sched) struct TimeSet {
     /// Ascending, distinct.
     main: Vec<i64>,
-    /// Added since the last merge: ascending, distinct, none in `main`.
+    /// Added since the last merge: ascending, distinct (some may be in
+    /// `main` too).
     added: Vec<i64>,
 }
 
@@ -34,9 +37,6 @@ impl TimeSet {
     }
 
     pub fn insert(&mut self, t: i64) {
-        if self.main.binary_search(&t).is_ok() {
-            return;
-        }
         if let Err(at) = self.added.binary_search(&t) {
             self.added.insert(at, t);
             if self.added.len() >= MERGE_AT {
@@ -47,14 +47,10 @@ impl TimeSet {
 
     fn merge(&mut self) {
         let mut out = Vec::with_capacity(self.main.len() + self.added.len());
-        let mut a = self.added.iter().copied().peekable();
-        for &t in &self.main {
-            while let Some(x) = a.next_if(|&x| x < t) {
-                out.push(x);
-            }
-            out.push(t);
-        }
-        out.extend(a);
+        out.extend(Merged {
+            main: &self.main,
+            added: &self.added,
+        });
         self.main = out;
         self.added.clear();
     }
@@ -67,7 +63,7 @@ impl TimeSet {
     }
 }
 
-/// Two ascending lists with nothing in common, read as one.
+/// Two ascending lists of distinct times read as one (a time in both, once).
 struct Merged<'a> {
     main: &'a [i64],
     added: &'a [i64],
@@ -77,19 +73,17 @@ impl Iterator for Merged<'_> {
     type Item = i64;
 
     fn next(&mut self) -> Option<i64> {
-        let take_main = match (self.main.first(), self.added.first()) {
-            (Some(m), Some(a)) => m < a,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
+        let t = match (self.main.first(), self.added.first()) {
+            (Some(&m), Some(&a)) => m.min(a),
+            (Some(&m), None) => m,
+            (None, Some(&a)) => a,
             (None, None) => return None,
         };
-        let list = if take_main {
-            &mut self.main
-        } else {
-            &mut self.added
-        };
-        let (&t, rest) = list.split_first()?;
-        *list = rest;
+        for list in [&mut self.main, &mut self.added] {
+            if list.first() == Some(&t) {
+                *list = &list[1..];
+            }
+        }
         Some(t)
     }
 }
