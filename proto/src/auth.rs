@@ -410,8 +410,17 @@ fn decode_hex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// Supplementary groups of the peer of an accepted Unix socket: as the
+/// kernel recorded them when it connected, else (a kernel older than 4.13)
+/// as its process has them now.
+pub fn peer_groups(sock: std::os::fd::BorrowedFd<'_>, pid: Option<i32>) -> Vec<u32> {
+    crate::sys::peer_groups(sock)
+        .or_else(|| pid.map(process_groups))
+        .unwrap_or_default()
+}
+
 /// Supplementary groups of a process, as the kernel reports them.
-pub fn process_groups(pid: i32) -> Vec<u32> {
+fn process_groups(pid: i32) -> Vec<u32> {
     use std::io::Read;
     // Room for the whole file at once: /proc reports a size of 0, so a
     // plain read_to_string reads it in growing steps (nine reads here).
@@ -547,6 +556,21 @@ mod tests {
         ] {
             assert!(Binding::parse_request(bad).is_err(), "{bad}");
         }
+    }
+
+    /// The groups a socket's peer connected with are those its process has
+    /// (here, this process at both ends).
+    #[test]
+    fn a_peers_groups_come_with_its_connection() {
+        use std::os::fd::AsFd;
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut own = process_groups(std::process::id() as i32);
+        own.sort_unstable();
+        let mut got = peer_groups(a.as_fd(), None);
+        got.sort_unstable();
+        assert_eq!(got, own);
+        #[cfg(target_arch = "x86_64")]
+        assert!(crate::sys::peer_groups(a.as_fd()).is_some());
     }
 
     #[test]

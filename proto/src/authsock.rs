@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
-use crate::auth::{hostname, process_groups, Binding, ClusterKey};
+use crate::auth::{hostname, peer_groups, Binding, ClusterKey};
 
 /// Longest request line accepted (a method name and a digest fit easily).
 const MAX_LINE: u64 = 512;
@@ -61,10 +61,10 @@ pub async fn serve_auth_listener(
                 continue;
             }
         };
+        let groups = peer_groups(std::os::fd::AsFd::as_fd(&stream), cred.pid());
         let key = key.clone();
         let host = host.clone();
         tokio::spawn(async move {
-            let groups = cred.pid().map(process_groups).unwrap_or_default();
             let (rd, mut wr) = stream.into_split();
             let mut rd = BufReader::new(rd);
             // One answer per request line, until the client goes away or

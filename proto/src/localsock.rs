@@ -26,7 +26,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::Connected;
 use tonic::transport::{Channel, Endpoint};
 
-use crate::auth::{hostname, process_groups, Identity};
+use crate::auth::{hostname, peer_groups, Identity};
 
 /// Local connections open at once at most; one more is closed as soon as
 /// it is accepted (a warning a minute says so).
@@ -122,7 +122,7 @@ pub fn bind(path: &Path) -> std::io::Result<std::os::unix::net::UnixListener> {
 /// The peer of an accepted connection, None when the kernel does not say.
 fn peer_of(stream: &UnixStream, host: &str) -> Option<LocalPeer> {
     let cred = stream.peer_cred().ok()?;
-    let groups = cred.pid().map(process_groups).unwrap_or_default();
+    let groups = peer_groups(std::os::fd::AsFd::as_fd(stream), cred.pid());
     Some(LocalPeer(Identity {
         uid: cred.uid(),
         gid: cred.gid(),

@@ -80,6 +80,27 @@ fn refusals_name_the_problem() {
         &["-p", "secret", "-o", "/dev/null", "--wrap", "true"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
+    // A supplementary group counts (nobody, with root among its groups;
+    // the controller has the groups from the kernel with the connection).
+    let o = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--groups=0", "--"])
+        .arg(c.bin.join("sbatch"))
+        .args([
+            "-p",
+            "secret",
+            "-D",
+            "/tmp",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "true",
+        ])
+        .env("DROVER_CONF", &c.conf)
+        .env_remove("SLURM_CONF")
+        .current_dir(c.path())
+        .output()
+        .expect("setpriv");
+    assert!(o.status.success(), "{}", stderr(&o));
 }
 
 #[test]
