@@ -238,14 +238,6 @@ struct Cluster {
     agent: Option<Child>,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Cluster {
     async fn new() -> Cluster {
         // DROVER_TEST_TMPDIR puts the cluster elsewhere (e.g. tmpfs) for comparisons.
@@ -273,7 +265,7 @@ impl Cluster {
                 .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
         );
 
-        let agent_port = free_port();
+        let agent_port = drover_tests::free_port();
         let conf = tmp.path().join("drover.conf");
         let d = tmp.path().display();
         std::fs::write(
