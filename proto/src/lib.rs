@@ -30,6 +30,7 @@ pub mod localsock;
 pub mod logging;
 pub mod metrics;
 pub mod pattern;
+pub mod ports;
 pub mod private;
 pub mod replay;
 pub mod sdnotify;

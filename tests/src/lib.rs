@@ -28,7 +28,6 @@ pub use gpu::{can_bind_devices, fake_gpus, gpu_cluster, gpu_cluster_with};
 pub use procs::{cpu_seconds, pids_mentioning};
 
 use std::fs;
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -66,37 +65,10 @@ pub fn bin_dir() -> PathBuf {
     dir
 }
 
-/// A loopback port no one listens on, for a daemon to bind later.
-///
-/// Picked below the kernel's ephemeral range
-/// (`/proc/sys/net/ipv4/ip_local_port_range`), where the source ports of
-/// outgoing connections come from: a port the kernel hands out for `bind(0)`
-/// can be taken by any client's `connect` (a database connection, a command)
-/// between this check and the daemon's bind, and the daemon then fails with
-/// "Address already in use". Tests in this process take turns through the
-/// range; the process id spreads concurrent test processes apart.
+/// A loopback port no one listens on, for a daemon to bind later (below
+/// the kernel's ephemeral range: see `drover_proto::ports`).
 pub fn free_port() -> u16 {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let ephemeral_low = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
-        .unwrap_or(32768);
-    let (low, high) = (10_000u32, ephemeral_low.min(65_536));
-    if high > low + 1_000 {
-        let span = high - low;
-        let start = std::process::id().wrapping_mul(7919) % span;
-        for _ in 0..span {
-            let port = low + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
-            if TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
-                return port as u16;
-            }
-        }
-    }
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+    drover_proto::ports::pick().expect("free port").1
 }
 
 /// How to build a test cluster.

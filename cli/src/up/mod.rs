@@ -49,11 +49,10 @@ fn err(msg: &str) -> i32 {
     1
 }
 
+/// A port for a daemon, held until dropped (below the ephemeral range, so
+/// that no client's connection holds it when the cluster starts again).
 fn free_port() -> Result<(std::net::TcpListener, u16), String> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| format!("cannot pick a port: {e}"))?;
-    let p = l.local_addr().map_err(|e| e.to_string())?.port();
-    Ok((l, p))
+    drover_proto::ports::pick().map_err(|e| format!("cannot pick a port: {e}"))
 }
 
 fn host_mem_mb() -> u64 {
