@@ -99,68 +99,52 @@ pub(crate) fn passwd_buf_hint() -> Option<usize> {
     (n > 0).then_some(n as usize)
 }
 
-/// `SO_PEERGROUPS` (Linux 4.13; the asm-generic value, which x86, Arm and
-/// RISC-V use).
-#[cfg(any(
+/// `SO_PEERGROUPS` (Linux 4.13) where it has the asm-generic value (x86,
+/// Arm, RISC-V); None elsewhere.
+const SO_PEERGROUPS: Option<libc::c_int> = if cfg!(any(
     target_arch = "x86_64",
     target_arch = "x86",
     target_arch = "aarch64",
     target_arch = "arm",
     target_arch = "riscv64"
-))]
-const SO_PEERGROUPS: libc::c_int = 59;
+)) {
+    Some(59)
+} else {
+    None
+};
 
 /// The supplementary groups the peer of a connected Unix socket had when
 /// it connected, as the kernel recorded them with its credentials (None
 /// where it cannot say: an older kernel, another architecture).
 pub fn peer_groups(sock: std::os::fd::BorrowedFd<'_>) -> Option<Vec<u32>> {
-    #[cfg(any(
-        target_arch = "x86_64",
-        target_arch = "x86",
-        target_arch = "aarch64",
-        target_arch = "arm",
-        target_arch = "riscv64"
-    ))]
-    {
-        use std::os::fd::AsRawFd;
-        const GID: usize = std::mem::size_of::<libc::gid_t>();
-        let mut room = 64usize;
-        loop {
-            let mut groups = vec![0 as libc::gid_t; room];
-            let mut len = (room * GID) as libc::socklen_t;
-            // SAFETY: groups is valid for len bytes; getsockopt writes at
-            // most len bytes there and sets len to what it wrote (or, with
-            // ERANGE, to what it needs).
-            let rc = unsafe {
-                libc::getsockopt(
-                    sock.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    SO_PEERGROUPS,
-                    groups.as_mut_ptr().cast(),
-                    &mut len,
-                )
-            };
-            let err = (rc != 0).then(std::io::Error::last_os_error);
-            match err.and_then(|e| e.raw_os_error()) {
-                None => {
-                    groups.truncate(len as usize / GID);
-                    return Some(groups);
-                }
-                Some(libc::ERANGE) if len as usize / GID > room => room = len as usize / GID,
-                Some(_) => return None,
+    use std::os::fd::AsRawFd;
+    const GID: usize = std::mem::size_of::<libc::gid_t>();
+    let opt = SO_PEERGROUPS?;
+    let mut room = 64usize;
+    loop {
+        let mut groups = vec![0 as libc::gid_t; room];
+        let mut len = (room * GID) as libc::socklen_t;
+        // SAFETY: groups is valid for len bytes; getsockopt writes at most
+        // len bytes there and sets len to what it wrote (or, with ERANGE,
+        // to what it needs).
+        let rc = unsafe {
+            libc::getsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                groups.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        let err = (rc != 0).then(std::io::Error::last_os_error);
+        match err.and_then(|e| e.raw_os_error()) {
+            None => {
+                groups.truncate(len as usize / GID);
+                return Some(groups);
             }
+            Some(libc::ERANGE) if len as usize / GID > room => room = len as usize / GID,
+            Some(_) => return None,
         }
-    }
-    #[cfg(not(any(
-        target_arch = "x86_64",
-        target_arch = "x86",
-        target_arch = "aarch64",
-        target_arch = "arm",
-        target_arch = "riscv64"
-    )))]
-    {
-        let _ = sock;
-        None
     }
 }
 
