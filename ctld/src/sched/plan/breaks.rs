@@ -3,8 +3,8 @@
 //! from the pass's change log.
 //!
 //! A pass builds each set once from the candidates' profiles (thousands of
-//! times) and then adds the ends of what it plans; a try reads the first
-//! few at or after a time. So the set is a sorted list, built by one sort,
+//! breakpoints) and then adds the ends of what it plans; a try reads the
+//! first few at or after a time. So the set is a sorted list, built by one sort,
 //! with the times added since kept in a short sorted list of their own and
 //! merged in when it grows: reading merges the two on the fly. A time added
 //! that the main list already holds is not looked for there (a search of
@@ -16,7 +16,6 @@ use super::{FxMap, Pass};
 const MERGE_AT: usize = 256;
 
 /// A set of times, ascending.
-#[derive(Default)]
 pub(in crate::sched) struct TimeSet {
     /// Ascending, distinct.
     main: Vec<i64>,
@@ -55,7 +54,7 @@ impl TimeSet {
         self.added.clear();
     }
 
-    /// The times in [from, until], ascending.
+    /// The times in [from, until], ascending (none when until < from).
     pub fn range(&self, from: i64, until: i64) -> impl Iterator<Item = i64> + '_ {
         let main = &self.main[self.main.partition_point(|&t| t < from)..];
         let added = &self.added[self.added.partition_point(|&t| t < from)..];
@@ -134,9 +133,7 @@ impl Pass<'_> {
             }
         }
         b.seen = self.changes.len();
-        b.set
-            .range(from, until.max(from))
-            .filter(move |&t| t <= until)
+        b.set.range(from, until)
     }
 }
 
@@ -171,6 +168,7 @@ mod tests {
                     assert_eq!(got, want, "seed {seed} step {step}");
                 }
             }
+            assert_eq!(set.range(10, 9).count(), 0, "seed {seed}: an empty range");
             let all: Vec<i64> = set.range(i64::MIN, i64::MAX).collect();
             assert_eq!(all, truth.into_iter().collect::<Vec<_>>(), "seed {seed}");
         }
