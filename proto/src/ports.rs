@@ -26,7 +26,8 @@ pub fn pick() -> std::io::Result<(TcpListener, u16)> {
         let span = high - LOW;
         let start = std::process::id().wrapping_mul(7_919) % span;
         for _ in 0..span {
-            let port = (LOW + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span) as u16;
+            let turn = NEXT.fetch_add(1, Ordering::Relaxed);
+            let port = (LOW + start.wrapping_add(turn) % span) as u16;
             if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
                 return Ok((l, port));
             }
