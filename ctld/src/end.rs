@@ -301,9 +301,11 @@ impl Ctld {
         let mut mail = Vec::new();
         let min_age = self.cfg.min_job_age as i64;
         let mut wake = false;
+        // (Each job's spec is read only where its state and runtime record
+        // leave the answer open: a pass over every job, most of them pending.)
         for (id, j) in &self.jobs {
             let rt = j.rt();
-            if !j.spec().mail_type.is_empty() && j.state() == JobState::Running {
+            if j.state() == JobState::Running && !j.spec().mail_type.is_empty() {
                 mail.push(*id);
             }
             match j.state() {
@@ -323,11 +325,9 @@ impl Ctld {
                 {
                     warn.push(*id);
                 }
-                JobState::Pending => {
+                JobState::Pending if rt.reason == "BeginTime" => {
                     let b = j.spec().begin_time;
-                    if b != 0 && b <= t && rt.reason == "BeginTime" {
-                        wake = true;
-                    }
+                    wake |= b != 0 && b <= t;
                 }
                 s if s.is_final() && min_age > 0 && rt.end_time + min_age <= t => {
                     purge.push(*id);
