@@ -45,9 +45,10 @@ pub struct Ctld {
     pub blobs_logged: HashSet<u64>,
     pub next_job_id: u32,
     pub names: NameCache,
-    /// Each listed job's encoding, sent again while unchanged (`jobwire.rs`):
-    /// for listings without details, and for those with.
+    /// Each listed job's encoding, sent again while unchanged (`jobwire.rs`),
+    /// for listings without details (`squeue`).
     pub wire_cache: crate::wirecache::WireCache,
+    /// The same for listings with details (`squeue --json`).
     pub detailed_wire_cache: crate::wirecache::WireCache,
     pub waiters: HashMap<u32, Vec<Reply<JobInfo>>>,
     pub slurm_user_uid: u32,

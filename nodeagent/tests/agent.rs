@@ -265,7 +265,8 @@ impl Cluster {
                 .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
         );
 
-        let agent_port = drover_tests::free_port();
+        // Below the ephemeral range: no client connection holds it meanwhile.
+        let agent_port = drover_proto::ports::pick().unwrap().1;
         let conf = tmp.path().join("drover.conf");
         let d = tmp.path().display();
         std::fs::write(
