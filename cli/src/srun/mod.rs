@@ -144,8 +144,11 @@ pub fn run(argv: &[String]) -> i32 {
 /// The address of this host that reaches `addr` (the controller): the
 /// agents connect back to it.
 fn local_ip_toward(addr: &str) -> std::net::IpAddr {
-    use std::net::{ToSocketAddrs, UdpSocket};
-    if let Some(sa) = addr.to_socket_addrs().ok().and_then(|mut a| a.next()) {
+    use std::net::UdpSocket;
+    let first = drover_proto::sys::nss::socket_addrs(addr)
+        .ok()
+        .and_then(|a| a.first().copied());
+    if let Some(sa) = first {
         let bind = if sa.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
         if let Ok(u) = UdpSocket::bind(bind) {
             if u.connect(sa).is_ok() {

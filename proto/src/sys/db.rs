@@ -1,7 +1,10 @@
 //! User and group lookups through the C library (NSS: files, LDAP, sssd),
 //! one copy for every daemon and command. Buffers grow on `ERANGE`, so huge
-//! group entries resolve too.
+//! group entries resolve too. A statically linked process (the `drover`
+//! command) takes the route [`super::nss`] gives it: the C library where it
+//! loads no module, else the file and `getent`.
 
+use super::nss::{self, Db, Route};
 use std::ffi::{CStr, CString};
 
 /// What the password database says about a user.
@@ -79,6 +82,160 @@ fn passwd_of(pw: &Pw) -> Passwd {
 
 /// The user with this uid.
 pub fn passwd_by_uid(uid: u32) -> Option<Passwd> {
+    passwd_routed(
+        &uid.to_string(),
+        |p| p.uid == uid,
+        || libc_passwd_by_uid(uid),
+    )
+}
+
+/// The user with this name.
+pub fn passwd_by_name(name: &str) -> Option<Passwd> {
+    passwd_routed(name, |p| p.name == name, || libc_passwd_by_name(name))
+}
+
+/// The name of the group with this gid.
+pub fn group_name(gid: u32) -> Option<String> {
+    group_routed(
+        &gid.to_string(),
+        |g| g.gr_gid == gid,
+        || libc_group_name(gid),
+    )
+    .map(|(name, _)| name)
+    .filter(|n| !n.is_empty())
+}
+
+/// The gid of the group with this name.
+pub fn group_gid(name: &str) -> Option<u32> {
+    group_routed(name, |g| text(g.gr_name) == name, || libc_group_gid(name)).map(|(_, gid)| gid)
+}
+
+fn passwd_routed(
+    key: &str,
+    wanted: impl Fn(&Passwd) -> bool,
+    libc: impl FnOnce() -> Option<Passwd>,
+) -> Option<Passwd> {
+    let from_getent = || Stream::of(nss::getent("passwd", key)).and_then(|s| s.passwd(&wanted));
+    match nss::route(Db::Passwd) {
+        Route::Libc => libc(),
+        Route::FilesThenGetent => Stream::open(c"/etc/passwd")
+            .and_then(|s| s.passwd(&wanted))
+            .or_else(from_getent),
+        Route::Getent => from_getent(),
+    }
+}
+
+/// (name, gid) of the group `wanted` accepts.
+fn group_routed(
+    key: &str,
+    wanted: impl Fn(&libc::group) -> bool,
+    libc: impl FnOnce() -> Option<(String, u32)>,
+) -> Option<(String, u32)> {
+    let from_getent = || Stream::of(nss::getent("group", key)).and_then(|s| s.group(&wanted));
+    match nss::route(Db::Group) {
+        Route::Libc => libc(),
+        Route::FilesThenGetent => Stream::open(c"/etc/group")
+            .and_then(|s| s.group(&wanted))
+            .or_else(from_getent),
+        Route::Getent => from_getent(),
+    }
+}
+
+/// The supplementary groups the group database gives `name` when the C
+/// library may not be asked (`getent initgroups`: every source's).
+pub(super) fn initgroups_via_getent(name: &str) -> Vec<u32> {
+    let out = nss::getent("initgroups", name);
+    String::from_utf8_lossy(&out)
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|g| g.parse().ok())
+        .collect()
+}
+
+/// A C stream of passwd- or group-format lines, read by the C library's
+/// own parsers (`fgetpwent_r`, `fgetgrent_r`: no name service involved).
+struct Stream {
+    file: *mut libc::FILE,
+    /// What an in-memory stream reads (kept alive while it is open).
+    _bytes: Vec<u8>,
+}
+
+impl Stream {
+    fn open(path: &CStr) -> Option<Stream> {
+        // SAFETY: a NUL-terminated path and mode.
+        let file = unsafe { libc::fopen(path.as_ptr(), c"re".as_ptr()) };
+        (!file.is_null()).then(|| Stream {
+            file,
+            _bytes: Vec::new(),
+        })
+    }
+
+    fn of(mut bytes: Vec<u8>) -> Option<Stream> {
+        if bytes.is_empty() {
+            return None;
+        }
+        // SAFETY: the buffer lives in the Stream, which closes the FILE
+        // before dropping it; a Vec's heap buffer does not move.
+        let file = unsafe { libc::fmemopen(bytes.as_mut_ptr().cast(), bytes.len(), c"r".as_ptr()) };
+        (!file.is_null()).then_some(Stream {
+            file,
+            _bytes: bytes,
+        })
+    }
+
+    /// The first entry `wanted` accepts.
+    fn passwd(&self, wanted: &dyn Fn(&Passwd) -> bool) -> Option<Passwd> {
+        loop {
+            let (pw, _buf) = with_buf(|pw: &mut Pw, buf, res| {
+                // SAFETY: an open stream and valid out-parameters; on
+                // ERANGE the reader goes back to the line's start.
+                unsafe {
+                    libc::fgetpwent_r(
+                        self.file,
+                        &mut pw.0,
+                        buf.as_mut_ptr(),
+                        buf.len(),
+                        (res as *mut *mut Pw).cast(),
+                    )
+                }
+            })?;
+            let p = passwd_of(&pw);
+            if wanted(&p) {
+                return Some(p);
+            }
+        }
+    }
+
+    /// (name, gid) of the first entry `wanted` accepts.
+    fn group(&self, wanted: &dyn Fn(&libc::group) -> bool) -> Option<(String, u32)> {
+        loop {
+            let (gr, _buf) = with_buf(|gr: &mut Gr, buf, res| {
+                // SAFETY: as above.
+                unsafe {
+                    libc::fgetgrent_r(
+                        self.file,
+                        &mut gr.0,
+                        buf.as_mut_ptr(),
+                        buf.len(),
+                        (res as *mut *mut Gr).cast(),
+                    )
+                }
+            })?;
+            if wanted(&gr.0) {
+                return Some((text(gr.0.gr_name), gr.0.gr_gid));
+            }
+        }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // SAFETY: the stream is open and closed once, here.
+        unsafe { libc::fclose(self.file) };
+    }
+}
+
+fn libc_passwd_by_uid(uid: u32) -> Option<Passwd> {
     let (pw, _buf) = with_buf(|pw: &mut Pw, buf, res| {
         // SAFETY: valid out-parameters; buf outlives the use of pw's strings.
         unsafe {
@@ -94,8 +251,7 @@ pub fn passwd_by_uid(uid: u32) -> Option<Passwd> {
     Some(passwd_of(&pw))
 }
 
-/// The user with this name.
-pub fn passwd_by_name(name: &str) -> Option<Passwd> {
+fn libc_passwd_by_name(name: &str) -> Option<Passwd> {
     let c = CString::new(name).ok()?;
     let (pw, _buf) = with_buf(|pw: &mut Pw, buf, res| {
         // SAFETY: as above.
@@ -112,8 +268,7 @@ pub fn passwd_by_name(name: &str) -> Option<Passwd> {
     Some(passwd_of(&pw))
 }
 
-/// The name of the group with this gid.
-pub fn group_name(gid: u32) -> Option<String> {
+fn libc_group_name(gid: u32) -> Option<(String, u32)> {
     let (gr, _buf) = with_buf(|gr: &mut Gr, buf, res| {
         // SAFETY: as above.
         unsafe {
@@ -126,11 +281,10 @@ pub fn group_name(gid: u32) -> Option<String> {
             )
         }
     })?;
-    Some(text(gr.0.gr_name)).filter(|n| !n.is_empty())
+    Some((text(gr.0.gr_name), gid))
 }
 
-/// The gid of the group with this name.
-pub fn group_gid(name: &str) -> Option<u32> {
+fn libc_group_gid(name: &str) -> Option<(String, u32)> {
     let c = CString::new(name).ok()?;
     let (gr, _buf) = with_buf(|gr: &mut Gr, buf, res| {
         // SAFETY: as above.
@@ -144,7 +298,7 @@ pub fn group_gid(name: &str) -> Option<u32> {
             )
         }
     })?;
-    Some(gr.0.gr_gid)
+    Some((name.to_string(), gr.0.gr_gid))
 }
 
 /// Name of a uid; the number as text if unknown (as Slurm prints it).
@@ -174,5 +328,32 @@ mod tests {
         assert_eq!(passwd_by_name("bad\0name"), None);
         assert_eq!(user_name_or_number(4_000_000_000), "4000000000");
         assert_eq!(group_name_or_number(4_000_000_000), "4000000000");
+    }
+
+    #[test]
+    fn streams_read_passwd_and_group_lines() {
+        let lines = b"a:x:5:6:A:/home/a:/bin/sh\nbob:x:1001:100:Bob:/home/bob:/bin/bash\n".to_vec();
+        let s = Stream::of(lines).expect("stream");
+        let bob = s.passwd(&|p| p.uid == 1001).expect("bob");
+        assert_eq!((bob.name.as_str(), bob.gid), ("bob", 100));
+        assert_eq!(bob.dir, "/home/bob");
+        assert!(Stream::of(b"a:x:5:6::/:/bin/sh\n".to_vec())
+            .and_then(|s| s.passwd(&|p| p.name == "b"))
+            .is_none());
+        // A member list longer than the first buffer still reads.
+        let members: Vec<String> = (0..4000).map(|i| format!("user{i}")).collect();
+        let big = format!("small:x:7:\nbig:x:8:{}\n", members.join(","));
+        let s = Stream::of(big.into_bytes()).expect("stream");
+        assert_eq!(s.group(&|g| g.gr_gid == 8), Some(("big".to_string(), 8)));
+        assert!(Stream::of(Vec::new()).is_none());
+        let etc = Stream::open(c"/etc/group").expect("/etc/group");
+        assert_eq!(
+            etc.group(&|g| g.gr_gid == 0).map(|g| g.0).as_deref(),
+            Some("root")
+        );
+        for g in initgroups_via_getent("root") {
+            assert!(group_name(g).is_some(), "group {g}");
+        }
+        assert!(initgroups_via_getent("no-such-user-xyz").is_empty());
     }
 }

@@ -2,9 +2,11 @@
 //! shared by every daemon and command (the other crates call these rather
 //! than libc where a wrapper fits). Each block says why it is sound.
 //!
-//! [`db`] holds the user and group database lookups.
+//! [`db`] holds the user and group database lookups, [`nss`] the way a
+//! statically linked process makes them.
 
 pub mod db;
+pub mod nss;
 
 use std::ffi::CString;
 
@@ -163,6 +165,15 @@ pub fn gethostname() -> Option<String> {
 /// The groups `initgroups(name, gid)` would give a process: every group the
 /// group database lists `name` in, and `gid` (always first).
 pub fn grouplist(name: &str, gid: u32) -> Vec<u32> {
+    if nss::route(nss::Db::Group) != nss::Route::Libc {
+        let mut groups = vec![gid];
+        for g in db::initgroups_via_getent(name) {
+            if !groups.contains(&g) {
+                groups.push(g);
+            }
+        }
+        return groups;
+    }
     let Ok(c) = CString::new(name) else {
         return vec![gid];
     };
