@@ -144,6 +144,14 @@ impl Binding {
         }
     }
 
+    /// A call sent without a credential: its method only, no digest.
+    pub fn method_only(method: &str) -> Binding {
+        Binding {
+            method: method.to_string(),
+            digest: String::new(),
+        }
+    }
+
     /// Parse the auth socket's request line `sign METHOD DIGEST`.
     pub fn parse_request(line: &str) -> Result<Binding, String> {
         let mut w = line.split_ascii_whitespace();

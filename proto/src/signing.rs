@@ -208,11 +208,17 @@ impl tower::Service<http::Request<Body>> for Signed {
                 return Ok(tower::Service::call(&mut inner, req).await?);
             }
             let bytes: Bytes = body.collect().await?.to_bytes();
-            let bind = Binding::new(parts.uri.path(), &bytes);
             if targets.chans.len() == 1 {
                 let cred = targets.cred_for(0, &cred);
+                // Without a credential (the local socket) nothing is bound:
+                // no digest of the body to make.
+                let bind = match cred {
+                    Some(_) => Binding::new(parts.uri.path(), &bytes),
+                    None => Binding::method_only(parts.uri.path()),
+                };
                 return recovering(&mut inner, cred, &bind, &bytes, parts).await;
             }
+            let bind = Binding::new(parts.uri.path(), &bytes);
             failover(&targets, &cred, &bind, &bytes, parts).await
         })
     }
