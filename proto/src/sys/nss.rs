@@ -140,11 +140,17 @@ pub fn getent(db: &str, key: &str) -> Vec<u8> {
     let out = if key.is_empty() || key.starts_with('-') {
         Vec::new()
     } else {
-        std::process::Command::new("getent")
-            .args([db, key])
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
+        // On PATH, else where glibc installs it (a cron job's PATH may
+        // lack it).
+        let run = |prog: &str| {
+            std::process::Command::new(prog)
+                .args([db, key])
+                .stdin(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .output()
+        };
+        run("getent")
+            .or_else(|_| run("/usr/bin/getent"))
             .ok()
             .filter(|o| o.status.success())
             .map(|o| o.stdout)
