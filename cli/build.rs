@@ -25,13 +25,40 @@
 //!   position-independent; the executable's own address is not randomised
 //!   for the commands only, which run as their caller and parse nothing but
 //!   their own options, files and the controller's authenticated answers.
+//!
+//! Without the C library's static archives (`libc.a`: Debian's libc6-dev
+//! has them, Fedora's glibc-static package), or when cross-compiling, the
+//! binary is linked dynamically, with a warning; it works the same, starting
+//! slower.
 fn main() {
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
-        let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    if var("CARGO_CFG_TARGET_OS") == "linux" {
         println!("cargo:rustc-link-arg-bin=drover=-no-pie");
-        println!("cargo:rustc-link-arg-bin=drover=-static");
-        println!("cargo:rustc-link-arg-bin=drover=-L{dir}/static-libc");
+        if var("CARGO_CFG_TARGET_ENV") == "gnu" && var("TARGET") == var("HOST") {
+            if has_static_libc() {
+                let dir = var("CARGO_MANIFEST_DIR");
+                println!("cargo:rustc-link-arg-bin=drover=-static");
+                println!("cargo:rustc-link-arg-bin=drover=-L{dir}/static-libc");
+            } else {
+                println!(
+                    "cargo:warning=no libc.a (the C library's static archives): \
+                     the drover command is linked dynamically and starts slower"
+                );
+            }
+        }
     }
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=static-libc");
+}
+
+/// Does the C compiler (the linker rustc runs) find `libc.a`? It prints
+/// the name alone when it does not.
+fn has_static_libc() -> bool {
+    std::process::Command::new("cc")
+        .arg("-print-file-name=libc.a")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .is_some_and(|p| p.starts_with('/') && std::path::Path::new(&p).exists())
 }
