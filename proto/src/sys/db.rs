@@ -21,22 +21,26 @@ fn start_len() -> usize {
     super::passwd_buf_hint().map_or(16384, |n| n.clamp(4096, 1 << 20))
 }
 
-/// Call a `get*_r` function with a buffer that doubles on `ERANGE` (up to
-/// 16 MiB); `Some` when it found an entry.
+/// Call a `get*_r`-style function with `buf` (made `start_len()` long when
+/// empty, doubled on `ERANGE` up to 16 MiB); `Some` when it found an
+/// entry, whose strings point into `buf`.
 fn with_buf<T: Default>(
+    buf: &mut Vec<libc::c_char>,
     call: impl Fn(&mut T, &mut [libc::c_char], &mut *mut T) -> libc::c_int,
-) -> Option<(T, Vec<libc::c_char>)> {
-    let mut len = start_len();
+) -> Option<T> {
+    if buf.is_empty() {
+        buf.resize(start_len(), 0);
+    }
     loop {
-        let mut buf = vec![0 as libc::c_char; len];
         let mut out = T::default();
         let mut res: *mut T = std::ptr::null_mut();
-        let rc = call(&mut out, &mut buf, &mut res);
-        if rc == libc::ERANGE && len < (16 << 20) {
-            len *= 2;
+        let rc = call(&mut out, buf, &mut res);
+        if rc == libc::ERANGE && buf.len() < (16 << 20) {
+            let len = buf.len() * 2;
+            buf.resize(len, 0);
             continue;
         }
-        return (rc == 0 && !res.is_null()).then_some((out, buf));
+        return (rc == 0 && !res.is_null()).then_some(out);
     }
 }
 
@@ -177,7 +181,8 @@ impl Stream {
         // SAFETY: the buffer lives in the Stream, which closes the FILE
         // before dropping it; a Vec's heap buffer does not move.
         let file = unsafe { libc::fmemopen(bytes.as_mut_ptr().cast(), bytes.len(), c"r".as_ptr()) };
-        (!file.is_null()).then_some(Stream {
+        // (A closure: a Stream made for a null FILE would close it.)
+        (!file.is_null()).then(|| Stream {
             file,
             _bytes: bytes,
         })
@@ -185,8 +190,9 @@ impl Stream {
 
     /// The first entry `wanted` accepts.
     fn passwd(&self, wanted: &dyn Fn(&Passwd) -> bool) -> Option<Passwd> {
+        let mut buf = Vec::new();
         loop {
-            let (pw, _buf) = with_buf(|pw: &mut Pw, buf, res| {
+            let pw = with_buf(&mut buf, |pw: &mut Pw, buf, res| {
                 // SAFETY: an open stream and valid out-parameters; on
                 // ERANGE the reader goes back to the line's start.
                 unsafe {
@@ -208,8 +214,9 @@ impl Stream {
 
     /// (name, gid) of the first entry `wanted` accepts.
     fn group(&self, wanted: &dyn Fn(&libc::group) -> bool) -> Option<(String, u32)> {
+        let mut buf = Vec::new();
         loop {
-            let (gr, _buf) = with_buf(|gr: &mut Gr, buf, res| {
+            let gr = with_buf(&mut buf, |gr: &mut Gr, buf, res| {
                 // SAFETY: as above.
                 unsafe {
                     libc::fgetgrent_r(
@@ -236,7 +243,8 @@ impl Drop for Stream {
 }
 
 fn libc_passwd_by_uid(uid: u32) -> Option<Passwd> {
-    let (pw, _buf) = with_buf(|pw: &mut Pw, buf, res| {
+    let mut buf = Vec::new();
+    let pw = with_buf(&mut buf, |pw: &mut Pw, buf, res| {
         // SAFETY: valid out-parameters; buf outlives the use of pw's strings.
         unsafe {
             libc::getpwuid_r(
@@ -253,7 +261,8 @@ fn libc_passwd_by_uid(uid: u32) -> Option<Passwd> {
 
 fn libc_passwd_by_name(name: &str) -> Option<Passwd> {
     let c = CString::new(name).ok()?;
-    let (pw, _buf) = with_buf(|pw: &mut Pw, buf, res| {
+    let mut buf = Vec::new();
+    let pw = with_buf(&mut buf, |pw: &mut Pw, buf, res| {
         // SAFETY: as above.
         unsafe {
             libc::getpwnam_r(
@@ -269,7 +278,8 @@ fn libc_passwd_by_name(name: &str) -> Option<Passwd> {
 }
 
 fn libc_group_name(gid: u32) -> Option<(String, u32)> {
-    let (gr, _buf) = with_buf(|gr: &mut Gr, buf, res| {
+    let mut buf = Vec::new();
+    let gr = with_buf(&mut buf, |gr: &mut Gr, buf, res| {
         // SAFETY: as above.
         unsafe {
             libc::getgrgid_r(
@@ -286,7 +296,8 @@ fn libc_group_name(gid: u32) -> Option<(String, u32)> {
 
 fn libc_group_gid(name: &str) -> Option<(String, u32)> {
     let c = CString::new(name).ok()?;
-    let (gr, _buf) = with_buf(|gr: &mut Gr, buf, res| {
+    let mut buf = Vec::new();
+    let gr = with_buf(&mut buf, |gr: &mut Gr, buf, res| {
         // SAFETY: as above.
         unsafe {
             libc::getgrnam_r(
