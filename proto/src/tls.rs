@@ -279,16 +279,17 @@ impl AsyncWrite for Conn {
 /// the address reached. Errors name the peer and the reason.
 pub async fn connect(host: &str, port: u16) -> std::io::Result<Conn> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let tcp = if crate::sys::nss::route(crate::sys::nss::Db::Hosts) == crate::sys::nss::Route::Libc
-    {
-        TcpStream::connect((bare, port)).await?
-    } else {
-        // A static process whose hosts sources are not all built in.
-        let name = bare.to_string();
-        let addrs = tokio::task::spawn_blocking(move || crate::sys::nss::host_addrs(&name, port))
-            .await
-            .map_err(std::io::Error::other)??;
-        TcpStream::connect(&addrs[..]).await?
+    let tcp = match bare.parse::<IpAddr>() {
+        Ok(ip) => TcpStream::connect((ip, port)).await?,
+        Err(_) => {
+            // Names as this process may look them up (`sys::nss`).
+            let name = bare.to_string();
+            let addrs =
+                tokio::task::spawn_blocking(move || crate::sys::nss::host_addrs(&name, port))
+                    .await
+                    .map_err(std::io::Error::other)??;
+            TcpStream::connect(&addrs[..]).await?
+        }
     };
     let _ = tcp.set_nodelay(true);
     secure_as_client(tcp, bare).await

@@ -190,46 +190,55 @@ impl Stream {
 
     /// The first entry `wanted` accepts.
     fn passwd(&self, wanted: &dyn Fn(&Passwd) -> bool) -> Option<Passwd> {
-        let mut buf = Vec::new();
-        loop {
-            let pw = with_buf(&mut buf, |pw: &mut Pw, buf, res| {
+        self.find(
+            |file, pw: &mut Pw, buf, res| {
                 // SAFETY: an open stream and valid out-parameters; on
                 // ERANGE the reader goes back to the line's start.
                 unsafe {
                     libc::fgetpwent_r(
-                        self.file,
+                        file,
                         &mut pw.0,
                         buf.as_mut_ptr(),
                         buf.len(),
                         (res as *mut *mut Pw).cast(),
                     )
                 }
-            })?;
-            let p = passwd_of(&pw);
-            if wanted(&p) {
-                return Some(p);
-            }
-        }
+            },
+            |pw| Some(passwd_of(pw)).filter(|p| wanted(p)),
+        )
     }
 
     /// (name, gid) of the first entry `wanted` accepts.
     fn group(&self, wanted: &dyn Fn(&libc::group) -> bool) -> Option<(String, u32)> {
-        let mut buf = Vec::new();
-        loop {
-            let gr = with_buf(&mut buf, |gr: &mut Gr, buf, res| {
+        self.find(
+            |file, gr: &mut Gr, buf, res| {
                 // SAFETY: as above.
                 unsafe {
                     libc::fgetgrent_r(
-                        self.file,
+                        file,
                         &mut gr.0,
                         buf.as_mut_ptr(),
                         buf.len(),
                         (res as *mut *mut Gr).cast(),
                     )
                 }
-            })?;
-            if wanted(&gr.0) {
-                return Some((text(gr.0.gr_name), gr.0.gr_gid));
+            },
+            |gr| wanted(&gr.0).then(|| (text(gr.0.gr_name), gr.0.gr_gid)),
+        )
+    }
+
+    /// Read entries with `read` (one buffer for the scan) until `keep`
+    /// makes something of one (while its strings are still valid).
+    fn find<E: Default, R>(
+        &self,
+        read: impl Fn(*mut libc::FILE, &mut E, &mut [libc::c_char], &mut *mut E) -> libc::c_int,
+        keep: impl Fn(&E) -> Option<R>,
+    ) -> Option<R> {
+        let mut buf = Vec::new();
+        loop {
+            let entry = with_buf(&mut buf, |e, b, res| read(self.file, e, b, res))?;
+            if let Some(r) = keep(&entry) {
+                return Some(r);
             }
         }
     }

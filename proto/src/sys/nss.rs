@@ -23,9 +23,9 @@ use std::sync::{Mutex, OnceLock};
 /// A name service database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Db {
-    Passwd,
-    Group,
-    Hosts,
+    Passwd = 0,
+    Group = 1,
+    Hosts = 2,
 }
 
 impl Db {
@@ -112,16 +112,19 @@ pub fn statically_linked() -> bool {
     *STATIC.get_or_init(|| unsafe { libc::getauxval(libc::AT_BASE) } == 0)
 }
 
-/// The route for `db` in this process (`/etc/nsswitch.conf` read once,
-/// and only by a static process).
+/// The route for `db` in this process (`/etc/nsswitch.conf` read and
+/// judged once, and only by a static process).
 pub fn route(db: Db) -> Route {
     if !statically_linked() {
         return Route::Libc;
     }
-    static CONF: OnceLock<String> = OnceLock::new();
-    let conf =
-        CONF.get_or_init(|| std::fs::read_to_string("/etc/nsswitch.conf").unwrap_or_default());
-    route_for(true, sources(conf, db.name()).as_deref())
+    static ROUTES: OnceLock<[Route; 3]> = OnceLock::new();
+    let routes = ROUTES.get_or_init(|| {
+        let conf = std::fs::read_to_string("/etc/nsswitch.conf").unwrap_or_default();
+        [Db::Passwd, Db::Group, Db::Hosts]
+            .map(|d| route_for(true, sources(&conf, d.name()).as_deref()))
+    });
+    routes[db as usize]
 }
 
 /// `getent`'s answers so far, by database and key.
