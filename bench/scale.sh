@@ -111,23 +111,31 @@ echo "squeue -r (its 100,000 tasks, one row each): median $(timed 3 squeue -r) m
 scancel -u "$(id -un)"
 for _ in $(seq 3000); do [ -z "$(squeue -h -o %i | head -n1)" ] && break; sleep 0.1; done
 if [ "$N_DRAIN" -eq 0 ]; then echo "controller RSS at the end: $(rss_mib) MiB"; exit 0; fi
-# 6. Drain: N_DRAIN trivial jobs released at once over N_NODES nodes, twice:
-# the first burst after the agent started (every job makes its directory
-# and its cgroups), then again with what the first kept for reuse (the
-# steady state of a node that has been running jobs).
+# 6. Drain: N_DRAIN trivial jobs released at once over N_NODES nodes,
+# three times. A node keeps a finished job's cgroups for its next job
+# (nodeagent/src/cgroup/pool.rs) and makes new ones only when it runs more
+# jobs at once than it has kept: the first burst after the agent started
+# makes every job's groups (and directory); the second still makes those
+# the first did not leave (its jobs started and ended in waves, so the
+# nodes kept fewer than they run at once); the third is a node's steady
+# state. Each line says by how many the kept groups (cgroup v1) grew:
+# the groups the round had to make.
+kept_groups() { ls -d /sys/fs/cgroup/freezer/drover/*/spare_* 2>/dev/null | wc -l; }
 drain() {
   "$BIN/drover" bench submit --count "$N_DRAIN" --concurrency 64 --hold --quiet
   ids=$(squeue -h -o %i | paste -sd, -)
   cpu0=$(ctld_cpu)
+  kept0=$(kept_groups)
   t0=$(now_ns)
   scontrol release "$ids"
   wait_drained
   t1=$(now_ns)
   echo "drain ($1): $N_DRAIN jobs over $N_NODES nodes in $(ms "$t0" "$t1") ms = $(echo "$N_DRAIN * 1000000000 / ($t1 - $t0)" | bc) jobs/s;" \
-    "controller CPU $(echo "$(ctld_cpu) - $cpu0" | bc) s"
+    "controller CPU $(echo "$(ctld_cpu) - $cpu0" | bc) s; kept groups grew by $(( $(kept_groups) - kept0 ))"
 }
 drain "first after start"
-drain "again, nodes warm"
+drain "second"
+drain "third, steady state"
 echo "nodes not responding or down after the drains: $(scontrol show node | grep -c 'NOT_RESPONDING\|State=DOWN' || true)"
 echo "controller RSS at the end: $(rss_mib) MiB"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
