@@ -120,7 +120,9 @@ if [ "$N_DRAIN" -eq 0 ]; then echo "controller RSS at the end: $(rss_mib) MiB"; 
 # nodes kept fewer than they run at once); the third is a node's steady
 # state. Each line says by how many the kept groups (cgroup v1) grew:
 # the groups the round had to make.
-kept_groups() { ls -d /sys/fs/cgroup/freezer/drover/*/spare_* 2>/dev/null | wc -l; }
+kept_groups() {
+  { find /sys/fs/cgroup/freezer/drover -mindepth 2 -maxdepth 2 -name 'spare_*' 2>/dev/null || true; } | wc -l
+}
 drain() {
   "$BIN/drover" bench submit --count "$N_DRAIN" --concurrency 64 --hold --quiet
   ids=$(squeue -h -o %i | paste -sd, -)
