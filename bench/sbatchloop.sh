@@ -12,6 +12,7 @@
 # the local socket alone gives.
 #
 #   A=/work/base-release B=target/release N_LOOP=1000 ROUNDS=2 bench/sbatchloop.sh
+#   N_NODES=1000 A=... bench/sbatchloop.sh   # a 1,000-node slurm.conf (every command parses it)
 #
 # One line per run:
 #   build=B loop=1000 jobs/s=812 ms/job=1.23 ctld_cpu_ms/job=0.21 dbd_cpu_ms/job=0.02 client_cpu_ms/job=0.90 version_ms=0.71 true_ms=0.52
@@ -22,6 +23,7 @@ B=${B:-$PWD/target/release}
 N_LOOP=${N_LOOP:-1000}
 N_VERSION=${N_VERSION:-300}
 ROUNDS=${ROUNDS:-2}
+N_NODES=${N_NODES:-4}
 
 now_ns() { date +%s%N; }
 # utime+stime of a process, in clock ticks.
@@ -31,7 +33,7 @@ hz=$(getconf CLK_TCK)
 run_one() {
   local label=$1 bin=$2 tcp=${3:-} dir up ctld dbd
   dir=$(mktemp -d /tmp/drover-sbl.XXXXXX)
-  "$bin/drover" up --dir "$dir" --nodes 4 --cpus-per-node 8 --mem-per-node 8000 > "$dir/up.out" 2>&1 &
+  "$bin/drover" up --dir "$dir" --nodes "$N_NODES" --cpus-per-node 8 --mem-per-node 8000 > "$dir/up.out" 2>&1 &
   up=$!
   for _ in $(seq 1200); do grep -q '^export' "$dir/up.out" 2>/dev/null && break; sleep 0.05; done
   if ! grep -q '^export' "$dir/up.out"; then
@@ -59,7 +61,7 @@ run_one() {
     for _ in $(seq "$N_VERSION"); do /bin/true; done
     v2=$(now_ns)
     per_job() { echo "scale=3; $1 * 1000 / $hz / $N_LOOP" | bc; }
-    echo "build=$label loop=$N_LOOP jobs/s=$(echo "$N_LOOP * 1000000000 / ($t1 - $t0)" | bc)" \
+    echo "build=$label nodes=$N_NODES loop=$N_LOOP jobs/s=$(echo "$N_LOOP * 1000000000 / ($t1 - $t0)" | bc)" \
       "ms/job=$(echo "scale=3; ($t1 - $t0) / 1000000 / $N_LOOP" | bc)" \
       "ctld_cpu_ms/job=$(per_job $((c1 - c0)))" \
       "dbd_cpu_ms/job=$(per_job $((d1 - d0)))" \

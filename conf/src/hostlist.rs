@@ -172,10 +172,18 @@ fn expand_name(name: &str, out: &mut Vec<String>) -> Result<(), HostlistError> {
             Segment::Literal(l) => acc.iter_mut().for_each(|a| a.push_str(l)),
             Segment::Ranges(rs) => {
                 let mut next = Vec::new();
+                let mut digits = itoa::Buffer::new();
                 for a in &acc {
                     for &(lo, hi, width) in rs {
                         for v in lo..=hi {
-                            next.push(format!("{a}{v:0width$}"));
+                            // `{a}{v:0width$}` without the formatter:
+                            // 1,000-node lines are expanded by every command.
+                            let d = digits.format(v);
+                            let mut name = String::with_capacity(a.len() + width.max(d.len()));
+                            name.push_str(a);
+                            name.extend(std::iter::repeat_n('0', width.saturating_sub(d.len())));
+                            name.push_str(d);
+                            next.push(name);
                         }
                     }
                 }

@@ -1,6 +1,6 @@
 //! `NodeName=` lines of slurm.conf, node sets and GRES specifications.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use crate::error::{ConfError, ConfWarning};
@@ -155,6 +155,11 @@ pub fn parse_gres_list(s: &str) -> Result<Vec<GresSpec>, String> {
         .map(parse_gres_item)
         .collect()
 }
+
+/// Node name -> its position in `Config::nodes`. A configuration's names
+/// are the admin's, so the cheap hash is safe; it is most of what indexing
+/// a 1,000-node line costs with the default one.
+pub(crate) type NodeIndex = HashMap<String, usize, rustc_hash::FxBuildHasher>;
 
 /// One node of the cluster (one entry per expanded `NodeName`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -483,15 +488,16 @@ pub(crate) fn parse_node_spec(
 }
 
 /// Pick the i-th of a per-node list (one value for all, or one per node).
-fn per_node<T: Clone>(
-    list: &Option<(Vec<T>, Pair)>,
+/// A per-node list (`NodeAddr=`, `NodeHostname=`, `Port=`): one value for
+/// every node or one per node name.
+fn per_node<'a, T>(
+    list: &'a Option<(Vec<T>, Pair)>,
     key: &str,
     count: usize,
-) -> Result<Option<Vec<T>>, ConfError> {
+) -> Result<Option<&'a [T]>, ConfError> {
     match list {
         None => Ok(None),
-        Some((v, _)) if v.len() == count => Ok(Some(v.clone())),
-        Some((v, _)) if v.len() == 1 => Ok(Some(vec![v[0].clone(); count])),
+        Some((v, _)) if v.len() == count || v.len() == 1 => Ok(Some(v)),
         Some((v, p)) => Err(err(
             p,
             key,
@@ -501,6 +507,11 @@ fn per_node<T: Clone>(
             ),
         )),
     }
+}
+
+/// Node `i`'s value of a [`per_node`] list.
+fn nth<T>(list: Option<&[T]>, i: usize) -> Option<&T> {
+    list.and_then(|v| v.get(if v.len() == 1 { 0 } else { i }))
 }
 
 /// Expand one `NodeName=` line into nodes.
@@ -566,41 +577,41 @@ pub(crate) fn build_nodes(
         }
     };
 
+    // Each node built whole: no default value made only to be replaced
+    // (a 1,000-node line is parsed by every command at such a site).
     let features = s.features.clone().unwrap_or_default();
+    let active_features = s.active_features.as_ref().unwrap_or(&features);
+    let gres = s.gres.as_deref().unwrap_or_default();
+    let state = s.state.as_deref().unwrap_or("UNKNOWN");
     let mut out = Vec::with_capacity(n);
-    for (i, name) in names.iter().enumerate() {
-        let mut node = NodeConf::new(name);
-        if let Some(h) = hostnames.as_ref().and_then(|v| v.get(i)) {
-            node.node_hostname = h.clone();
-        }
-        node.node_addr = match addrs.as_ref().and_then(|v| v.get(i)) {
-            Some(a) => a.clone(),
-            None => node.node_hostname.clone(),
-        };
-        if let Some(p) = ports.as_ref().and_then(|v| v.get(i)) {
-            node.port = *p;
-        }
-        node.cpus = cpus;
-        node.boards = boards;
-        node.sockets = sockets;
-        node.cores_per_socket = cores;
-        node.threads_per_core = threads;
-        node.real_memory = s.real_memory.unwrap_or(1);
-        node.tmp_disk = s.tmp_disk.unwrap_or(0);
-        node.features = features.clone();
-        node.active_features = s
-            .active_features
-            .clone()
-            .unwrap_or_else(|| features.clone());
-        node.gres = s.gres.clone().unwrap_or_default();
-        node.state = s.state.clone().unwrap_or_else(|| "UNKNOWN".to_string());
-        node.weight = s.weight.unwrap_or(1);
-        node.reason = s.reason.clone();
-        node.cpu_spec_list = s.cpu_spec_list.clone();
-        node.core_spec_count = s.core_spec_count.unwrap_or(0);
-        node.mem_spec_limit = s.mem_spec_limit.unwrap_or(0);
-        node.extra = s.extra.clone();
-        out.push(node);
+    for (i, name) in names.into_iter().enumerate() {
+        let node_hostname = nth(hostnames, i).cloned().unwrap_or_else(|| name.clone());
+        let node_addr = nth(addrs, i)
+            .cloned()
+            .unwrap_or_else(|| node_hostname.clone());
+        out.push(NodeConf {
+            name,
+            node_addr,
+            node_hostname,
+            port: nth(ports, i).copied().unwrap_or(0),
+            cpus,
+            boards,
+            sockets,
+            cores_per_socket: cores,
+            threads_per_core: threads,
+            real_memory: s.real_memory.unwrap_or(1),
+            tmp_disk: s.tmp_disk.unwrap_or(0),
+            features: features.clone(),
+            active_features: active_features.clone(),
+            gres: gres.to_vec(),
+            state: state.to_string(),
+            weight: s.weight.unwrap_or(1),
+            reason: s.reason.clone(),
+            cpu_spec_list: s.cpu_spec_list.clone(),
+            core_spec_count: s.core_spec_count.unwrap_or(0),
+            mem_spec_limit: s.mem_spec_limit.unwrap_or(0),
+            extra: s.extra.clone(),
+        });
     }
     Ok(out)
 }

@@ -1,11 +1,9 @@
 //! `PartitionName=` lines of slurm.conf.
 
-use std::collections::HashMap;
-
 use crate::error::{ConfError, ConfWarning};
 use crate::hostlist;
 use crate::lexer::Pair;
-use crate::nodes::{NodeConf, NodeSetConf};
+use crate::nodes::{NodeConf, NodeIndex, NodeSetConf};
 use crate::units;
 use crate::values::{self, canonical, err, warn, UnknownKeys};
 
@@ -412,7 +410,7 @@ fn resolve_nodes(
     expr: &str,
     p: &Pair,
     nodes: &[NodeConf],
-    index: &HashMap<String, usize>,
+    index: &NodeIndex,
     nodesets: &[NodeSetConf],
 ) -> Result<Vec<String>, ConfError> {
     let mut selected = vec![false; nodes.len()];
@@ -452,7 +450,7 @@ impl PartitionSpec {
         &self,
         part: &mut PartitionConf,
         nodes: &[NodeConf],
-        index: &HashMap<String, usize>,
+        index: &NodeIndex,
         nodesets: &[NodeSetConf],
     ) -> Result<(), ConfError> {
         if let Some((expr, p)) = &self.nodes {
@@ -577,7 +575,7 @@ pub fn apply_partition_words(
             ));
         }
     }
-    let index: HashMap<String, usize> = cfg
+    let index: NodeIndex = cfg
         .nodes
         .iter()
         .enumerate()
@@ -595,7 +593,7 @@ pub(crate) fn build_partition(
     name_pair: &Pair,
     s: &PartitionSpec,
     nodes: &[NodeConf],
-    index: &HashMap<String, usize>,
+    index: &NodeIndex,
     nodesets: &[NodeSetConf],
 ) -> Result<PartitionConf, ConfError> {
     let name = name_pair.value.trim();

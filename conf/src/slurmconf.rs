@@ -7,7 +7,7 @@ use crate::error::{ConfError, ConfWarning};
 use crate::general::{apply_general, finish_general, General};
 use crate::include::{self, Resolver};
 use crate::lexer::Pair;
-use crate::nodes::{self, NodeSpec};
+use crate::nodes::{self, NodeIndex, NodeSpec};
 pub use crate::nodes::{parse_gres_count, parse_gres_list, GresSpec, NodeConf, NodeSetConf};
 pub use crate::partitions::PartitionConf;
 use crate::partitions::{self, PartitionSpec};
@@ -498,7 +498,7 @@ fn build(
 
     // Nodes
     let mut node_default = NodeSpec::default();
-    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut index = NodeIndex::default();
     let mut warned_gres = HashSet::new();
     for (_, pairs) in entities.iter().filter(|(k, _)| *k == EntityKind::Node) {
         let Some(name_pair) = pairs.first() else {
@@ -529,16 +529,24 @@ fn build(
                 ),
             ));
         }
-        for node in nodes::build_nodes(name_pair, &merged, &mut warnings)? {
-            if index.contains_key(&node.name) {
+        let built = nodes::build_nodes(name_pair, &merged, &mut warnings)?;
+        index.reserve(built.len());
+        for (i, node) in built.iter().enumerate() {
+            if index
+                .insert(node.name.clone(), cfg.nodes.len() + i)
+                .is_some()
+            {
                 return Err(err(
                     name_pair,
                     "NodeName",
                     format!("duplicate node name '{}'", node.name),
                 ));
             }
-            index.insert(node.name.clone(), cfg.nodes.len());
-            cfg.nodes.push(node);
+        }
+        if cfg.nodes.is_empty() {
+            cfg.nodes = built; // the usual single line: no copy
+        } else {
+            cfg.nodes.extend(built);
         }
     }
 
@@ -629,7 +637,7 @@ fn build(
 fn build_nodeset(
     pairs: &[Pair],
     all: &[NodeConf],
-    index: &HashMap<String, usize>,
+    index: &NodeIndex,
     unknown: &mut UnknownKeys,
     warnings: &mut Vec<ConfWarning>,
 ) -> Result<Option<NodeSetConf>, ConfError> {
@@ -683,7 +691,7 @@ fn build_nodeset(
 
 fn apply_down_nodes(
     cfg: &mut Config,
-    index: &HashMap<String, usize>,
+    index: &NodeIndex,
     pairs: &[Pair],
     unknown: &mut UnknownKeys,
     warnings: &mut Vec<ConfWarning>,

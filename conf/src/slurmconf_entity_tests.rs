@@ -278,6 +278,8 @@ fn node_errors() {
         ("NodeName=n[1-2", 1, "NodeName"),
         ("NodeName=", 1, "NodeName"),
         ("NodeName=n1\nNodeName=n[0-1]", 2, "NodeName"),
+        ("NodeName=n[1-2],n2", 1, "NodeName"),
+        ("NodeName=a\nNodeName=b[1-2]\nNodeName=b2", 3, "NodeName"),
         ("NodeName=n1 CPUs=0", 1, "CPUs"),
         ("NodeName=n1 Sockets=-2", 1, "Sockets"),
         ("NodeName=n1 RealMemory=big", 1, "RealMemory"),
