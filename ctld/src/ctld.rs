@@ -88,6 +88,9 @@ pub struct Ctld {
     /// Job ids by state, user and partition for queries (`jobindex.rs`),
     /// kept in step by [`Ctld::sync_queue`] like the queue.
     pub index: crate::jobindex::JobIndex,
+    /// Finished jobs by end time, pending ones by begin time, for the
+    /// tick (`due.rs`); noted by [`Ctld::sync_queue`].
+    pub due: crate::due::Due,
     /// Specs and requests shared between jobs (`intern.rs`).
     pub shared: crate::intern::SharedParts,
     /// Scheduler state: reservations, fair-share usage, planned starts.
@@ -163,6 +166,7 @@ impl Ctld {
             held_to_gate: BTreeSet::new(),
             corr_metas: BTreeSet::new(),
             index: Default::default(),
+            due: Default::default(),
             shared: Default::default(),
             sched: Default::default(),
             alloc_seen: HashMap::new(),
@@ -212,6 +216,7 @@ impl Ctld {
             return;
         };
         self.sched.runs.remove(&id);
+        self.due.note(id, job);
         if job.state() != JobState::Pending || job.rt().hold != 0 {
             // Prioritised again when it is next pending and unheld.
             self.sched.factors.remove(&id);

@@ -300,40 +300,50 @@ impl Ctld {
         // Running jobs that asked for mail (TIME_LIMIT_* mails).
         let mut mail = Vec::new();
         let min_age = self.cfg.min_job_age as i64;
-        let mut wake = false;
-        // (Each job's spec is read only where its state and runtime record
-        // leave the answer open: a pass over every job, most of them pending.)
-        for (id, j) in &self.jobs {
+        // The running jobs only (the index), and of the rest what is due.
+        for id in self.index.ids_in(&[JobState::Running]) {
+            let Some(j) = self.jobs.get(&id) else {
+                continue;
+            };
             let rt = j.rt();
-            if j.state() == JobState::Running && !j.spec().mail_type.is_empty() {
-                mail.push(*id);
+            if !j.spec().mail_type.is_empty() {
+                mail.push(id);
             }
-            match j.state() {
-                // Time spent suspended does not count (the limit's end moves
-                // on by it); a suspended job never expires.
-                JobState::Running
-                    if self.cfg.over_time_limit_min != u32::MAX
-                        && crate::suspend::limit_end(rt).is_some_and(|e| t >= e + over * 60) =>
-                {
-                    expired.push(*id);
-                }
-                JobState::Running
-                    if j.spec().signal != 0
-                        && !rt.warn_signal_sent
-                        && crate::suspend::limit_end(rt)
-                            .is_some_and(|e| t + i64::from(j.spec().signal_time) >= e) =>
-                {
-                    warn.push(*id);
-                }
-                JobState::Pending if rt.reason == "BeginTime" => {
-                    let b = j.spec().begin_time;
-                    wake |= b != 0 && b <= t;
-                }
-                s if s.is_final() && min_age > 0 && rt.end_time + min_age <= t => {
-                    purge.push(*id);
-                }
-                _ => {}
+            // Time spent suspended does not count (the limit's end moves on
+            // by it); a suspended job never expires.
+            if self.cfg.over_time_limit_min != u32::MAX
+                && crate::suspend::limit_end(rt).is_some_and(|e| t >= e + over * 60)
+            {
+                expired.push(id);
+            } else if j.spec().signal != 0
+                && !rt.warn_signal_sent
+                && crate::suspend::limit_end(rt)
+                    .is_some_and(|e| t + i64::from(j.spec().signal_time) >= e)
+            {
+                warn.push(id);
             }
+        }
+        // A begin time passed: a pass now, not at the next event.
+        let wake = self.due.begun_by(t).into_iter().any(|id| {
+            self.jobs.get(&id).is_some_and(|j| {
+                let b = j.spec().begin_time;
+                j.state() == JobState::Pending && b != 0 && b <= t
+            })
+        });
+        // MinJobAge=0 keeps every record (Slurm); its entries wait.
+        if min_age > 0 {
+            for id in self.due.ended_by(t - min_age) {
+                let due = self
+                    .jobs
+                    .get(&id)
+                    .is_some_and(|j| j.state().is_final() && j.rt().end_time + min_age <= t);
+                if due {
+                    purge.push(id);
+                }
+            }
+            // A job noted more than once comes up more than once.
+            purge.sort_unstable();
+            purge.dedup();
         }
         self.mail_time_limits(&mail, t);
         for id in expired {

@@ -76,18 +76,18 @@ impl Ctld {
         let grace = grace(self.cfg.inactive_limit);
         let mut live = std::collections::HashMap::new();
         let mut gone = Vec::new();
-        for (id, j) in &self.jobs {
-            if !j.spec().interactive
-                || !matches!(j.state(), JobState::Running | JobState::Suspended)
-                || j.rt().terminating
-            {
+        for id in self.index.ids_in(&[JobState::Running, JobState::Suspended]) {
+            let Some(j) = self.jobs.get(&id) else {
+                continue;
+            };
+            if !j.spec().interactive || j.rt().terminating {
                 continue;
             }
-            let seen = self.alloc_seen.get(id).copied().unwrap_or(t);
+            let seen = self.alloc_seen.get(&id).copied().unwrap_or(t);
             if expired(seen, t, grace) {
-                gone.push(*id);
+                gone.push(id);
             } else {
-                live.insert(*id, seen);
+                live.insert(id, seen);
             }
         }
         self.alloc_seen = live;

@@ -26,6 +26,7 @@ mod daemon;
 pub mod deps;
 pub mod diag;
 pub mod dispatch;
+pub mod due;
 pub mod effect;
 pub mod end;
 pub mod fairshare;

@@ -498,3 +498,49 @@ fn gpu_oom_found_by_the_agent_is_logged_shown_and_cleared_on_requeue() {
     crate::job::reset_for_requeue(env.core.jobs.get_mut(&id).unwrap().rt_mut());
     assert!(env.core.jobs[&id].rt().system_comment.is_empty());
 }
+
+#[test]
+fn the_tick_wakes_the_scheduler_when_a_begin_time_passes() {
+    let mut env = TestEnv::new(TWO_NODES);
+    let mut spec = job(10);
+    spec.begin_time = T0 + 50;
+    let id = env.sbatch(spec);
+    env.advance(T0 + 1);
+    assert_eq!(env.reason(id), "BeginTime");
+    env.core.sched_needed = false;
+    env.core.tick(T0 + 49);
+    assert!(!env.core.sched_needed);
+    env.core.tick(T0 + 50);
+    assert!(env.core.sched_needed, "the begin time passed");
+    env.core.sched_needed = false;
+    env.core.tick(T0 + 51);
+    assert!(!env.core.sched_needed, "woken once");
+    env.advance(T0 + 51);
+    assert_eq!(env.launched(), vec![id]);
+}
+
+#[test]
+fn a_job_that_ran_again_is_purged_min_job_age_after_its_last_end() {
+    let mut env = TestEnv::new(&format!("MinJobAge=300\n{TWO_NODES}"));
+    let id = env.sbatch(job(10));
+    env.advance(T0 + 1);
+    env.launch_ok(id);
+    env.finish(id, 0);
+    assert!(env.state(id).is_final());
+    env.advance(T0 + 100);
+    env.control("requeue", id).unwrap();
+    assert_eq!(env.state(id), JobState::Pending);
+    // Its first end is 300 s old: it is pending again, not purged.
+    env.advance(T0 + 302);
+    assert!(!env.purged(id));
+    let started = env.launched().contains(&id);
+    assert!(started, "runs again after the requeue hold");
+    env.launch_ok(id);
+    env.finish(id, 0);
+    let end = env.core.jobs[&id].rt().end_time;
+    env.advance(end + 299);
+    assert!(!env.purged(id));
+    env.advance(end + 300);
+    assert!(env.purged(id));
+    assert_eq!(env.core.due.len(), (0, 0));
+}
