@@ -199,10 +199,18 @@ pub type Accounting = crate::acct::accounting_client::AccountingClient<Signed>;
 
 /// Client for the accounting daemon (droverdbd).
 pub fn accounting(addr: &str, cred: Credential) -> Result<Accounting, String> {
-    let ch = channel(addr, Duration::from_secs(5))?;
-    Ok(
-        crate::acct::accounting_client::AccountingClient::new(Signed::new(ch, cred))
-            .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(crate::MAX_MESSAGE_BYTES),
-    )
+    accounting_service(addr, cred).map(accounting_over)
+}
+
+/// The accounting daemon's connection itself, for calls made without the
+/// generated client (`crate::acctbatch`).
+pub fn accounting_service(addr: &str, cred: Credential) -> Result<Signed, String> {
+    Ok(Signed::new(channel(addr, Duration::from_secs(5))?, cred))
+}
+
+/// The generated client over an [`accounting_service`].
+pub fn accounting_over(svc: Signed) -> Accounting {
+    crate::acct::accounting_client::AccountingClient::new(svc)
+        .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(crate::MAX_MESSAGE_BYTES)
 }

@@ -17,6 +17,7 @@ mod generated {
 
 pub use generated::*;
 
+pub mod acctbatch;
 pub mod auth;
 pub mod authlog;
 pub mod authsock;

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use drover_proto::acct::{GetAssocsRequest, JobRecord, RecordJobsRequest, RegisterClusterRequest};
+use drover_proto::acct::{GetAssocsRequest, RegisterClusterRequest};
 use drover_proto::client::Accounting;
+use drover_proto::signing::Signed;
 use prost::Message;
 use tokio::sync::mpsc;
 
@@ -24,7 +25,7 @@ const PACE: Duration = Duration::from_millis(10);
 
 /// Deliver durable records in order; on failure keep them and retry with
 /// back-off, for as long as it takes.
-pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, mut client: Accounting) {
+pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, svc: Signed) {
     let mut ack = outbox::read_ack(&dir);
     outbox::drop_acked(&dir, ack);
     let mut ack_file: Option<outbox::AckFile> = None;
@@ -78,13 +79,23 @@ pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, mut client: Accounting) 
             let _ = tokio::time::timeout(Duration::from_secs(1), shared.notify.notified()).await;
             continue;
         }
-        let jobs: Vec<JobRecord> = recs
-            .iter()
-            .filter_map(|b| JobRecord::decode(&b[..]).ok())
+        // Sent as stored (`acctbatch`): not decoded and encoded again. A
+        // record that does not read as one would fail the whole batch at
+        // the daemon, for ever: it is left out, as before.
+        let total = recs.len();
+        let jobs: Vec<Vec<u8>> = recs
+            .into_iter()
+            .filter(|b| drover_proto::acctbatch::well_formed(b))
             .collect();
+        if jobs.len() < total {
+            tracing::warn!(
+                "accounting outbox: {} malformed job records left out",
+                total - jobs.len()
+            );
+        }
         let n = jobs.len();
         last_call = Some(tokio::time::Instant::now());
-        match client.record_jobs(RecordJobsRequest { jobs }).await {
+        match drover_proto::acctbatch::record_jobs_encoded(svc.clone(), jobs).await {
             Ok(_) => {
                 if let Some(t) = failing_since.take() {
                     tracing::info!(

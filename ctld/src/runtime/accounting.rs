@@ -91,8 +91,9 @@ impl Runtime {
         }
         let addr = self.core.cfg.dbd_addr();
         tracing::info!("accounting: droverdbd at {addr}, outbox {}", dir.display());
-        let client = drover_proto::client::accounting(&addr, cred)?;
-        tokio::spawn(sender::deliver(dir.clone(), shared, client.clone()));
+        let svc = drover_proto::client::accounting_service(&addr, cred)?;
+        let client = drover_proto::client::accounting_over(svc.clone());
+        tokio::spawn(sender::deliver(dir.clone(), shared, svc));
         tokio::spawn(sender::watch_assocs(
             client,
             cluster_info(&self.core.cfg),
