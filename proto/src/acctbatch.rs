@@ -9,29 +9,24 @@
 
 use bytes::{Buf, BufMut};
 use prost::encoding::{decode_key, encode_key, encode_varint, skip_field, DecodeContext, WireType};
-use prost::Message;
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
-use tonic::{GrpcMethod, Status};
+use tonic::codec::EncodeBuf;
+use tonic::Status;
 
 use crate::acct::RecordJobsResponse;
 use crate::signing::Signed;
+use crate::wirecodec::{unary, Prost, ToWire};
 
 /// `RecordJobs` with `records` (each an encoded `JobRecord`) as its jobs;
 /// the number the daemon stored.
 pub async fn record_jobs_encoded(svc: Signed, records: Vec<Vec<u8>>) -> Result<u32, Status> {
-    let mut grpc = tonic::client::Grpc::new(svc)
-        .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(crate::MAX_MESSAGE_BYTES);
-    grpc.ready()
-        .await
-        .map_err(|e| Status::unknown(format!("Service was not ready: {e}")))?;
-    let path = http::uri::PathAndQuery::from_static("/drover.acct.Accounting/RecordJobs");
-    let mut req = tonic::Request::new(records);
-    req.extensions_mut()
-        .insert(GrpcMethod::new("drover.acct.Accounting", "RecordJobs"));
-    grpc.unary(req, path, EncodedRecords)
-        .await
-        .map(|r| r.into_inner().stored)
+    let answer: Prost<RecordJobsResponse> = unary(
+        svc,
+        "drover.acct.Accounting",
+        "RecordJobs",
+        Records(records),
+    )
+    .await?;
+    Ok(answer.0.stored)
 }
 
 /// Does `b` read as a protobuf message: every field's key, length and
@@ -49,32 +44,14 @@ pub fn well_formed(mut b: &[u8]) -> bool {
     true
 }
 
-/// Writes the records as `RecordJobsRequest`'s field 1; reads the answer.
-#[derive(Debug, Clone, Copy, Default)]
-struct EncodedRecords;
+/// Encoded `JobRecord`s as `RecordJobsRequest`'s field 1.
+struct Records(Vec<Vec<u8>>);
 
-impl Codec for EncodedRecords {
-    type Encode = Vec<Vec<u8>>;
-    type Decode = RecordJobsResponse;
-    type Encoder = EncodedRecords;
-    type Decoder = EncodedRecords;
-
-    fn encoder(&mut self) -> EncodedRecords {
-        EncodedRecords
-    }
-    fn decoder(&mut self) -> EncodedRecords {
-        EncodedRecords
-    }
-}
-
-impl Encoder for EncodedRecords {
-    type Item = Vec<Vec<u8>>;
-    type Error = Status;
-
-    fn encode(&mut self, records: Vec<Vec<u8>>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+impl ToWire for Records {
+    fn to_wire(self, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
         // Key (1 byte) and length (at most 10) before each record.
-        dst.reserve(records.iter().map(|r| r.len() + 11).sum());
-        for r in &records {
+        dst.reserve(self.0.iter().map(|r| r.len() + 11).sum());
+        for r in &self.0 {
             encode_key(1, WireType::LengthDelimited, dst);
             encode_varint(r.len() as u64, dst);
             dst.put_slice(r);
@@ -83,21 +60,11 @@ impl Encoder for EncodedRecords {
     }
 }
 
-impl Decoder for EncodedRecords {
-    type Item = RecordJobsResponse;
-    type Error = Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<RecordJobsResponse>, Status> {
-        RecordJobsResponse::decode(src)
-            .map(Some)
-            .map_err(|e| Status::internal(e.to_string()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::acct::{JobRecord, RecordJobsRequest};
+    use prost::Message;
 
     #[test]
     fn the_request_is_the_bytes_prost_writes() {

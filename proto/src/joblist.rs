@@ -11,27 +11,15 @@
 use bytes::{Buf, Bytes};
 use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, WireType};
 use prost::{DecodeError, Message};
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
-use tonic::{GrpcMethod, Status};
+use tonic::Status;
 
 use crate::signing::Signed;
+use crate::wirecodec::{unary, Prost};
 use crate::{GetJobsRequest, JobInfo};
 
 /// `GetJobs`, its answer left encoded (read it with [`each_job`]).
 pub async fn get_jobs_encoded(svc: Signed, req: GetJobsRequest) -> Result<Bytes, Status> {
-    let mut grpc = tonic::client::Grpc::new(svc)
-        .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(crate::MAX_MESSAGE_BYTES);
-    grpc.ready()
-        .await
-        .map_err(|e| Status::unknown(format!("Service was not ready: {e}")))?;
-    let path = http::uri::PathAndQuery::from_static("/drover.Controller/GetJobs");
-    let mut req = tonic::Request::new(req);
-    req.extensions_mut()
-        .insert(GrpcMethod::new("drover.Controller", "GetJobs"));
-    grpc.unary(req, path, EncodedAnswer)
-        .await
-        .map(tonic::Response::into_inner)
+    unary(svc, "drover.Controller", "GetJobs", Prost(req)).await
 }
 
 /// Walk an encoded `GetJobsResponse`: `f` sees each job in turn, decoded
@@ -61,43 +49,6 @@ pub fn each_job(mut buf: &[u8], mut f: impl FnMut(&JobInfo)) -> Result<i64, Stri
         }
     }
     Ok(now)
-}
-
-/// Sends the request as prost encodes it; keeps the answer's bytes.
-#[derive(Debug, Clone, Copy, Default)]
-struct EncodedAnswer;
-
-impl Codec for EncodedAnswer {
-    type Encode = GetJobsRequest;
-    type Decode = Bytes;
-    type Encoder = EncodedAnswer;
-    type Decoder = EncodedAnswer;
-
-    fn encoder(&mut self) -> EncodedAnswer {
-        EncodedAnswer
-    }
-    fn decoder(&mut self) -> EncodedAnswer {
-        EncodedAnswer
-    }
-}
-
-impl Encoder for EncodedAnswer {
-    type Item = GetJobsRequest;
-    type Error = Status;
-
-    fn encode(&mut self, item: GetJobsRequest, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        item.encode(dst)
-            .map_err(|e| Status::internal(e.to_string()))
-    }
-}
-
-impl Decoder for EncodedAnswer {
-    type Item = Bytes;
-    type Error = Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
-        Ok(Some(src.copy_to_bytes(src.remaining())))
-    }
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ pub mod text;
 pub mod tls;
 pub mod tlsaccept;
 pub mod verify;
+pub mod wirecodec;
 
 /// Minutes value meaning UNLIMITED (Slurm's INFINITE).
 pub const INFINITE: u32 = u32::MAX;

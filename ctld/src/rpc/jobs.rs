@@ -5,7 +5,7 @@
 //! each string copied) for tonic to encode. [`Routed`] sits in front of the
 //! generated `Controller` service under the same name and answers
 //! `/drover.Controller/GetJobs` itself: the owner task writes the encoded
-//! answer in one pass over the jobs (`jobwire.rs`), and [`WireCodec`] puts
+//! answer in one pass over the jobs (`jobwire.rs`), and `WireCodec` puts
 //! those bytes on the wire as they are. Every other method goes to the
 //! generated service. Clients see the same `GetJobsResponse` bytes as
 //! before (the tests compare them).
@@ -19,10 +19,9 @@ use std::task::{Context, Poll};
 use tonic::codegen::{http, Service};
 
 use drover_proto::controller_server::ControllerServer;
+use drover_proto::wirecodec::{Prost, WireCodec};
 use drover_proto::GetJobsRequest;
-use prost::Message;
 use tonic::body::Body;
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::server::{Grpc, NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 
@@ -72,7 +71,8 @@ impl Service<http::Request<Body>> for Routed {
         let method = GetJobsWire(self.svc.clone());
         let max_request = self.max_request;
         Box::pin(async move {
-            let mut grpc = Grpc::new(WireCodec).apply_max_message_size_config(
+            let codec = WireCodec::<Vec<u8>, Prost<GetJobsRequest>>::default();
+            let mut grpc = Grpc::new(codec).apply_max_message_size_config(
                 Some(max_request),
                 Some(drover_proto::MAX_MESSAGE_BYTES),
             );
@@ -84,59 +84,19 @@ impl Service<http::Request<Body>> for Routed {
 /// The method itself: authenticate, then the owner encodes the answer.
 struct GetJobsWire(Arc<Svc>);
 
-impl UnaryService<GetJobsRequest> for GetJobsWire {
+impl UnaryService<Prost<GetJobsRequest>> for GetJobsWire {
     type Response = Vec<u8>;
     type Future = BoxFuture<Response<Vec<u8>>, Status>;
 
-    fn call(&mut self, req: Request<GetJobsRequest>) -> Self::Future {
+    fn call(&mut self, req: Request<Prost<GetJobsRequest>>) -> Self::Future {
         let svc = self.0.clone();
         Box::pin(async move {
             let who = svc.who(&req)?;
-            let req = req.into_inner();
+            let req = req.into_inner().0;
             svc.call(move |c, r| {
                 let _ = r.send(c.get_jobs_wire(&who, req));
             })
             .await
         })
-    }
-}
-
-/// Decodes the request as prost does; encodes the answer's bytes as given.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct WireCodec;
-
-impl Codec for WireCodec {
-    type Encode = Vec<u8>;
-    type Decode = GetJobsRequest;
-    type Encoder = WireCodec;
-    type Decoder = WireCodec;
-
-    fn encoder(&mut self) -> WireCodec {
-        WireCodec
-    }
-    fn decoder(&mut self) -> WireCodec {
-        WireCodec
-    }
-}
-
-impl Encoder for WireCodec {
-    type Item = Vec<u8>;
-    type Error = Status;
-
-    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        use prost::bytes::BufMut;
-        dst.put_slice(&item);
-        Ok(())
-    }
-}
-
-impl Decoder for WireCodec {
-    type Item = GetJobsRequest;
-    type Error = Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<GetJobsRequest>, Status> {
-        GetJobsRequest::decode(src)
-            .map(Some)
-            .map_err(|e| Status::internal(e.to_string()))
     }
 }
