@@ -487,7 +487,6 @@ pub(crate) fn parse_node_spec(
     Ok(s)
 }
 
-/// Pick the i-th of a per-node list (one value for all, or one per node).
 /// A per-node list (`NodeAddr=`, `NodeHostname=`, `Port=`): one value for
 /// every node or one per node name.
 fn per_node<'a, T>(

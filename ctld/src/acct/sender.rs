@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use drover_proto::acct::{GetAssocsRequest, RegisterClusterRequest};
+use drover_proto::acct::{GetAssocsRequest, JobRecord, RegisterClusterRequest};
 use drover_proto::client::Accounting;
 use drover_proto::signing::Signed;
 use prost::Message;
@@ -79,13 +79,18 @@ pub async fn deliver(dir: PathBuf, shared: Arc<Shared>, svc: Signed) {
             let _ = tokio::time::timeout(Duration::from_secs(1), shared.notify.notified()).await;
             continue;
         }
-        // Sent as stored (`acctbatch`): not decoded and encoded again. A
-        // record that does not read as one would fail the whole batch at
-        // the daemon, for ever: it is left out, as before.
+        // Sent as stored (`acctbatch`), not encoded again. Each is still
+        // read as the daemon will read it (into one reused record): one
+        // that does not decode would fail the whole batch there, for
+        // ever, so it is left out, as before.
         let total = recs.len();
+        let mut scratch = JobRecord::default();
         let jobs: Vec<Vec<u8>> = recs
             .into_iter()
-            .filter(|b| drover_proto::acctbatch::well_formed(b))
+            .filter(|b| {
+                scratch.clear();
+                scratch.merge(&b[..]).is_ok()
+            })
             .collect();
         if jobs.len() < total {
             tracing::warn!(
