@@ -210,6 +210,7 @@ impl Ctld {
         };
         self.index.update(id, self.jobs.get(&id).map(|j| &**j));
         let Some(job) = self.jobs.get(&id) else {
+            self.due.forget(id);
             self.corr_metas.remove(&id);
             self.sched.factors.remove(&id);
             self.sched.runs.remove(&id);

@@ -6,16 +6,20 @@
 //! project's VM).
 //!
 //! `Ctld::sync_queue`, which every logged change of a job calls, notes the
-//! job here. An entry is only a hint: the
-//! tick checks the job as it is when its entry comes up (a requeued job is
-//! no longer finished, a begin time may have moved: its new time has its
-//! own entry), so stale and repeated entries cost a look-up each, nothing
-//! more.
+//! job here. An entry is only a hint: the tick checks the job as it is when
+//! its entry comes up (a requeued job is no longer finished, a begin time
+//! may have moved: its new time has its own entry), so a stale entry costs
+//! a look-up, nothing more. A pending job is synced again at every change
+//! of its priority (the age factor grows), so its begin time is pushed
+//! only when it differs from the one noted; a finished job is synced again
+//! only by an operation on it (update, requeue), each of which is logged
+//! anyway.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use drover_proto::JobState;
+use rustc_hash::FxHashMap;
 
 use crate::job::Job;
 
@@ -27,6 +31,8 @@ pub struct Due {
     ended: Heap,
     /// (begin time, id) of pending jobs with a begin time.
     begins: Heap,
+    /// The begin time last pushed for each such job.
+    begin_noted: FxHashMap<u32, i64>,
 }
 
 /// Pop every entry at or before `until`, ids in time order.
@@ -46,11 +52,22 @@ impl Due {
     /// Note job `id` as it is now (after a logged change).
     pub fn note(&mut self, id: u32, job: &Job) {
         let state = job.state();
+        let begin = job.spec().begin_time;
+        if state == JobState::Pending && begin != 0 {
+            if self.begin_noted.insert(id, begin) != Some(begin) {
+                self.begins.push(Reverse((begin, id)));
+            }
+            return;
+        }
+        self.begin_noted.remove(&id);
         if state.is_final() {
             self.ended.push(Reverse((job.rt().end_time, id)));
-        } else if state == JobState::Pending && job.spec().begin_time != 0 {
-            self.begins.push(Reverse((job.spec().begin_time, id)));
         }
+    }
+
+    /// A job gone from the table (purged): nothing to remember of it.
+    pub fn forget(&mut self, id: u32) {
+        self.begin_noted.remove(&id);
     }
 
     /// Jobs noted as finished at or before `until`, taken off.
@@ -60,12 +77,15 @@ impl Due {
 
     /// Jobs noted as pending to begin at or before `t`, taken off.
     pub fn begun_by(&mut self, t: i64) -> Vec<u32> {
+        // Their noted times stay until they leave the pending state: a
+        // later sync of the same begin time pushes nothing again.
         pop_until(&mut self.begins, t)
     }
 
-    /// Entries held (finished, begin times), for tests.
-    pub fn len(&self) -> (usize, usize) {
-        (self.ended.len(), self.begins.len())
+    /// Entries held (finished, begin times, begin times noted).
+    #[cfg(test)]
+    pub fn len(&self) -> (usize, usize, usize) {
+        (self.ended.len(), self.begins.len(), self.begin_noted.len())
     }
 }
 

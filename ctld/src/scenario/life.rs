@@ -507,6 +507,11 @@ fn the_tick_wakes_the_scheduler_when_a_begin_time_passes() {
     let id = env.sbatch(spec);
     env.advance(T0 + 1);
     assert_eq!(env.reason(id), "BeginTime");
+    // Synced again and again (its priority changes as it ages): one entry.
+    for _ in 0..10 {
+        env.core.sync_queue(id);
+    }
+    assert_eq!(env.core.due.len(), (0, 1, 1));
     env.core.sched_needed = false;
     env.core.tick(T0 + 49);
     assert!(!env.core.sched_needed);
@@ -517,6 +522,7 @@ fn the_tick_wakes_the_scheduler_when_a_begin_time_passes() {
     assert!(!env.core.sched_needed, "woken once");
     env.advance(T0 + 51);
     assert_eq!(env.launched(), vec![id]);
+    assert_eq!(env.core.due.len(), (0, 0, 0), "running: nothing noted");
 }
 
 #[test]
@@ -542,5 +548,5 @@ fn a_job_that_ran_again_is_purged_min_job_age_after_its_last_end() {
     assert!(!env.purged(id));
     env.advance(end + 300);
     assert!(env.purged(id));
-    assert_eq!(env.core.due.len(), (0, 0));
+    assert_eq!(env.core.due.len(), (0, 0, 0));
 }
