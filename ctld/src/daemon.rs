@@ -287,7 +287,17 @@ async fn serve(
         }),
     );
     if let Some((local_path, l)) = local_listener {
-        match drover_proto::localsock::incoming(l) {
+        // Local calls (no HTTP/2) go through the same layers and services.
+        let calls = tower::Layer::layer(
+            &auth,
+            tower::Layer::layer(
+                &drover_proto::standby::StandbyLayer {
+                    active: ha.active.clone(),
+                },
+                tonic::service::Routes::new(svc.clone()).add_service(sched.clone()),
+            ),
+        );
+        match drover_proto::localsock::incoming(l, calls) {
             Ok(local) => {
                 let served = serve_on(
                     local,

@@ -65,7 +65,8 @@ pub fn channel(addr: &str, connect_timeout: Duration) -> Result<Channel, String>
 /// `SlurmctldHost` order), each call going to the active one; a failover
 /// in progress is waited for up to `patience`.
 pub fn targets(addrs: &str, patience: Duration) -> Result<Targets, String> {
-    Ok(Targets::new(channels(addrs)?, patience))
+    let links = channels(addrs)?.into_iter().map(crate::link::Link::Channel);
+    Ok(Targets::new(links.collect(), patience))
 }
 
 fn channels(addrs: &str) -> Result<Vec<Channel>, String> {
@@ -118,13 +119,13 @@ pub fn targets_via(
     let Some((path, first)) = local else {
         return targets_for(cfg);
     };
-    let chan = crate::localsock::channel(&path, first);
+    let local = crate::localcall::LocalCalls::new(path, first);
     let others = if cfg.slurmctld_host.len() > 1 {
         channels(&cfg.controller_addrs())?
     } else {
         Vec::new()
     };
-    Ok(Targets::local_first(chan, others, patience(cfg)))
+    Ok(Targets::local_first(local, others, patience(cfg)))
 }
 
 /// The controllers of a configuration ([`targets_for`]).

@@ -27,6 +27,8 @@ pub mod joblist;
 pub mod jobmask;
 pub mod jobstamp;
 pub mod jwt;
+pub mod link;
+pub mod localcall;
 pub mod localsock;
 pub mod logging;
 pub mod metrics;

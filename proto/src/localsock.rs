@@ -13,9 +13,9 @@
 //! connection's own info in every request; a client cannot add it).
 
 use std::os::unix::fs::FileTypeExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -24,9 +24,10 @@ use tokio::net::UnixStream;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::Connected;
-use tonic::transport::{Channel, Endpoint};
 
 use crate::auth::{hostname, peer_groups, Identity};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Local connections open at once at most; one more is closed as soon as
 /// it is accepted (a warning a minute says so).
@@ -37,9 +38,11 @@ pub const MAX_CONNECTIONS: usize = 1024;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LocalPeer(pub Identity);
 
-/// An accepted local connection and its peer.
+/// An accepted local connection that speaks HTTP/2, and its peer.
 pub struct LocalConn {
     stream: UnixStream,
+    /// What was read to tell HTTP/2 from a local call, given back first.
+    sniffed: Vec<u8>,
     peer: LocalPeer,
     _slot: OwnedSemaphorePermit,
 }
@@ -57,6 +60,12 @@ impl AsyncRead for LocalConn {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
+        if !self.sniffed.is_empty() {
+            let n = self.sniffed.len().min(buf.remaining());
+            buf.put_slice(&self.sniffed[..n]);
+            self.sniffed.drain(..n);
+            return Poll::Ready(Ok(()));
+        }
         Pin::new(&mut self.stream).poll_read(cx, buf)
     }
 }
@@ -132,11 +141,24 @@ fn peer_of(stream: &UnixStream, host: &str) -> Option<LocalPeer> {
     }))
 }
 
-/// The connections accepted on `listener`, each with its peer, for
+/// How long a new connection may take to send its first bytes.
+const FIRST_BYTES_WITHIN: Duration = Duration::from_secs(10);
+
+/// The connections accepted on `listener`: a local call
+/// ([`crate::localcall`]) is served here with `calls`; an HTTP/2
+/// connection is handed on, with its peer, for
 /// `Server::serve_with_incoming`. Must be called inside the runtime.
-pub fn incoming(
+pub fn incoming<S>(
     listener: std::os::unix::net::UnixListener,
-) -> std::io::Result<ReceiverStream<Result<LocalConn, std::io::Error>>> {
+    calls: S,
+) -> std::io::Result<ReceiverStream<Result<LocalConn, std::io::Error>>>
+where
+    S: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<tonic::body::Body>, Error = BoxError>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
     let listener = tokio::net::UnixListener::from_std(listener)?;
     let host = hostname();
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
@@ -170,75 +192,51 @@ pub fn incoming(
                 tracing::warn!("local socket: no peer credentials, connection closed");
                 continue;
             };
-            if tx
-                .send(Ok(LocalConn {
-                    stream,
-                    peer,
-                    _slot: slot,
-                }))
-                .await
-                .is_err()
-            {
-                return;
-            }
+            tokio::spawn(sort(stream, peer, slot, calls.clone(), tx.clone()));
         }
     });
     Ok(ReceiverStream::new(rx))
+}
+
+/// Read a new connection's first bytes: a local call is served here, an
+/// HTTP/2 connection goes to `http2`.
+async fn sort<S>(
+    mut stream: UnixStream,
+    peer: LocalPeer,
+    slot: OwnedSemaphorePermit,
+    calls: S,
+    http2: mpsc::Sender<Result<LocalConn, std::io::Error>>,
+) where
+    S: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<tonic::body::Body>, Error = BoxError>
+        + Send,
+    S::Future: Send,
+{
+    use tokio::io::AsyncReadExt;
+    let mut first = vec![0u8; crate::localcall::wire::MAGIC.len()];
+    match tokio::time::timeout(FIRST_BYTES_WITHIN, stream.read_exact(&mut first)).await {
+        Ok(Ok(_)) => {}
+        // Closed, or silent: nothing to serve.
+        _ => return,
+    }
+    if first == crate::localcall::wire::MAGIC {
+        crate::localcall::server::serve(stream, peer, calls).await;
+        drop(slot);
+        return;
+    }
+    let _ = http2
+        .send(Ok(LocalConn {
+            stream,
+            sniffed: first,
+            peer,
+            _slot: slot,
+        }))
+        .await;
 }
 
 /// A connection to the controller's local socket at `path`, when one
 /// answers there (None: no socket, or no controller behind it).
 pub fn connect(path: &Path) -> Option<std::os::unix::net::UnixStream> {
     std::os::unix::net::UnixStream::connect(path).ok()
-}
-
-/// Makes the channel's connections: the one [`connect`] made first, then
-/// fresh ones (after the controller closed it).
-#[derive(Clone)]
-struct Connector {
-    path: Arc<PathBuf>,
-    first: Arc<Mutex<Option<std::os::unix::net::UnixStream>>>,
-}
-
-impl tower::Service<http::Uri> for Connector {
-    type Response = hyper_util::rt::TokioIo<UnixStream>;
-    type Error = std::io::Error;
-    type Future =
-        Pin<Box<dyn std::future::Future<Output = Result<Self::Response, std::io::Error>> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), std::io::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _: http::Uri) -> Self::Future {
-        let first = self.first.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let path = self.path.clone();
-        Box::pin(async move {
-            let s = match first {
-                Some(s) => {
-                    s.set_nonblocking(true)?;
-                    UnixStream::from_std(s)?
-                }
-                None => UnixStream::connect(&*path).await?,
-            };
-            Ok(hyper_util::rt::TokioIo::new(s))
-        })
-    }
-}
-
-/// A channel over the local socket at `path`, starting with `first` (a
-/// connection [`connect`] made).
-pub fn channel(path: &Path, first: std::os::unix::net::UnixStream) -> Channel {
-    let connector = Connector {
-        path: Arc::new(path.to_path_buf()),
-        first: Arc::new(Mutex::new(Some(first))),
-    };
-    Endpoint::from_static("http://localhost")
-        // Big answers (a 100,000-job queue) should not crawl through 64 KiB
-        // flow-control windows.
-        .initial_stream_window_size(Some(8 * 1024 * 1024))
-        .initial_connection_window_size(Some(16 * 1024 * 1024))
-        .connect_with_connector_lazy(connector)
 }
 
 #[cfg(test)]

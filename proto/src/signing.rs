@@ -23,8 +23,11 @@ use http_body_util::{BodyExt, Full};
 use tonic::body::Body;
 use tonic::transport::Channel;
 
+use crate::link::Link;
+
 use crate::auth::{Binding, ClusterKey, BEFORE_START, METADATA_KEY};
 use crate::authsock::AuthConn;
+use crate::localcall::LocalCalls;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -99,7 +102,7 @@ impl Credential {
 /// says who the caller is).
 #[derive(Clone)]
 pub struct Targets {
-    chans: Arc<Vec<Channel>>,
+    chans: Arc<Vec<Link>>,
     /// `chans[0]` is the controller's local socket.
     local: bool,
     preferred: Arc<AtomicUsize>,
@@ -107,7 +110,7 @@ pub struct Targets {
 }
 
 impl Targets {
-    pub fn new(chans: Vec<Channel>, patience: Duration) -> Targets {
+    pub fn new(chans: Vec<Link>, patience: Duration) -> Targets {
         Targets {
             chans: Arc::new(chans),
             local: false,
@@ -119,9 +122,9 @@ impl Targets {
     /// `local` (a channel over the controller's local socket) first, then
     /// `others` (the controllers over TCP: a backup, when the local one is
     /// in standby).
-    pub fn local_first(local: Channel, others: Vec<Channel>, patience: Duration) -> Targets {
-        let mut chans = vec![local];
-        chans.extend(others);
+    pub fn local_first(local: LocalCalls, others: Vec<Channel>, patience: Duration) -> Targets {
+        let mut chans = vec![Link::Local(local)];
+        chans.extend(others.into_iter().map(Link::Channel));
         Targets {
             local: true,
             ..Targets::new(chans, patience)
@@ -136,7 +139,7 @@ impl Targets {
 
 impl From<Channel> for Targets {
     fn from(ch: Channel) -> Targets {
-        Targets::new(vec![ch], Duration::ZERO)
+        Targets::new(vec![Link::Channel(ch)], Duration::ZERO)
     }
 }
 
@@ -144,7 +147,7 @@ impl From<Channel> for Targets {
 #[derive(Clone)]
 pub struct Signed {
     targets: Targets,
-    inner: Channel,
+    inner: Link,
     cred: Credential,
 }
 
@@ -174,7 +177,7 @@ impl tower::Service<http::Request<Body>> for Signed {
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        tower::Service::poll_ready(&mut self.inner, cx).map_err(Into::into)
+        tower::Service::poll_ready(&mut self.inner, cx)
     }
 
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
@@ -245,7 +248,7 @@ fn rate_limited(resp: &http::Response<Body>) -> bool {
 /// a pause one second longer each time (Slurm's
 /// `slurm_send_recv_controller_msg`).
 async fn send(
-    inner: &mut Channel,
+    inner: &mut Link,
     cred: Option<&Credential>,
     bind: &Binding,
     bytes: &Bytes,
@@ -265,7 +268,7 @@ async fn send(
 
 /// Send to one daemon, again with a fresh credential if it restarted.
 async fn send_once(
-    inner: &mut Channel,
+    inner: &mut Link,
     cred: Option<&Credential>,
     bind: &Binding,
     bytes: &Bytes,
@@ -288,7 +291,7 @@ const RECOVERY_PATIENCE: Duration = Duration::from_secs(30);
 /// active yet (recovering its state after a restart), for up to
 /// [`RECOVERY_PATIENCE`].
 async fn recovering(
-    inner: &mut Channel,
+    inner: &mut Link,
     cred: Option<&Credential>,
     bind: &Binding,
     bytes: &Bytes,
@@ -348,7 +351,7 @@ async fn failover(
 /// Sign (unless on the local socket: `cred` None) and send one copy of
 /// the request.
 async fn attempt(
-    inner: &mut Channel,
+    inner: &mut Link,
     cred: Option<&Credential>,
     bind: &Binding,
     bytes: &Bytes,

@@ -101,10 +101,106 @@ fn a_local_socket_turned_off_is_not_served() {
     );
 }
 
-/// A gRPC channel over the Unix socket at `path`.
-fn local_channel(path: &Path) -> tonic::transport::Channel {
+/// Local calls on the Unix socket at `path` (as the commands make them).
+fn local_channel(path: &Path) -> drover_proto::localcall::LocalCalls {
     let first = drover_proto::localsock::connect(path).expect("the local socket answers");
-    drover_proto::localsock::channel(path, first)
+    drover_proto::localcall::LocalCalls::new(path.to_path_buf(), first)
+}
+
+/// Read what the controller sends on `s` until it closes the connection
+/// (a read timeout fails the test instead of hanging it).
+fn read_to_close(mut s: std::os::unix::net::UnixStream) -> Vec<u8> {
+    use std::io::Read;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut got = Vec::new();
+    match s.read_to_end(&mut got) {
+        // Closed with bytes of ours unread: the same to the caller.
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => got,
+        r => {
+            r.expect("closed, not timed out");
+            got
+        }
+    }
+}
+
+#[test]
+fn broken_local_calls_are_closed_and_the_socket_serves_on() {
+    use std::io::Write;
+    let c = Cluster::start(Spec::default());
+    let sock = c.path().join("ctld.sock");
+    let frame = |kind: u8, payload: &[u8]| {
+        let mut f = vec![kind];
+        f.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        f.extend_from_slice(payload);
+        f
+    };
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("an unknown frame kind", [&b"DLC1"[..], &frame(9, b"")].concat()),
+        (
+            "a head claiming 4 GiB",
+            [&b"DLC1"[..], &[1, 255, 255, 255, 255][..]].concat(),
+        ),
+        ("a head that does not parse", [&b"DLC1"[..], &frame(1, b"\xff\xff")].concat()),
+        ("data before the head", [&b"DLC1"[..], &frame(2, b"x")].concat()),
+        ("neither a local call nor HTTP/2", b"GET / HTTP/1.1\r\n\r\n".to_vec()),
+    ];
+    for (what, bytes) in cases {
+        let mut s = drover_proto::localsock::connect(&sock).unwrap();
+        s.write_all(&bytes).unwrap();
+        let got = read_to_close(s);
+        // A broken local call is closed unanswered; the HTTP/2 server
+        // may say why before it closes.
+        assert!(
+            got.is_empty() || what.contains("HTTP/2"),
+            "{what}: answered {got:?}"
+        );
+    }
+    // A call whose caller goes before sending its body is dropped.
+    let mut s = drover_proto::localsock::connect(&sock).unwrap();
+    let mut head = Vec::new();
+    let path = b"/drover.Controller/Ping";
+    head.extend_from_slice(&(path.len() as u16).to_le_bytes());
+    head.extend_from_slice(path);
+    head.extend_from_slice(&0u16.to_le_bytes());
+    s.write_all(&[&b"DLC1"[..], &frame(1, &head)].concat()).unwrap();
+    drop(s);
+    // And the socket still serves, local calls and commands alike.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut cl = ControllerClient::new(local_channel(&sock));
+        cl.ping(PingRequest {}).await.expect("a local call passes");
+    });
+    let o = c.run("squeue", &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn the_local_socket_still_speaks_http2() {
+    let c = Cluster::start(Spec::default());
+    let sock = c.path().join("ctld.sock");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        // A plain gRPC client over the Unix socket (as grpcurl -unix is).
+        let chan = tonic::transport::Endpoint::from_static("http://localhost")
+            .connect_with_connector(tower::service_fn(move |_: http::Uri| {
+                let sock = sock.clone();
+                async move {
+                    let s = tokio::net::UnixStream::connect(sock).await?;
+                    Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(s))
+                }
+            }))
+            .await
+            .expect("an HTTP/2 connection");
+        let mut cl = ControllerClient::new(chan);
+        cl.ping(PingRequest {}).await.expect("a call over HTTP/2 passes");
+    });
 }
 
 #[test]

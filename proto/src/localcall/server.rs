@@ -1,0 +1,219 @@
+//! The server side of local calls: one call per connection, handed to the
+//! same tower stack (authentication, standby, services) as the
+//! controller's HTTP/2 connections, with the connection's [`LocalPeer`]
+//! in the request's extensions as tonic puts it there. A caller that
+//! closes the connection before the answer is complete cancels the call,
+//! as an HTTP/2 stream reset does.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body as _, Frame};
+use http_body_util::StreamBody;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::unix::OwnedReadHalf;
+use tokio::net::UnixStream;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::body::Body;
+
+use super::wire::{self, Kind};
+use crate::localsock::LocalPeer;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Serve the call on `stream` (its [`wire::MAGIC`] already read) with
+/// `svc`. What goes wrong is the caller's to see (a closed connection) and
+/// logged at debug level.
+pub async fn serve<S>(stream: UnixStream, peer: LocalPeer, svc: S)
+where
+    S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = BoxError>
+        + Send,
+    S::Future: Send,
+{
+    if let Err(e) = serve_call(stream, peer, svc).await {
+        tracing::debug!("local call: {e}");
+    }
+}
+
+async fn serve_call<S>(stream: UnixStream, peer: LocalPeer, mut svc: S) -> Result<(), String>
+where
+    S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = BoxError>,
+{
+    let (rd, mut wr) = stream.into_split();
+    let mut rd = BufReader::new(rd);
+    let (path, headers) = match wire::read_frame(&mut rd).await {
+        Ok(Some((Kind::Head, p))) => wire::parse_request_head(&p)?,
+        Ok(Some((k, _))) => return Err(format!("a {k:?} frame before the head")),
+        Ok(None) => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let deadline = headers
+        .get("grpc-timeout")
+        .and_then(|v| v.to_str().ok())
+        .and_then(grpc_timeout);
+    let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, BoxError>>(8);
+    let mut req = http::Request::new(Body::new(StreamBody::new(ReceiverStream::new(rx))));
+    *req.method_mut() = http::Method::POST;
+    *req.version_mut() = http::Version::HTTP_2;
+    *req.uri_mut() = http::Uri::try_from(path.as_str()).map_err(|e| format!("path {path:?}: {e}"))?;
+    *req.headers_mut() = headers;
+    req.extensions_mut().insert(peer);
+
+    // The request's body as it comes, then a wait for the caller to hang
+    // up: polled alongside the call, in this task.
+    let reading = read_rest(rd, tx);
+    tokio::pin!(reading);
+    let answered = async {
+        std::future::poll_fn(|cx| svc.poll_ready(cx)).await?;
+        svc.call(req).await
+    };
+    let resp = tokio::select! {
+        r = with_deadline(deadline, answered) => r,
+        _ = &mut reading => return Ok(()),
+    };
+    let resp = resp.unwrap_or_else(|e| tonic::Status::from_error(e).into_http());
+    let (parts, mut body) = resp.into_parts();
+    let mut out = Vec::with_capacity(512);
+    wire::put_frame(
+        &mut out,
+        Kind::Head,
+        &wire::response_head(parts.status, &parts.headers),
+    );
+    loop {
+        // What is ready now goes in the same write (a unary answer: head,
+        // message and trailers at once).
+        let frame = match poll_now(&mut body) {
+            Some(f) => f,
+            None => {
+                write(&mut wr, &mut out).await?;
+                tokio::select! {
+                    f = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)) => f,
+                    _ = &mut reading => return Ok(()),
+                }
+            }
+        };
+        match frame {
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => wire::put_data(&mut out, &data),
+                Err(frame) => {
+                    if let Ok(t) = frame.into_trailers() {
+                        wire::put_frame(&mut out, Kind::Trailers, &wire::trailers(&t));
+                        return write(&mut wr, &mut out).await;
+                    }
+                }
+            },
+            Some(Err(status)) => {
+                // As tonic's HTTP/2 server: the status in trailers.
+                let mut t = http::HeaderMap::new();
+                let _ = status.add_header(&mut t);
+                wire::put_frame(&mut out, Kind::Trailers, &wire::trailers(&t));
+                return write(&mut wr, &mut out).await;
+            }
+            None => {
+                wire::put_frame(&mut out, Kind::End, &[]);
+                return write(&mut wr, &mut out).await;
+            }
+        }
+    }
+}
+
+async fn write(wr: &mut tokio::net::unix::OwnedWriteHalf, out: &mut Vec<u8>) -> Result<(), String> {
+    if out.is_empty() {
+        return Ok(());
+    }
+    wr.write_all(out)
+        .await
+        .map_err(|e| format!("the caller went: {e}"))?;
+    out.clear();
+    Ok(())
+}
+
+/// The body's next frame if it is ready now.
+fn poll_now(body: &mut Body) -> Option<Option<Result<Frame<Bytes>, tonic::Status>>> {
+    let mut cx = Context::from_waker(Waker::noop());
+    match Pin::new(body).poll_frame(&mut cx) {
+        Poll::Ready(f) => Some(f),
+        Poll::Pending => None,
+    }
+}
+
+/// The request body's frames into `tx` until its end frame, then wait
+/// for the connection's end: returns when the caller hung up (or broke
+/// the protocol, the same to the call).
+async fn read_rest(mut rd: BufReader<OwnedReadHalf>, tx: mpsc::Sender<Result<Frame<Bytes>, BoxError>>) {
+    let mut tx = Some(tx);
+    loop {
+        let frame = wire::read_frame(&mut rd).await;
+        match (frame, &tx) {
+            (Ok(Some((Kind::Data, p))), Some(t)) => {
+                // A call that stopped reading its body still waits here
+                // for the caller's end; the body's receiver gone, nothing is kept.
+                if t.send(Ok(Frame::data(p))).await.is_err() {
+                    tx = None;
+                }
+            }
+            (Ok(Some((Kind::End, _))), Some(_)) => tx = None,
+            // Anything after the end, or a frame that has no place in a
+            // request: as good as gone.
+            (Ok(Some(_)), _) | (Ok(None), _) | (Err(_), _) => {
+                if let Some(t) = tx.take() {
+                    let _ = t.send(Err("local call: the caller went mid-request".into())).await;
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// A call under the caller's `grpc-timeout`, answered as tonic's own
+/// timeout does when it passes.
+async fn with_deadline<F>(deadline: Option<Duration>, call: F) -> Result<http::Response<Body>, BoxError>
+where
+    F: Future<Output = Result<http::Response<Body>, BoxError>>,
+{
+    match deadline {
+        None => call.await,
+        Some(d) => match tokio::time::timeout(d, call).await {
+            Ok(r) => r,
+            Err(_) => Ok(tonic::Status::cancelled("Timeout expired").into_http()),
+        },
+    }
+}
+
+/// gRPC's `grpc-timeout` header: at most 8 digits and a unit.
+fn grpc_timeout(v: &str) -> Option<Duration> {
+    if v.len() < 2 || v.len() > 9 {
+        return None;
+    }
+    let (n, unit) = v.split_at(v.len() - 1);
+    let n: u64 = n.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n.checked_mul(3600)?),
+        "M" => Duration::from_secs(n.checked_mul(60)?),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_timeouts_read_as_grpc_writes_them() {
+        assert_eq!(grpc_timeout("5S"), Some(Duration::from_secs(5)));
+        assert_eq!(grpc_timeout("250m"), Some(Duration::from_millis(250)));
+        assert_eq!(grpc_timeout("2H"), Some(Duration::from_secs(7200)));
+        assert_eq!(grpc_timeout("7u"), Some(Duration::from_micros(7)));
+        for bad in ["", "S", "5", "5x", "123456789S", "-1S"] {
+            assert_eq!(grpc_timeout(bad), None, "{bad}");
+        }
+    }
+}
