@@ -25,6 +25,10 @@ use crate::localsock::LocalPeer;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// A body chunk this long is written as it is, not copied into the
+/// pending write.
+const BIG: usize = 64 * 1024;
+
 /// Serve the call on `stream` (its [`wire::MAGIC`] already read) with
 /// `svc`. What goes wrong is the caller's to see (a closed connection) and
 /// logged at debug level.
@@ -98,6 +102,17 @@ where
         };
         match frame {
             Some(Ok(frame)) => match frame.into_data() {
+                // A large chunk (a long queue's listing) is written from
+                // where it is, not copied behind the frames before it.
+                Ok(data) if data.len() >= BIG => {
+                    for part in data.chunks(wire::MAX_DATA_BYTES) {
+                        wire::put_frame_header(&mut out, Kind::Data, part.len());
+                        write(&mut wr, &mut out).await?;
+                        wr.write_all(part)
+                            .await
+                            .map_err(|e| format!("the caller went: {e}"))?;
+                    }
+                }
                 Ok(data) => wire::put_data(&mut out, &data),
                 Err(frame) => {
                     if let Ok(t) = frame.into_trailers() {

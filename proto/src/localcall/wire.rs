@@ -56,9 +56,14 @@ impl Kind {
 
 /// Append one frame.
 pub fn put_frame(out: &mut Vec<u8>, kind: Kind, payload: &[u8]) {
-    out.push(kind as u8);
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    put_frame_header(out, kind, payload.len());
     out.extend_from_slice(payload);
+}
+
+/// Append a frame's kind and length (its payload to follow).
+pub fn put_frame_header(out: &mut Vec<u8>, kind: Kind, len: usize) {
+    out.push(kind as u8);
+    out.extend_from_slice(&(len as u32).to_le_bytes());
 }
 
 /// Append a body chunk as data frames of at most [`MAX_DATA_BYTES`].
@@ -187,8 +192,15 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> std::io::Result<Opti
             kind.limit()
         )));
     }
-    let mut payload = BytesMut::zeroed(len);
-    r.read_exact(&mut payload).await?;
+    // Read into spare capacity: a large answer's megabytes are not zeroed
+    // first.
+    let mut payload = BytesMut::with_capacity(len);
+    while payload.len() < len {
+        let want = (len - payload.len()) as u64;
+        if (&mut *r).take(want).read_buf(&mut payload).await? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+    }
     Ok(Some((kind, payload.freeze())))
 }
 
