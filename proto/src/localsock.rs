@@ -153,8 +153,11 @@ pub fn incoming<S>(
     calls: S,
 ) -> std::io::Result<ReceiverStream<Result<LocalConn, std::io::Error>>>
 where
-    S: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<tonic::body::Body>, Error = BoxError>
-        + Clone
+    S: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = BoxError,
+        > + Clone
         + Send
         + 'static,
     S::Future: Send,
@@ -207,8 +210,11 @@ async fn sort<S>(
     calls: S,
     http2: mpsc::Sender<Result<LocalConn, std::io::Error>>,
 ) where
-    S: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<tonic::body::Body>, Error = BoxError>
-        + Send,
+    S: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = BoxError,
+        > + Send,
     S::Future: Send,
 {
     use tokio::io::AsyncReadExt;

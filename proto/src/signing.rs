@@ -208,7 +208,7 @@ impl tower::Service<http::Request<Body>> for Signed {
                 }
                 let req = http::Request::from_parts(parts, body);
                 std::future::poll_fn(|cx| tower::Service::poll_ready(&mut inner, cx)).await?;
-                return Ok(tower::Service::call(&mut inner, req).await?);
+                return tower::Service::call(&mut inner, req).await;
             }
             let bytes: Bytes = body.collect().await?.to_bytes();
             if targets.chans.len() == 1 {
@@ -368,7 +368,7 @@ async fn attempt(
     }
     let req = http::Request::from_parts(parts, Body::new(Full::new(bytes.clone())));
     std::future::poll_fn(|cx| tower::Service::poll_ready(inner, cx)).await?;
-    Ok(tower::Service::call(inner, req).await?)
+    tower::Service::call(inner, req).await
 }
 
 #[cfg(test)]

@@ -57,9 +57,9 @@ impl tower::Service<http::Request<Body>> for LocalCalls {
                     s.set_nonblocking(true)?;
                     UnixStream::from_std(s)?
                 }
-                None => UnixStream::connect(&*path).await.map_err(|e| {
-                    format!("cannot connect to {}: {e}", path.display())
-                })?,
+                None => UnixStream::connect(&*path)
+                    .await
+                    .map_err(|e| format!("cannot connect to {}: {e}", path.display()))?,
             };
             call(stream, req).await
         })
@@ -87,7 +87,10 @@ fn take_ready(body: &mut Body, out: &mut Vec<u8>) -> Result<bool, BoxError> {
     }
 }
 
-async fn call(stream: UnixStream, req: http::Request<Body>) -> Result<http::Response<Body>, BoxError> {
+async fn call(
+    stream: UnixStream,
+    req: http::Request<Body>,
+) -> Result<http::Response<Body>, BoxError> {
     let (parts, mut body) = req.into_parts();
     let mut out = Vec::with_capacity(512);
     out.extend_from_slice(wire::MAGIC);
@@ -107,8 +110,12 @@ async fn call(stream: UnixStream, req: http::Request<Body>) -> Result<http::Resp
     let mut rd = BufReader::new(rd);
     let (status, headers) = match wire::read_frame(&mut rd).await? {
         Some((Kind::Head, p)) => wire::parse_response_head(&p)?,
-        Some((k, _)) => return Err(format!("local call: a {k:?} frame before the answer's head").into()),
-        None => return Err("local call: the controller closed the connection before answering".into()),
+        Some((k, _)) => {
+            return Err(format!("local call: a {k:?} frame before the answer's head").into())
+        }
+        None => {
+            return Err("local call: the controller closed the connection before answering".into())
+        }
     };
     let mut resp = http::Response::new(Body::new(Answer {
         next: Some(Box::pin(next_frame(rd))),

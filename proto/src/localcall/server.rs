@@ -63,7 +63,8 @@ where
     let mut req = http::Request::new(Body::new(StreamBody::new(ReceiverStream::new(rx))));
     *req.method_mut() = http::Method::POST;
     *req.version_mut() = http::Version::HTTP_2;
-    *req.uri_mut() = http::Uri::try_from(path.as_str()).map_err(|e| format!("path {path:?}: {e}"))?;
+    *req.uri_mut() =
+        http::Uri::try_from(path.as_str()).map_err(|e| format!("path {path:?}: {e}"))?;
     *req.headers_mut() = headers;
     req.extensions_mut().insert(peer);
 
@@ -159,7 +160,10 @@ fn poll_now(body: &mut Body) -> Option<Option<Result<Frame<Bytes>, tonic::Status
 /// The request body's frames into `tx` until its end frame, then wait
 /// for the connection's end: returns when the caller hung up (or broke
 /// the protocol, the same to the call).
-async fn read_rest(mut rd: BufReader<OwnedReadHalf>, tx: mpsc::Sender<Result<Frame<Bytes>, BoxError>>) {
+async fn read_rest(
+    mut rd: BufReader<OwnedReadHalf>,
+    tx: mpsc::Sender<Result<Frame<Bytes>, BoxError>>,
+) {
     let mut tx = Some(tx);
     loop {
         let frame = wire::read_frame(&mut rd).await;
@@ -176,7 +180,9 @@ async fn read_rest(mut rd: BufReader<OwnedReadHalf>, tx: mpsc::Sender<Result<Fra
             // request: as good as gone.
             (Ok(Some(_)), _) | (Ok(None), _) | (Err(_), _) => {
                 if let Some(t) = tx.take() {
-                    let _ = t.send(Err("local call: the caller went mid-request".into())).await;
+                    let _ = t
+                        .send(Err("local call: the caller went mid-request".into()))
+                        .await;
                 }
                 return;
             }
@@ -186,7 +192,10 @@ async fn read_rest(mut rd: BufReader<OwnedReadHalf>, tx: mpsc::Sender<Result<Fra
 
 /// A call under the caller's `grpc-timeout`, answered as tonic's own
 /// timeout does when it passes.
-async fn with_deadline<F>(deadline: Option<Duration>, call: F) -> Result<http::Response<Body>, BoxError>
+async fn with_deadline<F>(
+    deadline: Option<Duration>,
+    call: F,
+) -> Result<http::Response<Body>, BoxError>
 where
     F: Future<Output = Result<http::Response<Body>, BoxError>>,
 {

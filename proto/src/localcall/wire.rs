@@ -164,8 +164,8 @@ pub fn parse_request_head(b: &[u8]) -> Result<(String, HeaderMap), String> {
 /// A response head's status and headers.
 pub fn parse_response_head(b: &[u8]) -> Result<(http::StatusCode, HeaderMap), String> {
     let mut f = Fields(b);
-    let status = http::StatusCode::from_u16(f.u16()?)
-        .map_err(|_| "a status that is not one".to_string())?;
+    let status =
+        http::StatusCode::from_u16(f.u16()?).map_err(|_| "a status that is not one".to_string())?;
     Ok((status, f.headers()?))
 }
 
@@ -209,7 +209,9 @@ mod tests {
     use super::*;
 
     fn rt() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread().build().unwrap()
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
     }
 
     fn headers() -> HeaderMap {

@@ -136,14 +136,26 @@ fn broken_local_calls_are_closed_and_the_socket_serves_on() {
         f
     };
     let cases: Vec<(&str, Vec<u8>)> = vec![
-        ("an unknown frame kind", [&b"DLC1"[..], &frame(9, b"")].concat()),
+        (
+            "an unknown frame kind",
+            [&b"DLC1"[..], &frame(9, b"")].concat(),
+        ),
         (
             "a head claiming 4 GiB",
             [&b"DLC1"[..], &[1, 255, 255, 255, 255][..]].concat(),
         ),
-        ("a head that does not parse", [&b"DLC1"[..], &frame(1, b"\xff\xff")].concat()),
-        ("data before the head", [&b"DLC1"[..], &frame(2, b"x")].concat()),
-        ("neither a local call nor HTTP/2", b"GET / HTTP/1.1\r\n\r\n".to_vec()),
+        (
+            "a head that does not parse",
+            [&b"DLC1"[..], &frame(1, b"\xff\xff")].concat(),
+        ),
+        (
+            "data before the head",
+            [&b"DLC1"[..], &frame(2, b"x")].concat(),
+        ),
+        (
+            "neither a local call nor HTTP/2",
+            b"GET / HTTP/1.1\r\n\r\n".to_vec(),
+        ),
     ];
     for (what, bytes) in cases {
         let mut s = drover_proto::localsock::connect(&sock).unwrap();
@@ -163,7 +175,8 @@ fn broken_local_calls_are_closed_and_the_socket_serves_on() {
     head.extend_from_slice(&(path.len() as u16).to_le_bytes());
     head.extend_from_slice(path);
     head.extend_from_slice(&0u16.to_le_bytes());
-    s.write_all(&[&b"DLC1"[..], &frame(1, &head)].concat()).unwrap();
+    s.write_all(&[&b"DLC1"[..], &frame(1, &head)].concat())
+        .unwrap();
     drop(s);
     // And the socket still serves, local calls and commands alike.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -199,7 +212,9 @@ fn the_local_socket_still_speaks_http2() {
             .await
             .expect("an HTTP/2 connection");
         let mut cl = ControllerClient::new(chan);
-        cl.ping(PingRequest {}).await.expect("a call over HTTP/2 passes");
+        cl.ping(PingRequest {})
+            .await
+            .expect("a call over HTTP/2 passes");
     });
 }
 
