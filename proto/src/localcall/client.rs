@@ -1,13 +1,16 @@
 //! The client side of local calls: a tower service for tonic's generated
-//! clients, each call on a connection of its own (the first on the one
-//! the command opened to find the controller). A unary call's request goes
-//! in one write; its answer is read as the body is polled.
+//! clients. A call takes a connection of its own: the one the command
+//! opened to find the controller, one a finished call left (calls made at
+//! once, as `drover bench submit` makes them, each have one; one after
+//! another share one), or a new one. A unary call's request goes in one
+//! write; its answer is read as the body is polled.
 
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body::{Body as _, Frame};
@@ -21,11 +24,22 @@ use super::wire::{self, Kind};
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type Reader = BufReader<OwnedReadHalf>;
 
+/// Most connections kept for calls to come.
+const MAX_IDLE: usize = 256;
+
+/// A kept connection is used again only this long after its last call
+/// (the server closes one idle for [`super::server::IDLE_WITHIN`]).
+const REUSE_WITHIN: Duration = Duration::from_secs(30);
+
+/// Connections whose calls are done, with when each was put back.
+type Idle = Arc<Mutex<Vec<(UnixStream, Instant)>>>;
+
 /// Calls to the controller on its local socket.
 #[derive(Clone)]
 pub struct LocalCalls {
     path: Arc<PathBuf>,
     first: Arc<Mutex<Option<std::os::unix::net::UnixStream>>>,
+    idle: Idle,
 }
 
 impl LocalCalls {
@@ -35,8 +49,25 @@ impl LocalCalls {
         LocalCalls {
             path: Arc::new(path),
             first: Arc::new(Mutex::new(Some(first))),
+            idle: Arc::default(),
         }
     }
+}
+
+/// The most recently kept connection still open and young enough.
+fn kept(idle: &Idle) -> Option<UnixStream> {
+    let mut idle = idle.lock().unwrap_or_else(|p| p.into_inner());
+    while let Some((s, at)) = idle.pop() {
+        // Nothing to read, and not closed: the server holds it open.
+        let open = matches!(
+            crate::sys::peek_byte(std::os::fd::AsFd::as_fd(&s)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+        );
+        if open && at.elapsed() < REUSE_WITHIN {
+            return Some(s);
+        }
+    }
+    None
 }
 
 impl tower::Service<http::Request<Body>> for LocalCalls {
@@ -49,19 +80,28 @@ impl tower::Service<http::Request<Body>> for LocalCalls {
     }
 
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        let first = self.first.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let kept = kept(&self.idle);
+        let first = match kept {
+            Some(_) => None,
+            None => self.first.lock().unwrap_or_else(|p| p.into_inner()).take(),
+        };
         let path = self.path.clone();
+        let idle = self.idle.clone();
         Box::pin(async move {
-            let stream = match first {
-                Some(s) => {
+            let (stream, fresh) = match (kept, first) {
+                (Some(s), _) => (s, false),
+                (None, Some(s)) => {
                     s.set_nonblocking(true)?;
-                    UnixStream::from_std(s)?
+                    (UnixStream::from_std(s)?, true)
                 }
-                None => UnixStream::connect(&*path)
-                    .await
-                    .map_err(|e| format!("cannot connect to {}: {e}", path.display()))?,
+                (None, None) => {
+                    let s = UnixStream::connect(&*path)
+                        .await
+                        .map_err(|e| format!("cannot connect to {}: {e}", path.display()))?;
+                    (s, true)
+                }
             };
-            call(stream, req).await
+            call(stream, fresh, req, idle).await
         })
     }
 }
@@ -87,13 +127,20 @@ fn take_ready(body: &mut Body, out: &mut Vec<u8>) -> Result<bool, BoxError> {
     }
 }
 
+/// One call on `stream` (`fresh`: a new connection, which starts with
+/// [`wire::MAGIC`]); a unary call's connection goes back to `idle` once
+/// its answer has been read whole.
 async fn call(
     stream: UnixStream,
+    fresh: bool,
     req: http::Request<Body>,
+    idle: Idle,
 ) -> Result<http::Response<Body>, BoxError> {
     let (parts, mut body) = req.into_parts();
     let mut out = Vec::with_capacity(512);
-    out.extend_from_slice(wire::MAGIC);
+    if fresh {
+        out.extend_from_slice(wire::MAGIC);
+    }
     let head = wire::request_head(parts.uri.path(), &parts.headers);
     wire::put_frame(&mut out, Kind::Head, &head);
     let ended = take_ready(&mut body, &mut out)?;
@@ -101,11 +148,10 @@ async fn call(
     wr.write_all(&out).await?;
     // The write half stays open until the answer is read: the server takes
     // the connection's end for the caller hanging up.
-    let pump = if ended {
-        wr.forget();
-        None
+    let (pump, reuse) = if ended {
+        (None, Some((wr, idle)))
     } else {
-        Some(AbortOnDrop(tokio::spawn(pump(body, wr))))
+        (Some(AbortOnDrop(tokio::spawn(pump(body, wr)))), None)
     };
     let mut rd = BufReader::new(rd);
     let (status, headers) = match wire::read_frame(&mut rd).await? {
@@ -120,6 +166,7 @@ async fn call(
     let mut resp = http::Response::new(Body::new(Answer {
         next: Some(Box::pin(next_frame(rd))),
         _pump: pump,
+        reuse,
     }));
     *resp.status_mut() = status;
     *resp.headers_mut() = headers;
@@ -170,11 +217,32 @@ async fn next_frame(mut rd: Reader) -> (Reader, std::io::Result<Option<(Kind, By
     (rd, r)
 }
 
-/// The answer's body: data frames, then trailers (gRPC's status). Dropped,
-/// it closes the connection (the server drops the call).
+/// The answer's body: data frames, then trailers (gRPC's status). Dropped
+/// before its end, it closes the connection (the server drops the call).
 struct Answer {
     next: Option<Next>,
     _pump: Option<AbortOnDrop>,
+    /// A unary call's write half, and where its connection goes once the
+    /// answer has been read whole.
+    reuse: Option<(OwnedWriteHalf, Idle)>,
+}
+
+impl Answer {
+    /// The answer read whole: its connection kept for the next call.
+    fn done(&mut self, rd: Reader) {
+        let Some((wr, idle)) = self.reuse.take() else {
+            return;
+        };
+        if !rd.buffer().is_empty() {
+            return;
+        }
+        if let Ok(s) = rd.into_inner().reunite(wr) {
+            let mut idle = idle.lock().unwrap_or_else(|p| p.into_inner());
+            if idle.len() < MAX_IDLE {
+                idle.push((s, Instant::now()));
+            }
+        }
+    }
 }
 
 impl http_body::Body for Answer {
@@ -200,10 +268,16 @@ impl http_body::Body for Answer {
                 Frame::data(p)
             }
             Ok(Some((Kind::Trailers, p))) => match wire::parse_trailers(&p) {
-                Ok(h) => Frame::trailers(h),
+                Ok(h) => {
+                    this.done(rd);
+                    Frame::trailers(h)
+                }
                 Err(e) => return Poll::Ready(Some(Err(format!("local call: {e}").into()))),
             },
-            Ok(Some((Kind::End, _))) => return Poll::Ready(None),
+            Ok(Some((Kind::End, _))) => {
+                this.done(rd);
+                return Poll::Ready(None);
+            }
             Ok(Some((Kind::Head, _))) => {
                 return Poll::Ready(Some(Err("local call: a second head in the answer".into())))
             }

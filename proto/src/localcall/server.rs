@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use bytes::Bytes;
 use http_body::{Body as _, Frame};
 use http_body_util::StreamBody;
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::unix::OwnedReadHalf;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -29,32 +30,60 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// pending write.
 const BIG: usize = 64 * 1024;
 
-/// Serve the call on `stream` (its [`wire::MAGIC`] already read) with
-/// `svc`. What goes wrong is the caller's to see (a closed connection) and
-/// logged at debug level.
-pub async fn serve<S>(stream: UnixStream, peer: LocalPeer, svc: S)
+/// How long a connection may wait between calls before it is closed
+/// (the client reuses one only while it is younger than half of this:
+/// [`super::client`]).
+pub const IDLE_WITHIN: Duration = Duration::from_secs(60);
+
+/// Serve the calls on `stream` (its [`wire::MAGIC`] already read) with
+/// `svc`, one after another, until the caller closes it, breaks the
+/// protocol or leaves it idle for [`IDLE_WITHIN`]. What goes wrong is the
+/// caller's to see (a closed connection) and logged at debug level.
+pub async fn serve<S>(stream: UnixStream, peer: LocalPeer, mut svc: S)
 where
     S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = BoxError>
         + Send,
     S::Future: Send,
 {
-    if let Err(e) = serve_call(stream, peer, svc).await {
-        tracing::debug!("local call: {e}");
+    let (rd, mut wr) = stream.into_split();
+    let mut rd = BufReader::new(rd);
+    loop {
+        let head = match tokio::time::timeout(IDLE_WITHIN, wire::read_frame(&mut rd)).await {
+            Ok(Ok(Some((Kind::Head, p)))) => p,
+            Ok(Ok(Some((k, _)))) => {
+                tracing::debug!("local call: a {k:?} frame before the head");
+                return;
+            }
+            Ok(Ok(None)) | Err(_) => return,
+            Ok(Err(e)) => {
+                tracing::debug!("local call: {e}");
+                return;
+            }
+        };
+        match serve_call(&head, &mut rd, &mut wr, peer.clone(), &mut svc).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::debug!("local call: {e}");
+                return;
+            }
+        }
     }
 }
 
-async fn serve_call<S>(stream: UnixStream, peer: LocalPeer, mut svc: S) -> Result<(), String>
+/// One call, its head read. `Ok(true)`: answered, and the connection is
+/// ready for the next call (the request was read to its end frame).
+async fn serve_call<S>(
+    head: &[u8],
+    rd: &mut BufReader<OwnedReadHalf>,
+    wr: &mut OwnedWriteHalf,
+    peer: LocalPeer,
+    svc: &mut S,
+) -> Result<bool, String>
 where
     S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = BoxError>,
 {
-    let (rd, mut wr) = stream.into_split();
-    let mut rd = BufReader::new(rd);
-    let (path, headers) = match wire::read_frame(&mut rd).await {
-        Ok(Some((Kind::Head, p))) => wire::parse_request_head(&p)?,
-        Ok(Some((k, _))) => return Err(format!("a {k:?} frame before the head")),
-        Ok(None) => return Ok(()),
-        Err(e) => return Err(e.to_string()),
-    };
+    let (path, headers) = wire::parse_request_head(head)?;
     let deadline = headers
         .get("grpc-timeout")
         .and_then(|v| v.to_str().ok())
@@ -70,7 +99,13 @@ where
 
     // The request's body as it comes, then a wait for the caller to hang
     // up: polled alongside the call, in this task.
-    let reading = read_rest(rd, tx);
+    let body_read = AtomicBool::new(false);
+    let reading = async {
+        if read_body(rd, tx).await {
+            body_read.store(true, Ordering::Relaxed);
+            watch_gone(rd).await;
+        }
+    };
     tokio::pin!(reading);
     let answered = async {
         std::future::poll_fn(|cx| svc.poll_ready(cx)).await?;
@@ -78,7 +113,7 @@ where
     };
     let resp = tokio::select! {
         r = with_deadline(deadline, answered) => r,
-        _ = &mut reading => return Ok(()),
+        _ = &mut reading => return Ok(false),
     };
     let resp = resp.unwrap_or_else(|e| tonic::Status::from_error(e).into_http());
     let (parts, mut body) = resp.into_parts();
@@ -94,10 +129,10 @@ where
         let frame = match poll_now(&mut body) {
             Some(f) => f,
             None => {
-                write(&mut wr, &mut out).await?;
+                write(wr, &mut out).await?;
                 tokio::select! {
                     f = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)) => f,
-                    _ = &mut reading => return Ok(()),
+                    _ = &mut reading => return Ok(false),
                 }
             }
         };
@@ -108,7 +143,7 @@ where
                 Ok(data) if data.len() >= BIG => {
                     for part in data.chunks(wire::MAX_DATA_BYTES) {
                         wire::put_frame_header(&mut out, Kind::Data, part.len());
-                        write(&mut wr, &mut out).await?;
+                        write(wr, &mut out).await?;
                         wr.write_all(part)
                             .await
                             .map_err(|e| format!("the caller went: {e}"))?;
@@ -118,7 +153,7 @@ where
                 Err(frame) => {
                     if let Ok(t) = frame.into_trailers() {
                         wire::put_frame(&mut out, Kind::Trailers, &wire::trailers(&t));
-                        return write(&mut wr, &mut out).await;
+                        break;
                     }
                 }
             },
@@ -127,17 +162,22 @@ where
                 let mut t = http::HeaderMap::new();
                 let _ = status.add_header(&mut t);
                 wire::put_frame(&mut out, Kind::Trailers, &wire::trailers(&t));
-                return write(&mut wr, &mut out).await;
+                break;
             }
             None => {
                 wire::put_frame(&mut out, Kind::End, &[]);
-                return write(&mut wr, &mut out).await;
+                break;
             }
         }
     }
+    write(wr, &mut out).await?;
+    // The watch reads nothing once the body is in: the next call's head is
+    // still there to read. A call answered before its request ended leaves
+    // the connection in no known state: closed.
+    Ok(body_read.load(Ordering::Relaxed))
 }
 
-async fn write(wr: &mut tokio::net::unix::OwnedWriteHalf, out: &mut Vec<u8>) -> Result<(), String> {
+async fn write(wr: &mut OwnedWriteHalf, out: &mut Vec<u8>) -> Result<(), String> {
     if out.is_empty() {
         return Ok(());
     }
@@ -157,35 +197,54 @@ fn poll_now(body: &mut Body) -> Option<Option<Result<Frame<Bytes>, tonic::Status
     }
 }
 
-/// The request body's frames into `tx` until its end frame, then wait
-/// for the connection's end: returns when the caller hung up (or broke
-/// the protocol, the same to the call).
-async fn read_rest(
-    mut rd: BufReader<OwnedReadHalf>,
+/// The request body's frames into `tx` until its end frame: true then;
+/// false when the caller went (or sent what has no place in a request).
+async fn read_body(
+    rd: &mut BufReader<OwnedReadHalf>,
     tx: mpsc::Sender<Result<Frame<Bytes>, BoxError>>,
-) {
+) -> bool {
     let mut tx = Some(tx);
     loop {
-        let frame = wire::read_frame(&mut rd).await;
-        match (frame, &tx) {
-            (Ok(Some((Kind::Data, p))), Some(t)) => {
-                // A call that stopped reading its body still waits here
-                // for the caller's end; the body's receiver gone, nothing is kept.
-                if t.send(Ok(Frame::data(p))).await.is_err() {
-                    tx = None;
+        match wire::read_frame(rd).await {
+            Ok(Some((Kind::Data, p))) => {
+                // A call that stopped reading its body still gets its end
+                // read here; nothing more is kept.
+                if let Some(t) = &tx {
+                    if t.send(Ok(Frame::data(p))).await.is_err() {
+                        tx = None;
+                    }
                 }
             }
-            (Ok(Some((Kind::End, _))), Some(_)) => tx = None,
-            // Anything after the end, or a frame that has no place in a
-            // request: as good as gone.
-            (Ok(Some(_)), _) | (Ok(None), _) | (Err(_), _) => {
+            Ok(Some((Kind::End, _))) => return true,
+            _ => {
                 if let Some(t) = tx.take() {
                     let _ = t
                         .send(Err("local call: the caller went mid-request".into()))
                         .await;
                 }
-                return;
+                return false;
             }
+        }
+    }
+}
+
+/// Return when the caller closes the connection (or sends anything
+/// before its answer is complete, which it may not), reading nothing.
+async fn watch_gone(rd: &BufReader<OwnedReadHalf>) {
+    if !rd.buffer().is_empty() {
+        return;
+    }
+    let stream: &UnixStream = rd.get_ref().as_ref();
+    loop {
+        if stream.readable().await.is_err() {
+            return;
+        }
+        let peeked = stream.try_io(tokio::io::Interest::READABLE, || {
+            crate::sys::peek_byte(std::os::fd::AsFd::as_fd(stream))
+        });
+        match peeked {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            _ => return,
         }
     }
 }

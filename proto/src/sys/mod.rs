@@ -150,6 +150,28 @@ pub fn peer_groups(sock: std::os::fd::BorrowedFd<'_>) -> Option<Vec<u32>> {
     }
 }
 
+/// How many bytes (0 or 1) a connected socket has to read, without
+/// reading them or waiting: 0 when the peer closed its end; `WouldBlock`
+/// when there is nothing yet.
+pub fn peek_byte(sock: std::os::fd::BorrowedFd<'_>) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let mut b = [0u8; 1];
+    // SAFETY: a one-byte buffer of ours; MSG_PEEK leaves the byte in the
+    // socket, MSG_DONTWAIT never blocks.
+    let n = unsafe {
+        libc::recv(
+            sock.as_raw_fd(),
+            b.as_mut_ptr().cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
 /// This host's name as gethostname(2) gives it.
 pub fn gethostname() -> Option<String> {
     let mut buf = [0u8; 256];

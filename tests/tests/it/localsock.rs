@@ -292,3 +292,55 @@ fn sbatch_prints_its_phases_with_drover_timing() {
     );
     assert!(o.status.success() && o.stderr.is_empty(), "{}", stderr(&o));
 }
+
+/// Sockets this process has open.
+fn open_sockets() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy().starts_with("socket:"))
+        })
+        .count()
+}
+
+#[test]
+fn local_calls_one_after_another_share_a_connection_and_a_restart_is_survived() {
+    let mut c = Cluster::start(Spec::default());
+    let sock = c.path().join("ctld.sock");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let before = open_sockets();
+    let mut cl = ControllerClient::new(local_channel(&sock));
+    rt.block_on(async {
+        for _ in 0..20 {
+            cl.ping(PingRequest {}).await.expect("a local call passes");
+        }
+    });
+    assert_eq!(open_sockets(), before + 1, "twenty calls, one connection");
+    // Calls at once each have one, and are kept for the next.
+    rt.block_on(async {
+        let calls: Vec<_> = (0..8)
+            .map(|_| {
+                let mut cl = cl.clone();
+                tokio::spawn(async move { cl.ping(PingRequest {}).await.map(|_| ()) })
+            })
+            .collect();
+        for t in calls {
+            t.await.unwrap().expect("a local call passes");
+        }
+    });
+    let at_once = open_sockets() - before;
+    assert!((1..=8).contains(&at_once), "{at_once}");
+    // The controller restarted: its side of the kept connections closed;
+    // the next call takes a new one instead of failing.
+    c.kill_ctld();
+    c.start_ctld().unwrap();
+    rt.block_on(async {
+        cl.ping(PingRequest {})
+            .await
+            .expect("a call after the restart passes");
+    });
+}
