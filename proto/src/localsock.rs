@@ -1,5 +1,6 @@
 //! The controller's local socket (`drover_conf::ctldsock`): its gRPC
-//! services on a Unix socket, for commands run on its host. The caller's
+//! services on a Unix socket, for commands run on its host, as local calls
+//! ([`crate::localcall`], what the commands send) or over HTTP/2. The caller's
 //! identity is the kernel's: uid and gid of the connecting process from
 //! `SO_PEERCRED` when it connected, its supplementary groups from
 //! `/proc/PID/status` (as the auth socket does it, `crate::authsock`), so

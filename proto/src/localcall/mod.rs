@@ -5,8 +5,8 @@
 //! call's head and body go as separate writes, each waking the
 //! controller's thread again before the request is whole. Here the
 //! client writes its request in one frame sequence and one write, and
-//! the answer comes back the same way (docs/architecture.md, "Commands:
-//! starting fast").
+//! the answer comes back the same way (docs/architecture.md, "Identity",
+//! the local socket).
 //!
 //! The calls stay gRPC calls: the same paths, headers, length-prefixed
 //! messages and trailers (`grpc-status`), served by the same tower stack as

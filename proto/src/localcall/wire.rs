@@ -3,13 +3,14 @@
 //! allocated for it.
 //!
 //! A connection starts with [`MAGIC`] from the client, then frames of
-//! `kind:u8 len:u32le payload`. The client sends one [`Kind::Head`] (the
-//! method's path and the request's headers), the request body as
-//! [`Kind::Data`] frames and [`Kind::End`]; the server answers with one
-//! [`Kind::Head`] (status and headers), the response body as
-//! [`Kind::Data`] frames, then [`Kind::Trailers`] or [`Kind::End`]. A
-//! header list is `count:u16` then `name_len:u16 name value_len:u32
-//! value` per entry.
+//! `kind:u8 len:u32le payload`, one call after another. For a call the
+//! client sends one [`Kind::Head`] (the method's path and the request's
+//! headers), the request body as [`Kind::Data`] frames and [`Kind::End`];
+//! the server answers with one [`Kind::Head`] (status and headers), the
+//! response body as [`Kind::Data`] frames, then [`Kind::Trailers`] or
+//! [`Kind::End`]; only then may the client send the next call's head. A
+//! header list is `count:u16` then `name_len:u16 name value_len:u32 value`
+//! per entry.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use http::header::{HeaderMap, HeaderName, HeaderValue};
