@@ -2,8 +2,9 @@
 //! clients. A call takes a connection of its own: the one the command
 //! opened to find the controller, one a finished call left (calls made at
 //! once, as `drover bench submit` makes them, each have one; one after
-//! another share one), or a new one. A unary call's request goes in one
-//! write; its answer is read as the body is polled.
+//! another share one), or a new one; at most [`MAX_CALLS`] at once, as
+//! HTTP/2 would carry on one connection. A unary call's request goes in
+//! one write; its answer is read as the body is polled.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -17,6 +18,7 @@ use http_body::{Body as _, Frame};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::body::Body;
 
 use super::wire::{self, Kind};
@@ -24,8 +26,10 @@ use super::wire::{self, Kind};
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type Reader = BufReader<OwnedReadHalf>;
 
-/// Most connections kept for calls to come.
-const MAX_IDLE: usize = 256;
+/// Most calls in flight at once (more wait for one to end), as many as an
+/// HTTP/2 connection to the controller carries at once; also the most
+/// connections kept for calls to come.
+const MAX_CALLS: usize = 256;
 
 /// A kept connection is used again only this long after its last call
 /// (the server closes one idle for [`super::server::IDLE_WITHIN`]).
@@ -40,6 +44,7 @@ pub struct LocalCalls {
     path: Arc<PathBuf>,
     first: Arc<Mutex<Option<std::os::unix::net::UnixStream>>>,
     idle: Idle,
+    in_flight: Arc<Semaphore>,
 }
 
 impl LocalCalls {
@@ -50,6 +55,7 @@ impl LocalCalls {
             path: Arc::new(path),
             first: Arc::new(Mutex::new(Some(first))),
             idle: Arc::default(),
+            in_flight: Arc::new(Semaphore::new(MAX_CALLS)),
         }
     }
 }
@@ -80,14 +86,14 @@ impl tower::Service<http::Request<Body>> for LocalCalls {
     }
 
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        let kept = kept(&self.idle);
-        let first = match kept {
-            Some(_) => None,
-            None => self.first.lock().unwrap_or_else(|p| p.into_inner()).take(),
-        };
-        let path = self.path.clone();
-        let idle = self.idle.clone();
+        let calls = self.clone();
         Box::pin(async move {
+            let permit = calls.in_flight.clone().acquire_owned().await?;
+            let kept = kept(&calls.idle);
+            let first = match kept {
+                Some(_) => None,
+                None => calls.first.lock().unwrap_or_else(|p| p.into_inner()).take(),
+            };
             let (stream, fresh) = match (kept, first) {
                 (Some(s), _) => (s, false),
                 (None, Some(s)) => {
@@ -95,13 +101,14 @@ impl tower::Service<http::Request<Body>> for LocalCalls {
                     (UnixStream::from_std(s)?, true)
                 }
                 (None, None) => {
-                    let s = UnixStream::connect(&*path)
+                    let path = &calls.path;
+                    let s = UnixStream::connect(&**path)
                         .await
                         .map_err(|e| format!("cannot connect to {}: {e}", path.display()))?;
                     (s, true)
                 }
             };
-            call(stream, fresh, req, idle).await
+            call(stream, fresh, req, calls.idle, permit).await
         })
     }
 }
@@ -135,6 +142,7 @@ async fn call(
     fresh: bool,
     req: http::Request<Body>,
     idle: Idle,
+    permit: OwnedSemaphorePermit,
 ) -> Result<http::Response<Body>, BoxError> {
     let (parts, mut body) = req.into_parts();
     let mut out = Vec::with_capacity(512);
@@ -167,6 +175,7 @@ async fn call(
         next: Some(Box::pin(next_frame(rd))),
         _pump: pump,
         reuse,
+        _permit: permit,
     }));
     *resp.status_mut() = status;
     *resp.headers_mut() = headers;
@@ -225,6 +234,8 @@ struct Answer {
     /// A unary call's write half, and where its connection goes once the
     /// answer has been read whole.
     reuse: Option<(OwnedWriteHalf, Idle)>,
+    /// The call's place among those in flight, given up with the answer.
+    _permit: OwnedSemaphorePermit,
 }
 
 impl Answer {
@@ -238,7 +249,7 @@ impl Answer {
         }
         if let Ok(s) = rd.into_inner().reunite(wr) {
             let mut idle = idle.lock().unwrap_or_else(|p| p.into_inner());
-            if idle.len() < MAX_IDLE {
+            if idle.len() < MAX_CALLS {
                 idle.push((s, Instant::now()));
             }
         }
