@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 TARGETS=(slurm_conf gres_conf cgroup_conf dbd_conf hostlist mem_size time_limit date
   dependency array_expr grpc_request sbatch_script cli_args json_output agent_files
-  wal_recovery)
+  wal_recovery local_call)
 which="${1:-all}"
 runs="${2:-1000000}"
 jobs="${JOBS:-1}"

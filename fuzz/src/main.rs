@@ -25,6 +25,7 @@ const TARGETS: &[(&str, Target)] = &[
     ("cli_args", drover_cli::fuzz::cli_args),
     ("json_output", drover_cli::fuzz::json_output),
     ("agent_files", drover_nodeagent::fuzz::agent_files),
+    ("local_call", drover_proto::fuzz::local_call),
 ];
 
 fn target() -> Target {

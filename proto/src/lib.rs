@@ -23,6 +23,7 @@ pub mod authlog;
 pub mod authsock;
 pub mod bindopt;
 pub mod client;
+pub mod fuzz;
 pub mod joblist;
 pub mod jobmask;
 pub mod jobstamp;
