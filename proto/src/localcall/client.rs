@@ -150,6 +150,15 @@ async fn call(
         out.extend_from_slice(wire::MAGIC);
     }
     let head = wire::request_head(parts.uri.path(), &parts.headers);
+    if head.len() > wire::MAX_HEAD_BYTES {
+        // The controller would close the connection unanswered.
+        return Err(format!(
+            "local call: the request's headers take {} bytes, at most {} are accepted",
+            head.len(),
+            wire::MAX_HEAD_BYTES
+        )
+        .into());
+    }
     wire::put_frame(&mut out, Kind::Head, &head);
     let ended = take_ready(&mut body, &mut out)?;
     let (rd, mut wr) = stream.into_split();

@@ -186,6 +186,13 @@ fn broken_local_calls_are_closed_and_the_socket_serves_on() {
     rt.block_on(async {
         let mut cl = ControllerClient::new(local_channel(&sock));
         cl.ping(PingRequest {}).await.expect("a local call passes");
+        // Headers the controller would not take are refused before sending.
+        let mut req = tonic::Request::new(PingRequest {});
+        req.metadata_mut()
+            .insert("x-big", "a".repeat(40_000).parse().unwrap());
+        let e = cl.ping(req).await.expect_err("too large");
+        assert!(e.message().contains("headers take"), "{e:?}");
+        cl.ping(PingRequest {}).await.expect("a local call passes");
     });
     let o = c.run("squeue", &[]);
     assert!(o.status.success(), "{}", stderr(&o));
