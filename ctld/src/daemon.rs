@@ -286,26 +286,14 @@ async fn serve(
             n.saturating_sub(crate::rpc::conns::RESERVED_FDS).max(n / 2)
         }),
     );
+    let layers = front_layers(auth, ha.active.clone());
+    let routes = tonic::service::Routes::new(svc).add_service(sched);
     if let Some((local_path, l)) = local_listener {
         // Local calls (no HTTP/2) go through the same layers and services.
-        let calls = tower::Layer::layer(
-            &auth,
-            tower::Layer::layer(
-                &drover_proto::standby::StandbyLayer {
-                    active: ha.active.clone(),
-                },
-                tonic::service::Routes::new(svc.clone()).add_service(sched.clone()),
-            ),
-        );
+        let calls = tower::Layer::layer(&layers, routes.clone());
         match drover_proto::localsock::incoming(l, calls) {
             Ok(local) => {
-                let served = serve_on(
-                    local,
-                    auth.clone(),
-                    ha.active.clone(),
-                    svc.clone(),
-                    sched.clone(),
-                );
+                let served = serve_on(local, layers.clone(), routes.clone());
                 tokio::spawn(async move {
                     if let Err(e) = served.await {
                         tracing::error!("local socket: {e}");
@@ -316,7 +304,7 @@ async fn serve(
             Err(e) => tracing::error!("local socket {}: {e}", local_path.display()),
         }
     }
-    let server = serve_on(incoming, auth, ha.active.clone(), svc, sched);
+    let server = serve_on(incoming, layers, routes);
     let mut server = tokio::spawn(server);
     crate::runtime::ha::note_stop_signals();
     tokio::spawn(signals(tx.clone(), ha.clone()));
@@ -399,18 +387,29 @@ async fn serve(
     0
 }
 
+/// What every call passes before its service, on every transport:
+/// authentication outermost, then the standby check.
+type FrontLayers =
+    tower::layer::util::Stack<drover_proto::standby::StandbyLayer, drover_proto::verify::AuthLayer>;
+
+fn front_layers(
+    auth: drover_proto::verify::AuthLayer,
+    active: Arc<std::sync::atomic::AtomicBool>,
+) -> FrontLayers {
+    tower::layer::util::Stack::new(drover_proto::standby::StandbyLayer { active }, auth)
+}
+
 /// The gRPC services on the connections of `incoming` (TCP, or the local
-/// socket: the same layers and services on both). Bounds on what one
+/// socket's HTTP/2 connections: the same layers and services on both, and
+/// on the local calls). Bounds on what one
 /// connection may cost (docs/admin-guide.md, "Overload protection"):
 /// streams in flight (tonic's default is no limit), header bytes (hyper's
 /// 16 KiB, made explicit), and keep-alive pings that close a connection
 /// whose peer stopped answering.
 async fn serve_on<I, IO, IE>(
     incoming: I,
-    auth: drover_proto::verify::AuthLayer,
-    active: Arc<std::sync::atomic::AtomicBool>,
-    svc: crate::rpc::jobs::Routed,
-    sched: drover_proto::scheduler_server::SchedulerServer<crate::rpc::scheduler::SchedSvc>,
+    layers: FrontLayers,
+    routes: tonic::service::Routes,
 ) -> Result<(), tonic::transport::Error>
 where
     I: tokio_stream::Stream<Item = Result<IO, IE>>,
@@ -430,10 +429,8 @@ where
         .tcp_nodelay(true)
         .initial_stream_window_size(Some(8 * 1024 * 1024))
         .initial_connection_window_size(Some(16 * 1024 * 1024))
-        .layer(auth)
-        .layer(drover_proto::standby::StandbyLayer { active })
-        .add_service(svc)
-        .add_service(sched)
+        .layer(layers)
+        .add_routes(routes)
         .serve_with_incoming(incoming)
         .await
 }

@@ -53,6 +53,9 @@ pub mod tlsaccept;
 pub mod verify;
 pub mod wirecodec;
 
+/// The error of tower services and HTTP bodies here (tonic's own).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Minutes value meaning UNLIMITED (Slurm's INFINITE).
 pub const INFINITE: u32 = u32::MAX;
 

@@ -12,7 +12,7 @@ use tonic::transport::Channel;
 
 use crate::localcall::LocalCalls;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use crate::BoxError;
 
 #[derive(Clone)]
 pub enum Link {

@@ -28,7 +28,7 @@ use tonic::transport::server::Connected;
 
 use crate::auth::{hostname, peer_groups, Identity};
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use crate::localcall::server::CallService;
 
 /// Local connections open at once at most; one more is closed as soon as
 /// it is accepted (a warning a minute says so).
@@ -149,20 +149,10 @@ const FIRST_BYTES_WITHIN: Duration = Duration::from_secs(10);
 /// ([`crate::localcall`]) is served here with `calls`; an HTTP/2
 /// connection is handed on, with its peer, for
 /// `Server::serve_with_incoming`. Must be called inside the runtime.
-pub fn incoming<S>(
+pub fn incoming(
     listener: std::os::unix::net::UnixListener,
-    calls: S,
-) -> std::io::Result<ReceiverStream<Result<LocalConn, std::io::Error>>>
-where
-    S: tower::Service<
-            http::Request<tonic::body::Body>,
-            Response = http::Response<tonic::body::Body>,
-            Error = BoxError,
-        > + Clone
-        + Send
-        + 'static,
-    S::Future: Send,
-{
+    calls: impl CallService + Clone + 'static,
+) -> std::io::Result<ReceiverStream<Result<LocalConn, std::io::Error>>> {
     let listener = tokio::net::UnixListener::from_std(listener)?;
     let host = hostname();
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
@@ -204,20 +194,13 @@ where
 
 /// Read a new connection's first bytes: a local call is served here, an
 /// HTTP/2 connection goes to `http2`.
-async fn sort<S>(
+async fn sort(
     mut stream: UnixStream,
     peer: LocalPeer,
     slot: OwnedSemaphorePermit,
-    calls: S,
+    calls: impl CallService,
     http2: mpsc::Sender<Result<LocalConn, std::io::Error>>,
-) where
-    S: tower::Service<
-            http::Request<tonic::body::Body>,
-            Response = http::Response<tonic::body::Body>,
-            Error = BoxError,
-        > + Send,
-    S::Future: Send,
-{
+) {
     use tokio::io::AsyncReadExt;
     let mut first = vec![0u8; crate::localcall::wire::MAGIC.len()];
     match tokio::time::timeout(FIRST_BYTES_WITHIN, stream.read_exact(&mut first)).await {

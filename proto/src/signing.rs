@@ -23,13 +23,12 @@ use http_body_util::{BodyExt, Full};
 use tonic::body::Body;
 use tonic::transport::Channel;
 
-use crate::link::Link;
-
 use crate::auth::{Binding, ClusterKey, BEFORE_START, METADATA_KEY};
 use crate::authsock::AuthConn;
+use crate::link::Link;
 use crate::localcall::LocalCalls;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use crate::BoxError;
 
 /// Where a client's credentials come from.
 #[derive(Clone)]

@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use tonic::body::Body;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use crate::BoxError;
 
 /// The message of a standby controller's refusal.
 pub const NOT_ACTIVE: &str = "not the active controller (standby, or taking control)";

@@ -23,7 +23,7 @@ use crate::auth::{claimed, now_millis, AuthError, Binding, ClusterKey, Identity,
 use crate::localsock::LocalPeer;
 use crate::replay::ReplayCache;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use crate::BoxError;
 
 /// `AuthInfo=skew` when not set: seconds of clock difference tolerated.
 pub const DEFAULT_SKEW_SECS: u64 = 60;

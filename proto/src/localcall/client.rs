@@ -10,7 +10,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -23,7 +23,7 @@ use tonic::body::Body;
 
 use super::wire::{self, Kind};
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use crate::BoxError;
 type Reader = BufReader<OwnedReadHalf>;
 
 /// Most calls in flight at once (more wait for one to end), as many as an
@@ -116,22 +116,21 @@ impl tower::Service<http::Request<Body>> for LocalCalls {
 /// Append the body's frames that are ready now (all of a unary call's);
 /// true when the body ended (its end frame appended too).
 fn take_ready(body: &mut Body, out: &mut Vec<u8>) -> Result<bool, BoxError> {
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        match Pin::new(&mut *body).poll_frame(&mut cx) {
-            Poll::Ready(Some(Ok(frame))) => {
+    while let Some(frame) = super::ready_frame(body) {
+        match frame {
+            Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
                     wire::put_data(out, &data);
                 }
             }
-            Poll::Ready(Some(Err(e))) => return Err(e.into()),
-            Poll::Ready(None) => {
+            Some(Err(e)) => return Err(e.into()),
+            None => {
                 wire::put_frame(out, Kind::End, &[]);
                 return Ok(true);
             }
-            Poll::Pending => return Ok(false),
         }
     }
+    Ok(false)
 }
 
 /// One call on `stream` (`fresh`: a new connection, which starts with

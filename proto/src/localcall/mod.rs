@@ -19,3 +19,19 @@ pub mod server;
 pub mod wire;
 
 pub use client::LocalCalls;
+
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use http_body::{Body as _, Frame};
+
+/// A body's next frame if it is ready now (`None`: it is not; the body
+/// wakes no one, so await it after).
+fn ready_frame(
+    body: &mut tonic::body::Body,
+) -> Option<Option<Result<Frame<bytes::Bytes>, tonic::Status>>> {
+    match Pin::new(body).poll_frame(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(f) => Some(f),
+        Poll::Pending => None,
+    }
+}

@@ -1,19 +1,17 @@
-//! The server side of local calls: one call per connection, handed to the
-//! same tower stack (authentication, standby, services) as the
-//! controller's HTTP/2 connections, with the connection's [`LocalPeer`]
+//! The server side of local calls: the calls of a connection one after
+//! another, each handed to the same tower stack (authentication, standby,
+//! services) as the controller's HTTP/2 connections, with the connection's [`LocalPeer`]
 //! in the request's extensions as tonic puts it there. A caller that
 //! closes the connection before the answer is complete cancels the call,
 //! as an HTTP/2 stream reset does.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body::{Body as _, Frame};
-use http_body_util::StreamBody;
+use http_body::Frame;
+use http_body_util::{BodyExt, StreamBody};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
@@ -24,7 +22,28 @@ use tonic::body::Body;
 use super::wire::{self, Kind};
 use crate::localsock::LocalPeer;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use crate::BoxError;
+
+/// What serves local calls: the controller's tower stack.
+pub trait CallService:
+    tower::Service<
+        http::Request<Body>,
+        Response = http::Response<Body>,
+        Error = BoxError,
+        Future: Send,
+    > + Send
+{
+}
+
+impl<S> CallService for S where
+    S: tower::Service<
+            http::Request<Body>,
+            Response = http::Response<Body>,
+            Error = BoxError,
+            Future: Send,
+        > + Send
+{
+}
 
 /// A body chunk this long is written as it is, not copied into the
 /// pending write.
@@ -39,12 +58,7 @@ pub const IDLE_WITHIN: Duration = Duration::from_secs(60);
 /// `svc`, one after another, until the caller closes it, breaks the
 /// protocol or leaves it idle for [`IDLE_WITHIN`]. What goes wrong is the
 /// caller's to see (a closed connection) and logged at debug level.
-pub async fn serve<S>(stream: UnixStream, peer: LocalPeer, mut svc: S)
-where
-    S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = BoxError>
-        + Send,
-    S::Future: Send,
-{
+pub async fn serve(stream: UnixStream, peer: LocalPeer, mut svc: impl CallService) {
     let (rd, mut wr) = stream.into_split();
     let mut rd = BufReader::new(rd);
     loop {
@@ -73,16 +87,13 @@ where
 
 /// One call, its head read. `Ok(true)`: answered, and the connection is
 /// ready for the next call (the request was read to its end frame).
-async fn serve_call<S>(
+async fn serve_call(
     head: &[u8],
     rd: &mut BufReader<OwnedReadHalf>,
     wr: &mut OwnedWriteHalf,
     peer: LocalPeer,
-    svc: &mut S,
-) -> Result<bool, String>
-where
-    S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = BoxError>,
-{
+    svc: &mut impl CallService,
+) -> Result<bool, String> {
     let (path, headers) = wire::parse_request_head(head)?;
     let deadline = headers
         .get("grpc-timeout")
@@ -115,23 +126,25 @@ where
         r = with_deadline(deadline, answered) => r,
         _ = &mut reading => return Ok(false),
     };
-    let resp = resp.unwrap_or_else(|e| tonic::Status::from_error(e).into_http());
-    let (parts, mut body) = resp.into_parts();
+    let mut resp = resp.unwrap_or_else(|e| tonic::Status::from_error(e).into_http());
+    let mut head = wire::response_head(resp.status(), resp.headers());
+    if head.len() > wire::MAX_HEAD_BYTES {
+        // Instead, the status alone, in the headers (as tonic sends an error).
+        resp = too_large("headers", head.len()).into_http();
+        head = wire::response_head(resp.status(), resp.headers());
+    }
+    let mut body = resp.into_body();
     let mut out = Vec::with_capacity(512);
-    wire::put_frame(
-        &mut out,
-        Kind::Head,
-        &wire::response_head(parts.status, &parts.headers),
-    );
+    wire::put_frame(&mut out, Kind::Head, &head);
     loop {
         // What is ready now goes in the same write (a unary answer: head,
         // message and trailers at once).
-        let frame = match poll_now(&mut body) {
+        let frame = match super::ready_frame(&mut body) {
             Some(f) => f,
             None => {
                 write(wr, &mut out).await?;
                 tokio::select! {
-                    f = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)) => f,
+                    f = body.frame() => f,
                     _ = &mut reading => return Ok(false),
                 }
             }
@@ -152,16 +165,14 @@ where
                 Ok(data) => wire::put_data(&mut out, &data),
                 Err(frame) => {
                     if let Ok(t) = frame.into_trailers() {
-                        wire::put_frame(&mut out, Kind::Trailers, &wire::trailers(&t));
+                        put_trailers(&mut out, wire::trailers(&t));
                         break;
                     }
                 }
             },
             Some(Err(status)) => {
                 // As tonic's HTTP/2 server: the status in trailers.
-                let mut t = http::HeaderMap::new();
-                let _ = status.add_header(&mut t);
-                wire::put_frame(&mut out, Kind::Trailers, &wire::trailers(&t));
+                put_trailers(&mut out, status_headers(&status));
                 break;
             }
             None => {
@@ -172,9 +183,43 @@ where
     }
     write(wr, &mut out).await?;
     // The watch reads nothing once the body is in: the next call's head is
-    // still there to read. A call answered before its request ended leaves
-    // the connection in no known state: closed.
-    Ok(body_read.load(Ordering::Relaxed))
+    // still there to read. A call answered before reading its request (a
+    // refusal) may still have its end waiting: read what is there now.
+    // A request not ended by then leaves the connection in no known
+    // state: closed.
+    let gone = !body_read.load(Ordering::Relaxed)
+        && reading
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+            .is_ready();
+    Ok(body_read.load(Ordering::Relaxed) && !gone)
+}
+
+/// gRPC's status as trailers.
+fn status_headers(status: &tonic::Status) -> Bytes {
+    let mut t = http::HeaderMap::new();
+    let _ = status.add_header(&mut t);
+    wire::trailers(&t)
+}
+
+/// Refusal of an answer whose headers or trailers are larger than a local
+/// call carries (the caller would refuse the frame): a status message of
+/// more than 32 KiB.
+fn too_large(what: &str, len: usize) -> tonic::Status {
+    tonic::Status::internal(format!(
+        "the answer's {what} take {len} bytes, more than a local call carries ({})",
+        wire::MAX_HEAD_BYTES
+    ))
+}
+
+/// Append the answer's trailers, or trailers saying they were too large.
+fn put_trailers(out: &mut Vec<u8>, bytes: Bytes) {
+    let bytes = if bytes.len() <= wire::MAX_HEAD_BYTES {
+        bytes
+    } else {
+        status_headers(&too_large("trailers", bytes.len()))
+    };
+    wire::put_frame(out, Kind::Trailers, &bytes);
 }
 
 async fn write(wr: &mut OwnedWriteHalf, out: &mut Vec<u8>) -> Result<(), String> {
@@ -186,15 +231,6 @@ async fn write(wr: &mut OwnedWriteHalf, out: &mut Vec<u8>) -> Result<(), String>
         .map_err(|e| format!("the caller went: {e}"))?;
     out.clear();
     Ok(())
-}
-
-/// The body's next frame if it is ready now.
-fn poll_now(body: &mut Body) -> Option<Option<Result<Frame<Bytes>, tonic::Status>>> {
-    let mut cx = Context::from_waker(Waker::noop());
-    match Pin::new(body).poll_frame(&mut cx) {
-        Poll::Ready(f) => Some(f),
-        Poll::Pending => None,
-    }
 }
 
 /// The request body's frames into `tx` until its end frame: true then;
@@ -216,7 +252,12 @@ async fn read_body(
                 }
             }
             Ok(Some((Kind::End, _))) => return true,
-            _ => {
+            other => {
+                match other {
+                    Ok(Some((k, _))) => tracing::debug!("local call: a {k:?} frame in a request"),
+                    Err(e) => tracing::debug!("local call: {e}"),
+                    _ => {}
+                }
                 if let Some(t) = tx.take() {
                     let _ = t
                         .send(Err("local call: the caller went mid-request".into()))
@@ -288,6 +329,90 @@ fn grpc_timeout(v: &str) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Answers every call with an error whose message is `len` bytes.
+    #[derive(Clone)]
+    struct Refuses(usize);
+
+    impl tower::Service<http::Request<Body>> for Refuses {
+        type Response = http::Response<Body>;
+        type Error = BoxError;
+        type Future = std::future::Ready<Result<http::Response<Body>, BoxError>>;
+        fn poll_ready(
+            &mut self,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), BoxError>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn call(&mut self, _: http::Request<Body>) -> Self::Future {
+            std::future::ready(Ok(
+                tonic::Status::permission_denied("x".repeat(self.0)).into_http()
+            ))
+        }
+    }
+
+    fn peer() -> LocalPeer {
+        LocalPeer(crate::auth::Identity {
+            uid: 0,
+            gid: 0,
+            groups: Vec::new(),
+            daemon: false,
+            host: "h".into(),
+        })
+    }
+
+    /// One call's frames on `s`, and the answer's frames back.
+    async fn one_call(s: &mut UnixStream) -> Vec<(Kind, Bytes)> {
+        use tokio::io::AsyncWriteExt;
+        let mut out = Vec::new();
+        wire::put_frame(
+            &mut out,
+            Kind::Head,
+            &wire::request_head("/a/B", &http::HeaderMap::new()),
+        );
+        wire::put_frame(&mut out, Kind::End, &[]);
+        s.write_all(&out).await.unwrap();
+        let mut got = Vec::new();
+        loop {
+            let (k, p) = wire::read_frame(s).await.unwrap().expect("an answer");
+            got.push((k, p));
+            if matches!(k, Kind::End | Kind::Trailers) {
+                return got;
+            }
+        }
+    }
+
+    #[test]
+    fn an_answer_too_large_for_a_frame_says_so_and_the_connection_serves_on() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            for len in [10, 40_000] {
+                let (mut client, server) = UnixStream::pair().unwrap();
+                tokio::spawn(serve(server, peer(), Refuses(len)));
+                for _ in 0..2 {
+                    let got = one_call(&mut client).await;
+                    let (kind, head) = &got[0];
+                    assert_eq!(*kind, Kind::Head);
+                    let (status, h) = wire::parse_response_head(head).unwrap();
+                    assert_eq!(status, http::StatusCode::OK);
+                    let st = tonic::Status::from_header_map(&h).expect("a status in the head");
+                    if len == 10 {
+                        assert_eq!(st.code(), tonic::Code::PermissionDenied);
+                    } else {
+                        assert_eq!(st.code(), tonic::Code::Internal);
+                        assert!(
+                            st.message().contains("more than a local call carries"),
+                            "{st:?}"
+                        );
+                    }
+                    assert!(got.iter().all(|(_, p)| p.len() <= wire::MAX_HEAD_BYTES));
+                }
+            }
+        });
+    }
 
     #[test]
     fn grpc_timeouts_read_as_grpc_writes_them() {
