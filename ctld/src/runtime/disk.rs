@@ -5,7 +5,7 @@
 //! is refused with Slurm's words for a failed write of a job
 //! (`I/O error writing script/environment to file`), and the log says which
 //! directory is full. Nothing already acknowledged is dropped: the writer
-//! waits for space instead of exiting (see the state log, wal.rs).
+//! waits for space instead of exiting (see the state log, wal/writer.rs).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,7 +2,8 @@
 //! RPC handlers in order, reads the clock once per batch, applies them to
 //! the core ([`Ctld`]), runs the scheduler, and then performs what the batch
 //! asked for ([`Effect`]): log records to the write-ahead log (one fsync for
-//! the batch), replies once durable, agent calls, accounting records, timers.
+//! the batch, done in place when no other command waits), replies once
+//! durable, agent calls, accounting records, timers.
 
 mod accounting;
 pub mod agent_pool;
@@ -46,6 +47,9 @@ pub struct Runtime {
     tx: mpsc::Sender<Op>,
     /// To the accounting record builder (None without accounting).
     acct: Option<std::sync::mpsc::Sender<(Arc<Config>, Job, i64)>>,
+    /// Accounting records of this batch, handed to the builder once the
+    /// batch is committed: no answer waits behind the builder's work.
+    acct_batch: Vec<(Job, i64)>,
     /// To the thread that runs MailProg.
     mail: mail::MailSender,
     /// The state directory and the epoch this controller holds (fencing).
@@ -110,10 +114,12 @@ impl Runtime {
             agents,
             tx,
             acct: None,
+            acct_batch: Vec::new(),
             mail,
             epoch,
         };
         rt.perform();
+        rt.send_accounting();
         // Start from a compact state: the snapshot replaces the replayed log.
         if replayed > 0 {
             rt.write_snapshot();
@@ -176,7 +182,10 @@ impl Runtime {
                 }
             }
             self.perform();
-            self.wal.flush();
+            // A lone command is made durable and answered from here; with
+            // more waiting, the log's thread syncs while the owner goes on.
+            self.wal.commit(!rx.is_empty());
+            self.send_accounting();
             if self.wal.bytes_in_generation > SNAPSHOT_BYTES {
                 self.write_snapshot();
             }
@@ -198,6 +207,24 @@ impl Runtime {
         let core = &mut self.core;
         self.wal
             .snapshot_encoded(|generation| core.encode_snapshot(generation));
+        self.send_accounting();
+    }
+
+    /// Hand this batch's accounting records to the record builder.
+    fn send_accounting(&mut self) {
+        let Some(tx) = &self.acct else {
+            self.acct_batch.clear();
+            return;
+        };
+        for (job, now) in self.acct_batch.drain(..) {
+            let id = job.rec.job_id;
+            if tx.send((self.core.cfg.clone(), job, now)).is_err() {
+                tracing::error!("accounting record builder is gone; job {id} not recorded");
+            } else {
+                drover_proto::metrics::ACCT_QUEUED
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
     }
 
     /// Carry out what the core asked for, in order.
@@ -207,16 +234,8 @@ impl Runtime {
                 Effect::Log(rec) => self.wal.append(&rec),
                 Effect::AfterDurable(f) => self.wal.after_durable(f),
                 Effect::Account { job, now } => {
-                    if let Some(tx) = &self.acct {
-                        let id = job.rec.job_id;
-                        if tx.send((self.core.cfg.clone(), *job, now)).is_err() {
-                            tracing::error!(
-                                "accounting record builder is gone; job {id} not recorded"
-                            );
-                        } else {
-                            drover_proto::metrics::ACCT_QUEUED
-                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        }
+                    if self.acct.is_some() {
+                        self.acct_batch.push((*job, now));
                     }
                 }
                 Effect::Launch { node, req, start } => {

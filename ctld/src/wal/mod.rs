@@ -7,10 +7,12 @@
 //! generation that still applies; older logs are deleted.
 //!
 //! The owner task appends encoded records to a buffer and, at the end of each
-//! batch of commands, hands the buffer plus the acknowledgements waiting on it
-//! to the writer thread. The writer writes, `fdatasync`s once for everything it
-//! has, then runs the acknowledgements: many submissions share one fsync, and
-//! nobody hears "ok" before their record is on disk.
+//! batch of commands, commits the buffer plus the acknowledgements waiting on
+//! it: written, `fdatasync`ed once, then the acknowledgements run, so many
+//! submissions share one fsync and nobody hears "ok" before their record is
+//! on disk. The owner writes a batch itself when nothing else waits;
+//! otherwise the writer thread does, while the owner goes on
+//! ([`writer`]).
 //!
 //! With a [`Fence`] (a backup controller is configured, or always in the
 //! daemon) each batch is written under the state directory's lock after
@@ -19,26 +21,23 @@
 //! epoch is lower than one already seen.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 
 use drover_proto::private;
 use drover_proto::state::{wal_record::Kind, Snapshot, WalRecord};
 use prost::Message;
 
 use crate::runtime::fence::Fence;
+use writer::Writer;
+
+mod writer;
 
 pub type Ack = Box<dyn FnOnce() + Send>;
 
-enum Msg {
-    Append(Vec<u8>, Vec<Ack>),
-    Rotate { generation: u64, snapshot: Vec<u8> },
-}
-
 /// Handle used by the owner task.
 pub struct Wal {
-    tx: mpsc::Sender<Msg>,
+    writer: Writer,
     buf: Vec<u8>,
     acks: Vec<Ack>,
     generation: u64,
@@ -183,98 +182,13 @@ impl Wal {
     /// Start the writer thread appending to `wal.<generation>`, fenced by
     /// `fence` when given.
     pub fn start(dir: &Path, generation: u64, fence: Option<Fence>) -> Result<Wal, String> {
-        let dir = dir.to_path_buf();
-        let open = |g: u64| -> Result<File, String> {
-            let p = wal_path(&dir, g);
-            private::append(&p).map_err(|e| format!("cannot open {}: {e}", p.display()))
-        };
-        let file = open(generation)?;
-        fsync_dir(&dir).map_err(|e| format!("cannot sync {}: {e}", dir.display()))?;
-        let (tx, rx) = mpsc::channel::<Msg>();
+        let p = wal_path(dir, generation);
+        let file = private::append(&p).map_err(|e| format!("cannot open {}: {e}", p.display()))?;
+        fsync_dir(dir).map_err(|e| format!("cannot sync {}: {e}", dir.display()))?;
         let bytes_in_generation = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut out = Out {
-            len: bytes_in_generation,
-            file,
-            dir: dir.clone(),
-            waiting_since: None,
-        };
-        std::thread::Builder::new()
-            .name("wal-writer".into())
-            .spawn(move || {
-                let mut acks: Vec<Ack> = Vec::new();
-                let epoch_mark = |fe: &Fence| {
-                    let mut mark = Vec::with_capacity(16);
-                    frame(
-                        &WalRecord {
-                            kind: Some(Kind::Epoch(fe.epoch)),
-                        },
-                        &mut mark,
-                    );
-                    mark
-                };
-                while let Ok(first) = rx.recv() {
-                    let held = fence.as_ref().map(|f| match f.hold() {
-                        Ok(h) => h,
-                        Err(e) => {
-                            // Deposed (or the lock is gone): stop here, acks
-                            // unsent, so no client hears of an unlogged change.
-                            tracing::error!("{e}; exiting");
-                            std::process::exit(1);
-                        }
-                    });
-                    if let Some(f) = &fence {
-                        out.write(&epoch_mark(f));
-                    }
-                    let mut next = Some(first);
-                    let mut dirty = false;
-                    while let Some(msg) = next.take() {
-                        match msg {
-                            Msg::Append(bytes, a) => {
-                                out.write(&bytes);
-                                dirty = true;
-                                acks.extend(a);
-                            }
-                            Msg::Rotate {
-                                generation,
-                                snapshot,
-                            } => {
-                                if dirty {
-                                    sync_or_die(&out.file);
-                                    dirty = false;
-                                }
-                                match rotate(&dir, generation, &snapshot) {
-                                    Ok(f) => {
-                                        out.file = f;
-                                        out.len = 0;
-                                        // The new log starts with the epoch too.
-                                        if let Some(fe) = &fence {
-                                            out.write(&epoch_mark(fe));
-                                        }
-                                    }
-                                    // The old log and snapshot still hold
-                                    // everything: go on appending to them.
-                                    Err(e) => tracing::error!(
-                                        "state snapshot in {} failed: {e}; \
-                                         the current log is kept",
-                                        dir.display()
-                                    ),
-                                }
-                            }
-                        }
-                        next = rx.try_recv().ok();
-                    }
-                    if dirty || held.is_some() {
-                        sync_or_die(&out.file);
-                    }
-                    drop(held);
-                    for a in acks.drain(..) {
-                        a();
-                    }
-                }
-            })
-            .map_err(|e| format!("cannot start state writer: {e}"))?;
+        let writer = Writer::start(dir, file, fence)?;
         Ok(Wal {
-            tx,
+            writer,
             buf: Vec::with_capacity(64 * 1024),
             acks: Vec::new(),
             generation,
@@ -292,15 +206,24 @@ impl Wal {
         self.acks.push(ack);
     }
 
-    /// Hand the batch to the writer.
+    /// Hand the batch to the writer thread.
     pub fn flush(&mut self) {
+        self.commit(true);
+    }
+
+    /// Make the batch durable, then run its acknowledgements: in place
+    /// when the writer thread is idle and `more_waiting` is false (a lone
+    /// command's answer then waits on no thread hand-off); else by the
+    /// thread, so that the owner goes on with the commands waiting while
+    /// the disk syncs (group commit).
+    pub fn commit(&mut self, more_waiting: bool) {
         if self.buf.is_empty() && self.acks.is_empty() {
             return;
         }
         self.bytes_in_generation += self.buf.len() as u64;
         let bytes = std::mem::replace(&mut self.buf, Vec::with_capacity(64 * 1024));
         let acks = std::mem::take(&mut self.acks);
-        let _ = self.tx.send(Msg::Append(bytes, acks));
+        self.writer.append(bytes, acks, !more_waiting);
     }
 
     /// Replace the log by a snapshot of the whole state (built by the caller).
@@ -317,15 +240,12 @@ impl Wal {
         self.flush();
         self.generation += 1;
         self.bytes_in_generation = 0;
-        let _ = self.tx.send(Msg::Rotate {
-            generation: self.generation,
-            snapshot: encode(self.generation),
-        });
+        self.writer.rotate(self.generation, encode(self.generation));
     }
 
     /// Block until everything appended so far is durable (shutdown).
     pub fn sync_blocking(&mut self) {
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = std::sync::mpsc::channel();
         self.after_durable(Box::new(move || {
             let _ = tx.send(());
         }));
@@ -336,67 +256,6 @@ impl Wal {
     pub fn generation(&self) -> u64 {
         self.generation
     }
-}
-
-/// The log file being appended to, and how much of it is whole frames.
-struct Out {
-    file: File,
-    len: u64,
-    dir: PathBuf,
-    /// Since when a write has been failing for want of space.
-    waiting_since: Option<std::time::Instant>,
-}
-
-impl Out {
-    /// Append `bytes`. A full disk (or quota) is waited out: the partial
-    /// write is cut off, and the same bytes are tried again every second,
-    /// the acknowledgements held, while new submissions are refused
-    /// ([`crate::runtime::disk`]). Any other failure ends the controller:
-    /// without durable state it must not go on.
-    fn write(&mut self, bytes: &[u8]) {
-        use std::sync::atomic::Ordering;
-        loop {
-            match self.file.write_all(bytes) {
-                Ok(()) => break,
-                Err(e) if is_no_space(&e) => {
-                    // Frames after a torn one would be lost at recovery.
-                    if let Err(t) = self.file.set_len(self.len) {
-                        tracing::error!(
-                            "state log write failed: {e}, and cutting it back: {t}; exiting"
-                        );
-                        std::process::exit(1);
-                    }
-                    if self.waiting_since.is_none() {
-                        self.waiting_since = Some(std::time::Instant::now());
-                        crate::runtime::disk::LOG_WAITING_FOR_SPACE.store(true, Ordering::Release);
-                        tracing::error!(
-                            "state log write in {} failed: {e}; waiting for space \
-                             (new submissions are refused meanwhile)",
-                            self.dir.display()
-                        );
-                    }
-                    std::thread::sleep(std::time::Duration::from_secs(1));
-                }
-                Err(e) => {
-                    tracing::error!("state log write failed: {e}; exiting");
-                    std::process::exit(1);
-                }
-            }
-        }
-        self.len += bytes.len() as u64;
-        if let Some(t) = self.waiting_since.take() {
-            crate::runtime::disk::LOG_WAITING_FOR_SPACE.store(false, Ordering::Release);
-            tracing::info!(
-                "state log in {} written again after {} s without space",
-                self.dir.display(),
-                t.elapsed().as_secs()
-            );
-        }
-    }
-}
-
-fn is_no_space(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
 }
 
 /// One frame: len | crc32 | body, the body encoded in place.
@@ -410,63 +269,6 @@ fn frame(rec: &WalRecord, buf: &mut Vec<u8>) {
     rec.encode_raw(buf);
     let crc = crc32fast::hash(&buf[body..]);
     buf[crc_at..body].copy_from_slice(&crc.to_le_bytes());
-}
-
-fn sync_or_die(f: &File) {
-    let started = std::time::Instant::now();
-    let r = f.sync_data();
-    drover_proto::metrics::WAL_FSYNC.observe(started.elapsed());
-    if let Err(e) = r {
-        tracing::error!("state log fsync failed: {e}; exiting");
-        std::process::exit(1);
-    }
-}
-
-/// New log first, then the snapshot that points at it, then drop old logs.
-/// On failure before the snapshot is in place, what was made is removed
-/// and the old snapshot and log stay in force.
-fn rotate(dir: &Path, generation: u64, snapshot: &[u8]) -> Result<File, String> {
-    let new_log = wal_path(dir, generation);
-    let tmp = dir.join("snapshot.new");
-    let made = (|| -> std::io::Result<File> {
-        let f = private::append(&new_log)?;
-        let mut t = private::create(&tmp)?;
-        t.write_all(snapshot)?;
-        t.sync_all()?;
-        std::fs::rename(&tmp, dir.join("snapshot"))?;
-        Ok(f)
-    })();
-    let f = match made {
-        Ok(f) => f,
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            let _ = std::fs::remove_file(&new_log);
-            return Err(e.to_string());
-        }
-    };
-    // The new snapshot is in place; if the directory cannot be synced, a
-    // crash may bring back the old one, which with the old logs kept still
-    // gives the same state.
-    if let Err(e) = fsync_dir(dir) {
-        tracing::warn!("cannot sync {}: {e}; older logs kept", dir.display());
-        return Ok(f);
-    }
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let name = e.file_name();
-            let Some(g) = name
-                .to_str()
-                .and_then(|n| n.strip_prefix("wal."))
-                .and_then(|g| g.parse::<u64>().ok())
-            else {
-                continue;
-            };
-            if g < generation {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-    Ok(f)
 }
 
 #[cfg(test)]
@@ -498,6 +300,8 @@ mod tests {
 
     use super::*;
     use drover_proto::state::wal_record::Kind;
+    use std::io::Write;
+    use std::sync::mpsc;
 
     fn wait_durable(w: &mut Wal) {
         let (tx, rx) = mpsc::channel();
@@ -506,6 +310,47 @@ mod tests {
         }));
         w.flush();
         rx.recv().unwrap();
+    }
+
+    #[test]
+    fn batches_written_in_place_and_by_the_thread_keep_their_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let fence = Fence::take(dir.path()).unwrap();
+        let mut w = Wal::start(dir.path(), 0, Some(fence)).unwrap();
+        let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        for i in 1..=60u32 {
+            w.append(&WalRecord {
+                kind: Some(Kind::NextJobId(i)),
+            });
+            let a = acked.clone();
+            w.after_durable(Box::new(move || a.lock().unwrap().push(i)));
+            if i % 10 == 0 {
+                // An idle writer thread: this batch is written in place,
+                // durable and acknowledged before commit returns.
+                while w.writer.busy() {
+                    std::thread::yield_now();
+                }
+                w.commit(false);
+                assert_eq!(acked.lock().unwrap().last(), Some(&i));
+            } else {
+                // Others queued behind it: the thread's, maybe several at once.
+                w.commit(i % 3 != 0);
+            }
+        }
+        wait_durable(&mut w);
+        assert_eq!(*acked.lock().unwrap(), (1..=60).collect::<Vec<u32>>());
+        let r = recover(dir.path()).unwrap();
+        let ids: Vec<u32> = r
+            .records
+            .iter()
+            .map(|r| match r.kind {
+                Some(Kind::NextJobId(i)) => i,
+                ref k => panic!("unexpected {k:?}"),
+            })
+            .collect();
+        assert_eq!(ids, (1..=60).collect::<Vec<u32>>());
+        assert_eq!(r.stale, 0);
+        assert!(!r.torn_tail);
     }
 
     #[test]
