@@ -133,9 +133,15 @@ impl Runtime {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_full = clock();
         loop {
+            let idle_since = Instant::now();
+            // Does this batch hold a lone command, one that found the owner
+            // idle for longer than a sync of the log takes? Then it is
+            // committed in place: nothing is likely to queue behind it.
+            let mut lone = true;
             tokio::select! {
                 op = rx.recv() => {
                     let Some(op) = op else { break };
+                    lone = idle_since.elapsed() > 2 * self.wal.last_sync();
                     self.core.now = clock();
                     op(&mut self.core);
                     // Take everything already queued: one scheduling pass and one
@@ -182,9 +188,9 @@ impl Runtime {
                 }
             }
             self.perform();
-            // A lone command is made durable and answered from here; with
-            // more waiting, the log's thread syncs while the owner goes on.
-            self.wal.commit(!rx.is_empty());
+            // A lone command is made durable and answered from here; under
+            // load the log's thread syncs while the owner goes on.
+            self.wal.commit(lone && rx.is_empty());
             self.send_accounting();
             if self.wal.bytes_in_generation > SNAPSHOT_BYTES {
                 self.write_snapshot();

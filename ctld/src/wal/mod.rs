@@ -208,22 +208,28 @@ impl Wal {
 
     /// Hand the batch to the writer thread.
     pub fn flush(&mut self) {
-        self.commit(true);
+        self.commit(false);
     }
 
     /// Make the batch durable, then run its acknowledgements: in place
-    /// when the writer thread is idle and `more_waiting` is false (a lone
-    /// command's answer then waits on no thread hand-off); else by the
-    /// thread, so that the owner goes on with the commands waiting while
-    /// the disk syncs (group commit).
-    pub fn commit(&mut self, more_waiting: bool) {
+    /// when the writer thread is idle and `lone` (a lone command's answer
+    /// then waits on no thread hand-off); else by the thread, so that the
+    /// owner goes on with the next commands while the disk syncs (group
+    /// commit).
+    pub fn commit(&mut self, lone: bool) {
         if self.buf.is_empty() && self.acks.is_empty() {
             return;
         }
         self.bytes_in_generation += self.buf.len() as u64;
         let bytes = std::mem::replace(&mut self.buf, Vec::with_capacity(64 * 1024));
         let acks = std::mem::take(&mut self.acks);
-        self.writer.append(bytes, acks, !more_waiting);
+        self.writer.append(bytes, acks, lone);
+    }
+
+    /// How long the last sync of the log took (what a batch committed in
+    /// place keeps the owner from other commands).
+    pub fn last_sync(&self) -> std::time::Duration {
+        self.writer.last_sync()
     }
 
     /// Replace the log by a snapshot of the whole state (built by the caller).
@@ -330,11 +336,11 @@ mod tests {
                 while w.writer.busy() {
                     std::thread::yield_now();
                 }
-                w.commit(false);
+                w.commit(true);
                 assert_eq!(acked.lock().unwrap().last(), Some(&i));
             } else {
                 // Others queued behind it: the thread's, maybe several at once.
-                w.commit(i % 3 != 0);
+                w.commit(i % 3 == 0);
             }
         }
         wait_durable(&mut w);

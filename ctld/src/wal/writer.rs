@@ -13,7 +13,7 @@
 use std::fs::File;
 use std::io::{IoSlice, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 
 use drover_proto::state::{wal_record::Kind, WalRecord};
@@ -36,6 +36,8 @@ struct Shared {
     log: Mutex<Log>,
     /// Messages sent to the thread whose acknowledgements have not run.
     queued: AtomicUsize,
+    /// How long the last sync took, in nanoseconds.
+    last_sync_ns: AtomicU64,
 }
 
 /// The log file, the fence it is written under, and the epoch mark that
@@ -75,6 +77,7 @@ impl Writer {
                 epoch_mark,
             }),
             queued: AtomicUsize::new(0),
+            last_sync_ns: AtomicU64::new(0),
         });
         let (tx, rx) = mpsc::channel::<Msg>();
         let theirs = shared.clone();
@@ -98,7 +101,7 @@ impl Writer {
             let held = hold(&log.fence);
             let written = log.out.try_append(&[&log.epoch_mark, &bytes]);
             if written.is_ok() {
-                sync_or_die(&log.out.file);
+                self.shared.sync(&log.out.file);
                 drop(held);
                 for a in acks {
                     a();
@@ -115,6 +118,11 @@ impl Writer {
             generation,
             snapshot,
         });
+    }
+
+    /// How long the last sync of the log took.
+    pub(super) fn last_sync(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.shared.last_sync_ns.load(Ordering::Relaxed))
     }
 
     /// Has the thread batches not yet acknowledged?
@@ -134,6 +142,21 @@ impl Writer {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Log> {
         self.log.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `fdatasync` the log, or end the controller: without durable state
+    /// it must not go on.
+    fn sync(&self, f: &File) {
+        let started = std::time::Instant::now();
+        let r = f.sync_data();
+        let took = started.elapsed();
+        drover_proto::metrics::WAL_FSYNC.observe(took);
+        self.last_sync_ns
+            .store(took.as_nanos() as u64, Ordering::Relaxed);
+        if let Err(e) = r {
+            tracing::error!("state log fsync failed: {e}; exiting");
+            std::process::exit(1);
+        }
     }
 }
 
@@ -176,7 +199,7 @@ fn run(dir: &Path, shared: &Shared, rx: &mpsc::Receiver<Msg>) {
                         snapshot,
                     } => {
                         if dirty {
-                            sync_or_die(&log.out.file);
+                            shared.sync(&log.out.file);
                             dirty = false;
                         }
                         match rotate(dir, generation, &snapshot) {
@@ -198,7 +221,7 @@ fn run(dir: &Path, shared: &Shared, rx: &mpsc::Receiver<Msg>) {
                 next = rx.try_recv().ok();
             }
             if dirty || held.is_some() {
-                sync_or_die(&log.out.file);
+                shared.sync(&log.out.file);
             }
         }
         for a in acks.drain(..) {
@@ -290,16 +313,6 @@ impl Out {
 
 fn is_no_space(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
-}
-
-fn sync_or_die(f: &File) {
-    let started = std::time::Instant::now();
-    let r = f.sync_data();
-    drover_proto::metrics::WAL_FSYNC.observe(started.elapsed());
-    if let Err(e) = r {
-        tracing::error!("state log fsync failed: {e}; exiting");
-        std::process::exit(1);
-    }
 }
 
 /// New log first, then the snapshot that points at it, then drop old logs.
