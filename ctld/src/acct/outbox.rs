@@ -3,7 +3,8 @@
 //! outage of any length loses nothing and order is kept.
 //!
 //! Layout: segment files `outbox.<n>` of frames `[len u32][crc32 u32][bytes]`,
-//! appended by one writer thread (one fsync per batch), and `outbox.ack`
+//! appended by one writer thread (one fsync per batch, at most one per
+//! 20 ms), and `outbox.ack`
 //! holding the (segment, offset) up to which the daemon has acknowledged.
 //! Fully acknowledged segments are deleted.
 
@@ -15,6 +16,10 @@ use std::sync::{mpsc, Arc, Mutex};
 
 /// Roll to a new segment past this size.
 const SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
+/// The writer syncs at most this often. A record not yet synced when the
+/// controller dies is built again: a restart sends every job it holds
+/// again (`resend_accounting`).
+const PACE: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// A position in the outbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -172,7 +177,17 @@ fn writer(
     shared: Arc<Shared>,
 ) {
     let mut batch = Vec::new();
+    let mut last_write: Option<std::time::Instant> = None;
     while let Ok(first) = rx.recv() {
+        // At most one write and sync per PACE: records that come one at a
+        // time (a loop of submissions) share a sync instead of each asking
+        // the disk for one beside the state log's.
+        if let Some(due) = last_write.map(|t| t + PACE) {
+            let now = std::time::Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+        }
         batch.clear();
         batch.extend_from_slice(&frame(&first));
         while let Ok(more) = rx.try_recv() {
@@ -194,6 +209,7 @@ fn writer(
                 }
             }
         }
+        last_write = Some(std::time::Instant::now());
         len += batch.len() as u64;
         if len >= SEGMENT_BYTES {
             let next = seg + 1;
