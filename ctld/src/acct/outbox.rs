@@ -16,10 +16,11 @@ use std::sync::{mpsc, Arc, Mutex};
 
 /// Roll to a new segment past this size.
 const SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
-/// The writer syncs at most this often. A record not yet synced when the
-/// controller dies is built again: a restart sends every job it holds
-/// again (`resend_accounting`).
-const PACE: std::time::Duration = std::time::Duration::from_millis(20);
+/// The writer syncs at most this often (and the record builder wakes at
+/// most this often). A record not yet synced when the controller dies is
+/// built again: a restart sends every job it holds again
+/// (`resend_accounting`).
+pub const PACE: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// A position in the outbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -177,22 +178,14 @@ fn writer(
     shared: Arc<Shared>,
 ) {
     let mut batch = Vec::new();
-    let mut last_write: Option<std::time::Instant> = None;
     while let Ok(first) = rx.recv() {
-        // At most one write and sync per PACE: records that come one at a
-        // time (a loop of submissions) share a sync instead of each asking
-        // the disk for one beside the state log's.
-        if let Some(due) = last_write.map(|t| t + PACE) {
-            let now = std::time::Instant::now();
-            if due > now {
-                std::thread::sleep(due - now);
-            }
-        }
         batch.clear();
         batch.extend_from_slice(&frame(&first));
+        let mut drained = true;
         while let Ok(more) = rx.try_recv() {
             batch.extend_from_slice(&frame(&more));
             if batch.len() > 4 * 1024 * 1024 {
+                drained = false;
                 break;
             }
         }
@@ -209,7 +202,6 @@ fn writer(
                 }
             }
         }
-        last_write = Some(std::time::Instant::now());
         len += batch.len() as u64;
         if len >= SEGMENT_BYTES {
             let next = seg + 1;
@@ -227,6 +219,14 @@ fn writer(
         }
         *shared.durable.lock().unwrap_or_else(|p| p.into_inner()) = Pos { seg, off: len };
         shared.notify.notify_one();
+        // At most one write and sync per PACE: records that come one at a
+        // time (a loop of submissions) wait in the channel meanwhile,
+        // without waking this thread, and then share a sync instead of
+        // each asking the disk for one beside the state log's. The first
+        // record after a quiet spell is written at once.
+        if drained {
+            std::thread::sleep(PACE);
+        }
     }
 }
 

@@ -14,6 +14,9 @@ use crate::acct::{convert, enabled, outbox, record, sender, Acct};
 use crate::job::Job;
 
 /// Build and encode records off the owner task: it only clones the job.
+/// The builder takes what has come, then rests for the outbox's pace:
+/// records that follow each other closely are built together, and the
+/// owner's send wakes no thread meanwhile.
 fn start_builder(
     cluster: String,
     out: mpsc::Sender<Vec<u8>>,
@@ -23,17 +26,22 @@ fn start_builder(
         .name("acct-records".into())
         .spawn(move || {
             let mut names = crate::users::NameCache::default();
-            while let Ok((cfg, job, now)) = rx.recv() {
-                let info = crate::jobinfo::job_info(&cfg, &mut names, &job, true, now);
-                let contain = cfg
-                    .prolog_flags
-                    .iter()
-                    .any(|f| f.eq_ignore_ascii_case("contain"));
-                let rec = record::build(&cluster, &job, &info, contain);
-                if out.send(rec.encode_to_vec()).is_err() {
-                    tracing::error!("accounting outbox writer is gone");
-                    return;
+            while let Ok(first) = rx.recv() {
+                let mut next = Some(first);
+                while let Some((cfg, job, now)) = next.take() {
+                    let info = crate::jobinfo::job_info(&cfg, &mut names, &job, true, now);
+                    let contain = cfg
+                        .prolog_flags
+                        .iter()
+                        .any(|f| f.eq_ignore_ascii_case("contain"));
+                    let rec = record::build(&cluster, &job, &info, contain);
+                    if out.send(rec.encode_to_vec()).is_err() {
+                        tracing::error!("accounting outbox writer is gone");
+                        return;
+                    }
+                    next = rx.try_recv().ok();
                 }
+                std::thread::sleep(outbox::PACE);
             }
         })
         .map_err(|e| format!("cannot start the accounting record builder: {e}"))?;
