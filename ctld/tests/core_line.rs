@@ -12,7 +12,7 @@ const RUNTIME: &[&str] = &[
     "rpc/",
     "daemon.rs",
     "main.rs",
-    "wal.rs",
+    "wal/",
     "acct/sender.rs",
     "acct/outbox.rs",
     // The fuzz targets drive the runtime's recovery from files.
