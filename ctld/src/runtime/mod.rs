@@ -2,7 +2,7 @@
 //! RPC handlers in order, reads the clock once per batch, applies them to
 //! the core ([`Ctld`]), runs the scheduler, and then performs what the batch
 //! asked for ([`Effect`]): log records to the write-ahead log (one fsync for
-//! the batch, done in place when no other command waits), replies once
+//! the batch; by the owner itself for a lone command), replies once
 //! durable, agent calls, accounting records, timers.
 
 mod accounting;
@@ -48,7 +48,8 @@ pub struct Runtime {
     /// To the accounting record builder (None without accounting).
     acct: Option<std::sync::mpsc::Sender<(Arc<Config>, Job, i64)>>,
     /// Accounting records of this batch, handed to the builder once the
-    /// batch is committed: no answer waits behind the builder's work.
+    /// batch is committed: waking the builder (after a quiet spell it waits
+    /// on its channel) is then not on a lone command's way to its answer.
     acct_batch: Vec<(Job, i64)>,
     /// To the thread that runs MailProg.
     mail: mail::MailSender,

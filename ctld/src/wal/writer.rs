@@ -93,23 +93,28 @@ impl Writer {
     /// thread is idle (unless the disk is full: the thread waits that out),
     /// else by the thread.
     pub(super) fn append(&self, bytes: Vec<u8>, acks: Vec<Ack>, in_place: bool) {
-        if in_place && self.shared.queued.load(Ordering::Acquire) == 0 {
-            // Only the owner sends to the thread, and it has nothing
-            // queued: the lock is free.
-            let mut log = self.shared.lock();
-            let log = &mut *log;
-            let held = hold(&log.fence);
-            let written = log.out.try_append(&[&log.epoch_mark, &bytes]);
-            if written.is_ok() {
-                self.shared.sync(&log.out.file);
-                drop(held);
-                for a in acks {
-                    a();
-                }
-                return;
+        if in_place && self.shared.queued.load(Ordering::Acquire) == 0 && self.write_here(&bytes) {
+            for a in acks {
+                a();
             }
+            return;
         }
         self.send(Msg::Append(bytes, acks));
+    }
+
+    /// Write and sync `bytes` on the caller's thread; false (nothing
+    /// written) when the disk is full.
+    fn write_here(&self, bytes: &[u8]) -> bool {
+        // Only the owner sends to the thread, and it has nothing queued:
+        // the lock is free.
+        let mut log = self.shared.lock();
+        let log = &mut *log;
+        let _held = hold(&log.fence);
+        if log.out.try_append(&[&log.epoch_mark, bytes]).is_err() {
+            return false;
+        }
+        self.shared.sync(&log.out.file);
+        true
     }
 
     /// Replace the log by a new generation that starts from `snapshot`.
