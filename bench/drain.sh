@@ -22,6 +22,10 @@ if [ -z "${BIN:-}" ]; then
 fi
 DIR=$(mktemp -d /tmp/drover-drain.XXXXXX)
 trap 'kill $UP 2>/dev/null; wait $UP 2>/dev/null; rm -rf "$DIR"' EXIT
+# The build is timed from a fresh copy (bench/fresh_copy.sh).
+. bench/fresh_copy.sh
+fresh_copy "$BIN" "$DIR/build"
+BIN=$DIR/build
 if [ "${CG:-on}" = off ]; then echo "CgroupPlugin=disabled" > "$DIR/cgroup.conf"; fi
 "$BIN/drover" up --dir "$DIR" --nodes 4 --cpus-per-node 8 --mem-per-node 8000 > "$DIR/up.out" 2>&1 &
 UP=$!

@@ -20,6 +20,10 @@ fi
 DIR=$(mktemp -d /tmp/drover-latency.XXXXXX)
 UP=
 trap 'if [ -n "$UP" ]; then kill -INT "$UP" 2>/dev/null; wait "$UP" 2>/dev/null; fi; rm -rf "$DIR"' EXIT
+# The build is timed from a fresh copy (bench/fresh_copy.sh).
+. bench/fresh_copy.sh
+fresh_copy "$BIN" "$DIR/build"
+BIN=$DIR/build
 "$BIN/drover" up --dir "$DIR" --nodes 4 --cpus-per-node 8 --mem-per-node 8000 > "$DIR/up.out" 2>&1 &
 UP=$!
 for _ in $(seq 600); do grep -q '^export' "$DIR/up.out" 2>/dev/null && break; sleep 0.05; done

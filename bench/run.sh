@@ -22,6 +22,10 @@ fi
 echo "build: $BIN; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 DIR=$(mktemp -d /tmp/drover-bench.XXXXXX)
 trap 'kill $UP 2>/dev/null; wait $UP 2>/dev/null; rm -rf "$DIR"' EXIT
+# The build is timed from a fresh copy (bench/fresh_copy.sh).
+. bench/fresh_copy.sh
+fresh_copy "$BIN" "$DIR/build"
+BIN=$DIR/build
 
 # BENCH_CGROUP=off: run the jobs without cgroups (to see what they cost);
 # BENCH_CGROUP_CONF='...': use this cgroup.conf instead of drover up's.

@@ -25,21 +25,13 @@ N_VERSION=${N_VERSION:-300}
 ROUNDS=${ROUNDS:-2}
 N_NODES=${N_NODES:-4}
 
-# Both builds run from fresh copies: a binary's start-up cost depends on
-# how its pages sit in the page cache (a file just written by `cp` starts
-# ~0.2 ms faster here than the linker's output or one read back from disk),
-# so each build is copied the same way before it is timed.
-fresh_copy() {
-  local from=$1 to
-  to=$(mktemp -d /tmp/drover-sbl-bin.XXXXXX)
-  for f in drover droverctld droverd droverdbd droverrestd; do
-    if [ -e "$from/$f" ]; then cp "$from/$f" "$to/"; fi
-  done
-  echo "$to"
-}
-A_COPY=$(fresh_copy "$A")
-B_COPY=$(fresh_copy "$B")
-trap 'rm -rf "$A_COPY" "$B_COPY"' EXIT
+. bench/fresh_copy.sh
+# Each build timed from a fresh copy (bench/fresh_copy.sh).
+COPIES=$(mktemp -d /tmp/drover-sbl-bin.XXXXXX)
+trap 'rm -rf "$COPIES"' EXIT
+A_COPY=$COPIES/A B_COPY=$COPIES/B
+fresh_copy "$A" "$A_COPY"
+fresh_copy "$B" "$B_COPY"
 
 now_ns() { date +%s%N; }
 # utime+stime of a process, in clock ticks.

@@ -23,6 +23,10 @@ DIR=$(mktemp -d /tmp/drover-scale.XXXXXX)
 UP=
 stop_up() { if [ -n "$UP" ]; then kill -INT "$UP" 2>/dev/null || true; wait "$UP" 2>/dev/null || true; UP=; fi; }
 trap 'stop_up; rm -rf "$DIR"' EXIT
+# The build is timed from a fresh copy (bench/fresh_copy.sh).
+. bench/fresh_copy.sh
+fresh_copy "$BIN" "$DIR/build"
+BIN=$DIR/build
 if [ "${BENCH_CGROUP:-on}" = off ]; then echo "CgroupPlugin=disabled" > "$DIR/cgroup.conf"; fi
 
 start_up() {

@@ -10,9 +10,8 @@
 //! batch of commands, commits the buffer plus the acknowledgements waiting on
 //! it: written, `fdatasync`ed once, then the acknowledgements run, so many
 //! submissions share one fsync and nobody hears "ok" before their record is
-//! on disk. The owner writes a batch itself when nothing else waits;
-//! otherwise the writer thread does, while the owner goes on
-//! ([`writer`]).
+//! on disk. The owner writes a lone command's batch itself; otherwise
+//! the writer thread does, while the owner goes on ([`writer`]).
 //!
 //! With a [`Fence`] (a backup controller is configured, or always in the
 //! daemon) each batch is written under the state directory's lock after
@@ -186,7 +185,7 @@ impl Wal {
         let file = private::append(&p).map_err(|e| format!("cannot open {}: {e}", p.display()))?;
         fsync_dir(dir).map_err(|e| format!("cannot sync {}: {e}", dir.display()))?;
         let bytes_in_generation = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let writer = Writer::start(dir, file, fence)?;
+        let writer = Writer::start(dir, file, bytes_in_generation, fence)?;
         Ok(Wal {
             writer,
             buf: Vec::with_capacity(64 * 1024),

@@ -49,8 +49,14 @@ struct Log {
 }
 
 impl Writer {
-    /// Start the writer thread appending to `file` in `dir`.
-    pub(super) fn start(dir: &Path, file: File, fence: Option<Fence>) -> Result<Writer, String> {
+    /// Start the writer thread appending to `file` (`len` bytes long) in
+    /// `dir`.
+    pub(super) fn start(
+        dir: &Path,
+        file: File,
+        len: u64,
+        fence: Option<Fence>,
+    ) -> Result<Writer, String> {
         let epoch_mark = match &fence {
             Some(f) => {
                 let mut mark = Vec::with_capacity(16);
@@ -64,7 +70,6 @@ impl Writer {
             }
             None => Vec::new(),
         };
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
         let shared = Arc::new(Shared {
             log: Mutex::new(Log {
                 out: Out {
